@@ -1,0 +1,202 @@
+// sfbd: the sfb training daemon. Run as `mpirun -np N sfbd --config job.toml [--set key=value]`.
+//
+// Exit codes: 0 success (every rank), 2 bad input (config, data) reported by every rank that saw
+// it, 3 training failed (MPI_Abort ends every rank), 4 the objective diverged.
+#include <mpi.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <Eigen/Core>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "sfb/comm/collectives.h"
+#include "sfb/comm/mpi_transport.h"
+#include "sfb/core/config.h"
+#include "sfb/core/error.h"
+#include "sfb/core/hash.h"
+#include "sfb/core/log.h"
+#include "sfb/core/metrics.h"
+#include "sfb/io/load_data.h"
+#include "sfb/io/model_file.h"
+#include "sfb/models/registry.h"
+#include "sfb/runtime/signals.h"
+#include "sfb/runtime/worker.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+constexpr int kExitFailed = 3;
+constexpr int kExitDiverged = 4;
+
+// True on every rank when any rank passes `failed`; such ranks print their message.
+bool any_rank_failed(bool failed) {
+  int mine = failed ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return any != 0;
+}
+
+int ranks_on_this_host() {
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int n = 1;
+  MPI_Comm_size(local, &n);
+  MPI_Comm_free(&local);
+  return n;
+}
+
+std::string summary_json(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, int P, int threads) {
+  std::string ranks, sums;
+  bool equal = true;
+  for (const auto& s : r.all) {
+    equal = equal && s.checksum == r.all[0].checksum;
+    ranks += fmt::format(
+        "    {{\"rank\": {}, \"clocks\": {}, \"pairs_sent\": {}, \"pairs_received\": {}, \"pairs_applied\": {}, "
+        "\"bytes_sent\": {}, \"bytes_received\": {}, \"compute_s\": {:.6f}, \"update_s\": {:.6f}, \"wait_s\": {:.6f}, "
+        "\"max_lead\": {}, \"checksum\": \"{:016x}\"}}{}\n",
+        s.rank, s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, s.bytes_sent, s.bytes_received, s.compute_s,
+        s.update_s, s.wait_s, s.max_lead, s.checksum, s.rank + 1 < P ? "," : "");
+    sums += fmt::format("{}\"{:016x}\"", sums.empty() ? "" : ", ", s.checksum);
+  }
+  const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
+  return fmt::format(
+      "{{\n  \"config\": \"{}\",\n  \"ranks\": {},\n  \"threads_per_rank\": {},\n  \"consistency\": \"{}\",\n"
+      "  \"broadcast\": \"{}\",\n  \"minibatch\": {},\n  \"stop_reason\": \"{}\",\n  \"final_clock\": {},\n"
+      "  \"seconds\": {:.6f},\n  \"final_objective\": {:.8g},\n  \"final_accuracy\": {:.6f},\n"
+      "  \"samples_per_s\": {:.3f},\n  \"checksums_equal\": {},\n  \"rank_checksums\": [{}],\n"
+      "  \"per_rank\": [\n{}  ]\n}}\n",
+      cfg.source, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
+      r.seconds, last.objective, last.accuracy, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0,
+      equal ? "true" : "false", sums, ranks);
+}
+
+void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, int P, int threads) {
+  const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
+  fmt::print("\nsfb run: {} | {} ranks x {} thread(s) | {} | {} broadcast | K = {}\n", cfg.source, P, threads,
+             cfg.consistency_name(), cfg.broadcast, cfg.minibatch);
+  fmt::print("  stop reason      {}\n", r.stop_reason);
+  fmt::print("  clocks           {}\n", r.final_clock);
+  fmt::print("  wall time        {:.2f} s\n", r.seconds);
+  fmt::print("  final objective  {:.5f}\n", last.objective);
+  if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
+  fmt::print("  throughput       {:.0f} samples/s\n",
+             r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0);
+  fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
+             "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
+  for (const auto& s : r.all) {
+    fmt::print("  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}  {:016x}\n", s.rank,
+               s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, s.bytes_sent / 1e6, s.bytes_received / 1e6,
+               s.compute_s, s.update_s, s.wait_s, s.checksum);
+  }
+  std::fflush(stdout);
+}
+
+int run(int argc, char** argv, int rank, int P) {
+  CLI::App app{"sfbd: sufficient factor broadcasting training daemon"};
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool check_only = false, list_keys = false;
+  app.add_option("--config,-c", config_path, "TOML job configuration");
+  app.add_option("--set", overrides, "Override a config key: --set sfb.staleness=2 (repeatable)");
+  app.add_flag("--check", check_only, "Validate the config and exit");
+  app.add_flag("--keys", list_keys, "List every config key with its type and default, then exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (rank == 0) app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : kExitBadInput;
+  }
+  if (list_keys) {
+    if (rank == 0)
+      for (const auto& k : sfb::config_key_docs()) fmt::print("{:<30} {:<28} {:<16} {}\n", k.key, k.type, k.default_value, k.help);
+    return 0;
+  }
+
+  sfb::Config cfg;
+  std::string error;
+  try {
+    if (config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
+    cfg = sfb::load_config(config_path, overrides);
+  } catch (const sfb::Error& e) {
+    error = e.what();
+  }
+  if (any_rank_failed(!error.empty())) {
+    if (!error.empty() && rank == 0) fmt::print(stderr, "sfbd: error: {}\n", error);
+    return kExitBadInput;
+  }
+  if (check_only) {
+    if (rank == 0) fmt::print("{}: OK ({}, {} ranks)\n", config_path, cfg.consistency_name(), P);
+    return 0;
+  }
+  sfb::init_logging(rank, cfg.log_level);
+  sfb::runtime::install_stop_signal_handlers();
+  auto transport = sfb::comm::make_mpi_transport(MPI_COMM_WORLD);
+  try {
+    sfb::comm::check_all_equal(*transport, cfg.fingerprint(), "the config (after --set overrides)");
+  } catch (const sfb::InvalidArgument& e) {
+    // Detected on every rank alike; rank 0 reports it.
+    if (rank == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return kExitBadInput;
+  }
+
+  const int threads = sfb::runtime::resolve_threads(cfg, ranks_on_this_host());
+  cfg.threads = threads;
+  Eigen::setNbThreads(threads);
+
+  sfb::io::LoadedData data;
+  std::unique_ptr<sfb::api::Model> model;
+  try {
+    model = sfb::models::make_model(cfg.model);
+    data = sfb::io::load_data(cfg, rank, P, rank == 0);
+    if (!cfg.out_dir.empty() && rank == 0) std::filesystem::create_directories(cfg.out_dir);
+  } catch (const sfb::Error& e) {
+    error = e.what();
+  }
+  if (any_rank_failed(!error.empty())) {
+    if (!error.empty()) spdlog::error("{}", error);
+    return kExitBadInput;
+  }
+  spdlog::info("{} training rows ({} on this rank), D = {}, J = {}, {} thread(s), {}", data.total_train, data.train.n,
+               data.train.dim, data.train.classes, threads, cfg.consistency_name());
+
+  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model);
+  sfb::runtime::WorkerResult result = worker.run();
+  spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
+               result.self.pairs_received, result.self.pairs_applied);
+  if (rank == 0) {
+    namespace fs = std::filesystem;
+    if (!cfg.model_file.empty()) sfb::io::write_model((fs::path(cfg.out_dir) / cfg.model_file).string(), result.W);
+    if (!cfg.summary_file.empty())
+      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, result, P, threads));
+    print_table(cfg, result, P, threads);
+  }
+  transport.reset();
+  int diverged = rank == 0 && result.stop_reason == "diverged" ? 1 : 0;
+  MPI_Bcast(&diverged, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return diverged ? kExitDiverged : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, P = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &P);
+  int code = 0;
+  try {
+    code = run(argc, argv, rank, P);
+  } catch (const std::exception& e) {
+    // A failure on one rank: the others cannot finish without it, so end the whole job.
+    fmt::print(stderr, "sfbd: rank {}: fatal: {}\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kExitFailed);
+  }
+  MPI_Finalize();
+  return code;
+}

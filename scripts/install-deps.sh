@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every build, test and demo dependency of sfb from Debian 12's apt repositories.
+# Idempotent: packages already present are skipped, so demo.sh and test.sh can call it freely.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libopenmpi-dev openmpi-bin
+  libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  dataset-fashion-mnist liblinear-tools
+  gnuplot-nox
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,68 @@
+#pragma once
+// Wire format of SfBatch and control messages (little-endian, documented in docs/formats.md).
+//
+// SfBatch: a 56-byte header, then u (K*J float32), then v: dense K*D float32, or sparse as
+// row_ptr (K+1 int64), index (nnz int32), value (nnz float32).
+//
+//   off size field               off size field
+//   0   4    magic 'SFBW'        28  4    D
+//   4   2    version (1)         32  4    flags (bit 0: sparse v)
+//   6   2    kind (1 = SF batch) 36  4    reserved (0)
+//   8   4    sender rank         40  8    nnz of v (sparse) or 0
+//   12  4    count K             48  8    payload bytes after the header
+//   16  8    clock
+//   24  4    J
+//
+// Control: a 32-byte header (magic, version, kind = 2, sender i32, type u32,
+// value i64, n u32, reserved u32) and n int64 payload words.
+//
+// Decoding validates the header against the received length and the receiver's expectations
+// (sender, J, D) before any payload is read; every problem throws CommError naming the field.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sfb/comm/transport.h"
+#include "sfb/core/sf_batch.h"
+
+namespace sfb::comm {
+
+inline constexpr uint32_t kWireMagic = 0x57424653;  // "SFBW" little-endian
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kKindSfBatch = 1;
+inline constexpr uint16_t kKindControl = 2;
+inline constexpr size_t kSfHeaderBytes = 56;
+inline constexpr size_t kControlHeaderBytes = 32;
+
+Bytes encode_sf_batch(const SfBatch& b);
+// Size in bytes encode_sf_batch() produces.
+int64_t encoded_sf_bytes(const SfBatch& b);
+
+struct SfExpect {
+  int sender = -1;  // the transport's source rank; -1: do not check
+  int32_t J = -1;   // -1: do not check
+  int32_t D = -1;
+  int32_t max_count = 1 << 24;
+};
+SfBatch decode_sf_batch(std::span<const std::byte> data, const SfExpect& expect);
+
+enum class ControlType : uint32_t {
+  kStopRequest = 1,  // any rank -> 0: a signal or error asks the job to stop
+  kStopQuery = 2,    // 0 -> all: pause before the next clock, reply with committed clocks
+  kStopReply = 3,    // all -> 0: value = clocks committed
+  kStopAt = 4,       // 0 -> all: value = the common final clock count
+  kDone = 5,         // all -> 0: payload = final statistics
+  kFinal = 6,        // 0 -> all: every rank is done; leave the loop
+};
+
+struct ControlMsg {
+  ControlType type = ControlType::kStopRequest;
+  int32_t sender = 0;
+  int64_t value = 0;
+  std::vector<int64_t> payload;
+};
+
+Bytes encode_control(const ControlMsg& m);
+ControlMsg decode_control(std::span<const std::byte> data, int expected_sender);
+
+}  // namespace sfb::comm

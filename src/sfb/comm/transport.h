@@ -1,0 +1,82 @@
+#pragma once
+// Tagged point-to-point byte transport for one group of ranks. Algorithms see only this
+// interface: tests run N ranks as threads over the in-process transport, real runs use MPI.
+//
+// send()/send_shared() may be called from any thread; try_recv() from one thread at a time.
+// Every call throws CommError on failure. Per-peer byte and message counters count logical
+// messages (payload bytes, no framing) and may be read from any thread.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace sfb::comm {
+
+using Tag = int32_t;
+inline constexpr Tag kTagSf = 1;          // SfBatch messages
+inline constexpr Tag kTagControl = 2;     // runtime control (stop protocol, done)
+inline constexpr Tag kTagCollective = 3;  // collectives outside the training loop
+inline constexpr Tag kMaxTag = 1000;
+
+using Bytes = std::vector<std::byte>;
+using SharedBytes = std::shared_ptr<const Bytes>;
+
+struct Message {
+  int src = -1;
+  Tag tag = 0;
+  Bytes data;
+};
+
+struct PeerCounters {
+  int64_t bytes_sent = 0;
+  int64_t msgs_sent = 0;
+  int64_t bytes_received = 0;
+  int64_t msgs_received = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Sends a copy of `data`.
+  void send(int dst, Tag tag, std::span<const std::byte> data);
+  // Sends `data` without copying; the buffer is kept alive until the send has completed, so one
+  // serialised buffer can go to every peer.
+  void send_shared(int dst, Tag tag, SharedBytes data);
+  // Next message of any tag (messages stashed by try_recv(tag) first, in arrival order).
+  std::optional<Message> try_recv();
+  // Next message with this tag; messages of other tags are stashed for try_recv().
+  std::optional<Message> try_recv(Tag tag);
+  // Blocks until a message with this tag arrives (polling, for collectives).
+  Message recv(Tag tag);
+  virtual void barrier() = 0;
+  // Blocks until every send posted so far has left this rank's buffers.
+  virtual void flush() {}
+
+  PeerCounters counters(int peer) const;
+  PeerCounters total_counters() const;
+
+ protected:
+  void init_counters(int size);
+  virtual void do_send(int dst, Tag tag, SharedBytes data) = 0;
+  virtual std::optional<Message> poll() = 0;
+
+ private:
+  struct AtomicCounters {
+    std::atomic<int64_t> bytes_sent{0}, msgs_sent{0}, bytes_received{0}, msgs_received{0};
+  };
+  std::unique_ptr<AtomicCounters[]> counters_;
+  int counters_size_ = 0;
+  std::deque<Message> stash_;  // touched only by the receiving thread
+};
+
+// N ranks in one process (tests, benchmarks): transports[i] is rank i.
+std::vector<std::unique_ptr<Transport>> make_inproc_group(int size);
+
+}  // namespace sfb::comm

@@ -1,0 +1,364 @@
+#include "sfb/core/config.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "sfb/core/error.h"
+#include "sfb/core/hash.h"
+
+namespace sfb {
+namespace {
+
+// Where a value came from, for messages: "file:line" or "--set key=value".
+struct Origin {
+  std::string file;
+  std::map<std::string, std::string> overrides;  // key -> "--set key=value"
+
+  std::string at(const std::string& key, const toml::node& node) const {
+    if (auto it = overrides.find(key); it != overrides.end()) return it->second;
+    return fmt::format("{}:{}", file, node.source().begin.line);
+  }
+};
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    default: return "a date/time";
+  }
+}
+
+std::string show_node(const toml::node& n) {
+  std::ostringstream os;
+  if (auto s = n.as_string()) {
+    os << '"' << s->get() << '"';
+  } else {
+    n.visit([&os](auto&& v) { os << v; });
+  }
+  return os.str();
+}
+
+struct Field {
+  std::string key;
+  std::string type;
+  std::function<std::string(const Config&)> show;
+  std::function<void(Config&, const toml::node&, const std::string& where)> set;
+  std::string help;
+};
+
+std::string fmt_double(double v) { return fmt::format("{}", v); }
+
+Field int_field(std::string key, int64_t Config::*m, int64_t lo, int64_t hi, std::string help) {
+  return {key, "integer", [m](const Config& c) { return std::to_string(c.*m); },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            SFB_CHECK(n.is_integer(), "{}: {} must be an integer in [{}, {}], got {} {}", where, key,
+                      lo, hi, type_name(n), show_node(n));
+            const int64_t v = *n.value<int64_t>();
+            SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
+            c.*m = v;
+          },
+          std::move(help)};
+}
+
+Field float_field(std::string key, double Config::*m, double lo, double hi, std::string help) {
+  return {key, "float", [m](const Config& c) { return fmt_double(c.*m); },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            SFB_CHECK(n.is_number(), "{}: {} must be a number in [{}, {}], got {} {}", where, key,
+                      lo, hi, type_name(n), show_node(n));
+            const double v = *n.value<double>();
+            SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
+            c.*m = v;
+          },
+          std::move(help)};
+}
+
+Field string_field(std::string key, std::string Config::*m, std::vector<std::string> choices,
+                   std::string help) {
+  return {key, choices.empty() ? "string" : fmt::format("one of {}", fmt::join(choices, "|")),
+          [m](const Config& c) { return fmt::format("\"{}\"", c.*m); },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            SFB_CHECK(n.is_string(), "{}: {} must be a string, got {} {}", where, key, type_name(n),
+                      show_node(n));
+            std::string v = *n.value<std::string>();
+            if (!choices.empty()) {
+              bool ok = false;
+              for (const auto& ch : choices) ok = ok || ch == v;
+              SFB_CHECK(ok, "{}: {} must be one of \"{}\", got \"{}\"", where, key,
+                        fmt::join(choices, "\", \""), v);
+            }
+            c.*m = std::move(v);
+          },
+          std::move(help)};
+}
+
+Field bool_field(std::string key, bool Config::*m, std::string help) {
+  return {key, "boolean", [m](const Config& c) { return c.*m ? "true" : "false"; },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            SFB_CHECK(n.is_boolean(), "{}: {} must be true or false, got {} {}", where, key,
+                      type_name(n), show_node(n));
+            c.*m = *n.value<bool>();
+          },
+          std::move(help)};
+}
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr double kHuge = 1e300;
+
+const std::vector<Field>& schema() {
+  static const std::vector<Field> fields = [] {
+    std::vector<Field> f;
+    f.push_back(string_field("job.mode", &Config::mode, {"sfb"},
+                             "Training mode. \"sfb\": sufficient factor broadcasting."));
+    f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.seed); },
+                 [](Config& c, const toml::node& n, const std::string& where) {
+                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
+                             "{}: job.seed must be an integer >= 0, got {}", where, show_node(n));
+                   c.seed = static_cast<uint64_t>(*n.value<int64_t>());
+                 },
+                 "Seed of every random stream (minibatches, synthetic data, init)."});
+    f.push_back(string_field("data.format", &Config::data_format, {"idx", "libsvm", "synthetic"},
+                             "Training data format."));
+    f.push_back(string_field("data.train_images", &Config::train_images, {},
+                             "idx: training images (IDX3, optionally gzipped)."));
+    f.push_back(string_field("data.train_labels", &Config::train_labels, {},
+                             "idx: training labels (IDX1, optionally gzipped)."));
+    f.push_back(string_field("data.test_images", &Config::test_images, {},
+                             "idx: test images; empty disables test accuracy."));
+    f.push_back(string_field("data.test_labels", &Config::test_labels, {}, "idx: test labels."));
+    f.push_back(string_field("data.train", &Config::train_path, {}, "libsvm: training file."));
+    f.push_back(string_field("data.test", &Config::test_path, {},
+                             "libsvm: test file; empty disables test accuracy."));
+    f.push_back(int_field("data.features", &Config::features, 0, int64_t{1} << 31,
+                          "libsvm: number of features (indices 1..features); synthetic: D "
+                          "before the bias. Required for both."));
+    f.push_back(int_field("data.classes", &Config::classes, 0, int64_t{1} << 31,
+                          "Number of classes J. 0: max training label + 1 (idx only)."));
+    f.push_back(int_field("data.label_offset", &Config::label_offset, -kMax, kMax,
+                          "libsvm: subtracted from every label (1 for labels 1..J)."));
+    f.push_back(bool_field("data.bias", &Config::bias, "Append a constant 1 feature (D grows by 1)."));
+    f.push_back(int_field("data.max_train_samples", &Config::max_train_samples, 0, kMax,
+                          "Use only the first N training samples (0: all)."));
+    f.push_back(int_field("data.max_test_samples", &Config::max_test_samples, 0, kMax,
+                          "Use only the first N test samples (0: all)."));
+    f.push_back(int_field("data.synthetic_samples", &Config::synthetic_samples, 1, kMax,
+                          "synthetic: training samples."));
+    f.push_back(int_field("data.synthetic_test_samples", &Config::synthetic_test_samples, 0, kMax,
+                          "synthetic: test samples."));
+    f.push_back(float_field("data.synthetic_density", &Config::synthetic_density, 1e-9, 1.0,
+                            "synthetic: fraction of non-zero features; < 1 gives sparse v."));
+    f.push_back(float_field("data.synthetic_noise", &Config::synthetic_noise, 0.0, 1.0,
+                            "synthetic: fraction of labels replaced by a random class."));
+    f.push_back(string_field("model.name", &Config::model, {"mlr"},
+                             "Model: \"mlr\" (multiclass logistic regression)."));
+    f.push_back(float_field("optimizer.lr", &Config::lr, 1e-12, 1e6, "Step size eta."));
+    f.push_back(float_field("optimizer.lr_decay", &Config::lr_decay, 0.0, 1e6,
+                            "Step size at clock c is lr / (1 + lr_decay * c)."));
+    f.push_back(int_field("optimizer.minibatch", &Config::minibatch, 1, 1 << 20,
+                          "K: samples (SF pairs) per worker per clock."));
+    f.push_back({"sfb.staleness", "integer >= 0 or \"inf\"",
+                 [](const Config& c) { return c.asp() ? std::string("\"inf\"") : std::to_string(c.staleness); },
+                 [](Config& c, const toml::node& n, const std::string& where) {
+                   // "inf" as a string, or TOML's float inf (what `--set sfb.staleness=inf` parses to).
+                   if ((n.is_string() && *n.value<std::string>() == "inf") ||
+                       (n.is_floating_point() && std::isinf(*n.value<double>()) && *n.value<double>() > 0)) {
+                     c.staleness = kInfiniteStaleness;
+                     return;
+                   }
+                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
+                             "{}: sfb.staleness must be >= 0 or \"inf\", got {}", where, show_node(n));
+                   c.staleness = *n.value<int64_t>();
+                 },
+                 "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
+    f.push_back(string_field("sfb.broadcast", &Config::broadcast, {"full"},
+                             "Broadcast topology: \"full\" sends to all P-1 peers."));
+    f.push_back(int_field("runtime.threads", &Config::threads, 0, 4096,
+                          "OpenMP threads per rank for SF computation and updates; 0: cores on "
+                          "this host / ranks on this host, at least 1."));
+    f.push_back(int_field("runtime.queue_capacity", &Config::queue_capacity, 1, 1 << 20,
+                          "Capacity of each SF queue (batches)."));
+    f.push_back(int_field("runtime.slow_rank", &Config::slow_rank, -1, 1 << 20,
+                          "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
+    f.push_back(float_field("runtime.slow_ms", &Config::slow_ms, 0.0, 1e7,
+                            "Milliseconds the slow rank sleeps per clock."));
+    f.push_back(int_field("eval.every", &Config::eval_every, 1, kMax,
+                          "Rank 0 evaluates the objective every this many clocks."));
+    f.push_back(int_field("eval.train_sample", &Config::eval_train_sample, 1, kMax,
+                          "Training samples of rank 0's partition on which the objective is "
+                          "evaluated (fixed, the first N)."));
+    f.push_back(int_field("stop.max_clocks", &Config::max_clocks, 1, kMax,
+                          "Stop after this many clocks."));
+    f.push_back(float_field("stop.max_seconds", &Config::max_seconds, 0.0, kHuge,
+                            "Stop after this many seconds (0: no limit)."));
+    f.push_back(float_field("stop.target_accuracy", &Config::target_accuracy, 0.0, 1.0,
+                            "Stop when test accuracy >= this (0: off)."));
+    f.push_back(float_field("stop.target_objective", &Config::target_objective, 0.0, kHuge,
+                            "Stop when the training objective <= this (0: off)."));
+    f.push_back(float_field("stop.rel_tol", &Config::rel_tol, 0.0, 1.0,
+                            "Stop when the objective's relative change stays below this for "
+                            "`patience` evaluations (0: off)."));
+    f.push_back(int_field("stop.patience", &Config::patience, 1, 1 << 20,
+                          "Evaluations the relative change must stay below rel_tol."));
+    f.push_back(string_field("output.dir", &Config::out_dir, {},
+                             "Directory for metrics, model and summary (created)."));
+    f.push_back(string_field("output.metrics", &Config::metrics_file, {},
+                             "Metrics JSON lines, relative to output.dir (\"\": none)."));
+    f.push_back(string_field("output.model", &Config::model_file, {},
+                             "Final model file, relative to output.dir (\"\": none)."));
+    f.push_back(string_field("output.summary", &Config::summary_file, {},
+                             "Run summary JSON, relative to output.dir (\"\": none)."));
+    f.push_back(string_field("output.log_level", &Config::log_level,
+                             {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
+    return f;
+  }();
+  return fields;
+}
+
+void merge_into(toml::table& dst, const toml::table& src) {
+  for (auto&& [k, v] : src) {
+    if (const auto* sub = v.as_table()) {
+      if (auto* existing = dst.get_as<toml::table>(k)) {
+        merge_into(*existing, *sub);
+        continue;
+      }
+    }
+    dst.insert_or_assign(k, v);
+  }
+}
+
+Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
+  Origin origin{name, {}};
+  for (const auto& ov : overrides) {
+    const auto eq = ov.find('=');
+    SFB_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", ov);
+    const std::string key = ov.substr(0, eq);
+    const std::string value = ov.substr(eq + 1);
+    toml::table t;
+    try {
+      t = toml::parse(std::string_view(fmt::format("{} = {}", key, value)), std::string_view("--set"));
+    } catch (const toml::parse_error&) {
+      try {
+        // A bare word such as `--set model.name=mlr` is taken as a string.
+        t = toml::parse(std::string_view(fmt::format("{} = \"{}\"", key, value)), std::string_view("--set"));
+      } catch (const toml::parse_error& e) {
+        throw InvalidArgument(fmt::format("--set {}: cannot parse: {}", ov, e.description()));
+      }
+    }
+    merge_into(root, t);
+    origin.overrides[key] = fmt::format("--set {}", ov);
+  }
+
+  Config cfg;
+  cfg.source = name;
+  std::set<std::string> known;
+  std::set<std::string> sections;
+  for (const auto& field : schema()) {
+    known.insert(field.key);
+    sections.insert(field.key.substr(0, field.key.find('.')));
+    if (auto node = root.at_path(field.key); node) {
+      field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
+    }
+  }
+  // Every key of the file must be in the schema: a typo is an error, never silently ignored.
+  for (auto&& [section, value] : root) {
+    const std::string s(section.str());
+    const auto* tbl = value.as_table();
+    if (!tbl || !sections.count(s)) {
+      std::string where = origin.overrides.count(s) ? origin.overrides[s]
+                          : fmt::format("{}:{}", name, section.source().begin.line);
+      throw InvalidArgument(fmt::format("{}: unknown {} '{}'; sections are [{}]", where,
+                                        tbl ? "section" : "key", s, fmt::join(sections, "], [")));
+    }
+    for (auto&& [k, v] : *tbl) {
+      const std::string full = s + "." + std::string(k.str());
+      if (known.count(full)) continue;
+      std::vector<std::string> in_section;
+      for (const auto& kk : known)
+        if (kk.rfind(s + ".", 0) == 0) in_section.push_back(kk.substr(s.size() + 1));
+      std::string where = origin.overrides.count(full) ? origin.overrides[full]
+                          : fmt::format("{}:{}", name, k.source().begin.line);
+      throw InvalidArgument(fmt::format("{}: unknown key '{}'; keys of [{}] are: {}", where, full, s,
+                                        fmt::join(in_section, ", ")));
+    }
+  }
+
+  // Cross-field rules.
+  if (cfg.data_format == "idx") {
+    SFB_CHECK(!cfg.train_images.empty() && !cfg.train_labels.empty(),
+              "{}: data.format = \"idx\" needs data.train_images and data.train_labels", name);
+    SFB_CHECK(cfg.test_images.empty() == cfg.test_labels.empty(),
+              "{}: data.test_images and data.test_labels must be given together", name);
+  } else if (cfg.data_format == "libsvm") {
+    SFB_CHECK(!cfg.train_path.empty(), "{}: data.format = \"libsvm\" needs data.train", name);
+    SFB_CHECK(cfg.features > 0, "{}: data.format = \"libsvm\" needs data.features > 0", name);
+    SFB_CHECK(cfg.classes > 1, "{}: data.format = \"libsvm\" needs data.classes >= 2", name);
+  } else {
+    SFB_CHECK(cfg.features > 0, "{}: data.format = \"synthetic\" needs data.features > 0", name);
+    SFB_CHECK(cfg.classes > 1, "{}: data.format = \"synthetic\" needs data.classes >= 2", name);
+  }
+  return cfg;
+}
+
+}  // namespace
+
+std::string Config::consistency_name() const {
+  if (staleness == 0) return "BSP";
+  if (asp()) return "ASP";
+  return fmt::format("SSP(s={})", staleness);
+}
+
+std::string Config::canonical() const {
+  std::string out;
+  for (const auto& field : schema()) {
+    // Output locations may differ between hosts; everything that changes the math may not.
+    if (field.key.rfind("output.", 0) == 0) continue;
+    out += field.key + "=" + field.show(*this) + "\n";
+  }
+  return out;
+}
+
+uint64_t Config::fingerprint() const { return fnv1a64(canonical()); }
+
+Config parse_config(const std::string& toml_text, const std::string& name,
+                    const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(std::string_view(toml_text), std::string_view(name));
+  } catch (const toml::parse_error& e) {
+    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", name, e.source().begin.line,
+                                      e.description()));
+  }
+  return build(std::move(root), name, overrides);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (e.source().begin.line == 0 || !e.source().path)
+      throw InvalidArgument(fmt::format("{}: cannot read config: {}", path, e.description()));
+    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", path, e.source().begin.line,
+                                      e.description()));
+  }
+  return build(std::move(root), path, overrides);
+}
+
+std::vector<ConfigKeyDoc> config_key_docs() {
+  const Config defaults;
+  std::vector<ConfigKeyDoc> docs;
+  for (const auto& f : schema()) docs.push_back({f.key, f.type, f.show(defaults), f.help});
+  return docs;
+}
+
+}  // namespace sfb

@@ -1,0 +1,97 @@
+#pragma once
+// The job configuration: a TOML file plus `--set key=value` overrides, validated against one
+// schema (config.cc), so every key has a type, a default, a range and a line in
+// configs/README.md. Unknown keys, wrong types and bad ranges throw InvalidArgument with
+// "<file>:<line>: <key> ..." and the accepted values.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace sfb {
+
+inline constexpr int64_t kInfiniteStaleness = std::numeric_limits<int64_t>::max();
+
+struct Config {
+  std::string source = "<defaults>";  // the file it was read from
+
+  // [job]
+  std::string mode = "sfb";
+  uint64_t seed = 42;
+
+  // [data]
+  std::string data_format = "idx";  // idx | libsvm | synthetic
+  std::string train_images, train_labels, test_images, test_labels;  // idx
+  std::string train_path, test_path;                                 // libsvm
+  int64_t features = 0;  // libsvm: feature count (required); synthetic: D without bias
+  int64_t classes = 0;   // 0: max label + 1 (idx); required for libsvm and synthetic
+  int64_t label_offset = 0;  // libsvm: subtracted from every label
+  bool bias = true;          // append a constant 1 feature
+  int64_t max_train_samples = 0;  // 0: all
+  int64_t max_test_samples = 0;   // 0: all
+  int64_t synthetic_samples = 10000;
+  int64_t synthetic_test_samples = 2000;
+  double synthetic_density = 1.0;
+  double synthetic_noise = 0.1;
+
+  // [model]
+  std::string model = "mlr";
+
+  // [optimizer]
+  double lr = 0.1;
+  double lr_decay = 0.0;  // eta_c = lr / (1 + lr_decay * c)
+  int64_t minibatch = 64;
+
+  // [sfb]
+  int64_t staleness = 0;  // kInfiniteStaleness for ASP
+  std::string broadcast = "full";
+
+  // [runtime]
+  int64_t threads = 0;  // 0: cores on this host / ranks on this host, at least 1
+  int64_t queue_capacity = 64;
+  int64_t slow_rank = -1;  // testing: this rank sleeps slow_ms per clock
+  double slow_ms = 0.0;
+
+  // [eval]
+  int64_t eval_every = 50;
+  int64_t eval_train_sample = 5000;
+
+  // [stop]
+  int64_t max_clocks = 1000;
+  double max_seconds = 0.0;
+  double target_accuracy = 0.0;
+  double target_objective = 0.0;
+  double rel_tol = 0.0;
+  int64_t patience = 3;
+
+  // [output]
+  std::string out_dir = "runs/default";
+  std::string metrics_file = "metrics.jsonl";
+  std::string model_file = "model.bin";
+  std::string summary_file = "summary.json";
+  std::string log_level = "info";
+
+  bool asp() const { return staleness == kInfiniteStaleness; }
+  std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"
+  // Every resolved value in a fixed order: the fingerprint all ranks must agree on.
+  std::string canonical() const;
+  uint64_t fingerprint() const;
+};
+
+// Reads and validates a TOML file; overrides are "key=value" strings applied on top (the value is
+// parsed as TOML, and as a plain string when that fails).
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same, from TOML text (tests); `name` stands in for the file name in messages.
+Config parse_config(const std::string& toml_text, const std::string& name,
+                    const std::vector<std::string>& overrides = {});
+
+// One documented key of the schema (used for configs/README.md and `sfbd --keys`).
+struct ConfigKeyDoc {
+  std::string key;
+  std::string type;
+  std::string default_value;
+  std::string help;
+};
+std::vector<ConfigKeyDoc> config_key_docs();
+
+}  // namespace sfb

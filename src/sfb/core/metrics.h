@@ -1,0 +1,44 @@
+#pragma once
+// Evaluation records and their JSON-lines file (output.metrics): one line per evaluation.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace sfb {
+
+struct EvalRecord {
+  int64_t clock = 0;          // clocks completed by every replica when W was sampled
+  double seconds = 0.0;       // since training started
+  double objective = 0.0;     // mean training loss on the fixed evaluation sample
+  double accuracy = -1.0;     // test accuracy; -1 when there is no test set
+  double samples_per_s = 0.0; // samples processed by all ranks per second (P * K * clock / s)
+  int64_t bytes_sent = 0;     // by rank 0, all peers, SF and control messages
+  int64_t bytes_received = 0;
+  double compute_s = 0.0;     // rank 0: seconds computing sufficient factors
+  double update_s = 0.0;      // rank 0: seconds applying updates to W
+  double wait_s = 0.0;        // rank 0: seconds the compute thread waited on peers (staleness)
+};
+
+std::string to_json(const EvalRecord& r);
+
+// Appends JSON lines to a file; each line is flushed so a crash keeps every finished line.
+class JsonlWriter {
+ public:
+  JsonlWriter() = default;
+  explicit JsonlWriter(const std::string& path) { open(path); }
+  ~JsonlWriter();
+  void open(const std::string& path);
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+  bool is_open() const { return f_ != nullptr; }
+  void write(const std::string& line);
+
+ private:
+  std::FILE* f_ = nullptr;
+  std::string path_;
+};
+
+// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, rename.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace sfb

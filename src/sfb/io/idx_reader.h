@@ -1,0 +1,25 @@
+#pragma once
+// Reader of the IDX format (MNIST, Fashion-MNIST), plain or gzipped: images (magic 0x00000803,
+// uint8 pixels scaled to [0, 1]) and labels (magic 0x00000801). Only rows [begin, end) are kept
+// so each rank holds its own partition. Truncated files, wrong magics and mismatched counts throw
+// DataError naming the file.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sfb/core/tensor.h"
+
+namespace sfb::io {
+
+struct IdxHeader {
+  uint32_t magic = 0;
+  std::vector<int64_t> dims;
+};
+
+// Number of items (first dimension) of an IDX file, reading only its header.
+IdxHeader read_idx_header(const std::string& path);
+// Images [begin, end) as rows of pixels / 255; end = -1 means all.
+Matrix read_idx_images(const std::string& path, int64_t begin = 0, int64_t end = -1);
+std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin = 0, int64_t end = -1);
+
+}  // namespace sfb::io

@@ -1,0 +1,17 @@
+#pragma once
+// Loads the training partition of one rank and (optionally) the test set, as the config says:
+// IDX, libsvm or synthetic, with the bias feature appended when data.bias is set.
+#include "sfb/core/config.h"
+#include "sfb/io/dataset.h"
+
+namespace sfb::io {
+
+struct LoadedData {
+  Dataset train;           // this rank's partition
+  Dataset test;            // empty unless requested and configured
+  int64_t total_train = 0; // rows over all ranks
+};
+
+LoadedData load_data(const Config& cfg, int rank, int size, bool want_test);
+
+}  // namespace sfb::io

@@ -1,0 +1,545 @@
+#include "sfb/runtime/worker.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <tbb/concurrent_queue.h>
+
+#include "sfb/api/minibatch.h"
+#include "sfb/comm/sf_codec.h"
+#include "sfb/core/error.h"
+#include "sfb/core/hash.h"
+#include "sfb/core/timer.h"
+#include "sfb/io/sampler.h"
+#include "sfb/runtime/objective_monitor.h"
+#include "sfb/runtime/signals.h"
+#include "sfb/runtime/update_applier.h"
+
+namespace sfb::runtime {
+
+using comm::ControlMsg;
+using comm::ControlType;
+
+int resolve_threads(const Config& cfg, int ranks_on_host) {
+  if (cfg.threads > 0) return static_cast<int>(cfg.threads);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, ranks_on_host));
+}
+
+namespace {
+
+int64_t to_ns(double s) { return static_cast<int64_t>(s * 1e9); }
+double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+std::vector<int64_t> pack_stats(const RankStats& s) {
+  int64_t checksum = 0;
+  std::memcpy(&checksum, &s.checksum, 8);
+  return {s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, checksum, s.bytes_sent, s.bytes_received,
+          to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s), s.max_lead};
+}
+
+RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
+  if (v.size() != 11) throw CommError(fmt::format("DONE from rank {}: {} statistics words, expected 11", rank, v.size()));
+  RankStats s;
+  s.rank = rank;
+  s.clocks = v[0];
+  s.pairs_sent = v[1];
+  s.pairs_received = v[2];
+  s.pairs_applied = v[3];
+  std::memcpy(&s.checksum, &v[4], 8);
+  s.bytes_sent = v[5];
+  s.bytes_received = v[6];
+  s.compute_s = to_s(v[7]);
+  s.update_s = to_s(v[8]);
+  s.wait_s = to_s(v[9]);
+  s.max_lead = v[10];
+  return s;
+}
+
+}  // namespace
+
+struct Worker::State {
+  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m, WorkerHooks h)
+      : cfg(c), t(tr), train(tn), test(te), model(m), hooks(std::move(h)), rank(tr.rank()), P(tr.size()),
+        topo(comm::Topology::full(tr.size())) {}
+
+  const Config& cfg;
+  comm::Transport& t;
+  const io::Dataset& train;
+  const io::Dataset* test;
+  api::Model& model;
+  WorkerHooks hooks;
+  const int rank;
+  const int P;
+  comm::Topology topo;
+  std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
+  int threads = 1;
+  int32_t J = 0, D = 0, K = 0;
+
+  // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
+  Matrix W;
+  std::shared_mutex w_mu;
+
+  // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
+  // A null pointer in in_q only wakes the update thread.
+  tbb::concurrent_bounded_queue<SfBatchPtr> out_q;
+  tbb::concurrent_bounded_queue<SfBatchPtr> in_q;
+
+  // Clock state, guarded by mu; cv wakes the compute thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int64_t> applied;  // per rank: batches applied (= clocks, they arrive in order)
+  int64_t stop_at = 0;           // clocks every rank computes
+  int64_t started = 0;           // clocks this rank has started computing
+  bool paused = false;           // a stop query is open: start no new clock
+  bool compute_done = false;
+  bool update_done = false;
+
+  std::atomic<bool> aborted{false};
+  std::mutex err_mu;
+  std::exception_ptr error;
+
+  // Statistics; each vector is written by one thread only.
+  std::atomic<int64_t> compute_ns{0}, update_ns{0}, wait_ns{0};
+  std::vector<int64_t> pairs_sent_to;       // comm thread
+  int64_t pairs_received = 0;               // comm thread
+  std::vector<int64_t> pairs_applied_from;  // update thread
+  int64_t max_lead = 0;                     // compute thread
+
+  // Rank 0.
+  std::unique_ptr<ObjectiveMonitor> monitor;
+  std::vector<RankStats> all_stats;
+  std::string stop_reason = "max_clocks";
+  Stopwatch since_start;
+
+  void fail(std::exception_ptr e) {
+    {
+      std::lock_guard lock(err_mu);
+      if (!error) error = e;
+    }
+    aborted = true;
+    out_q.abort();
+    in_q.abort();
+    if (monitor) monitor->abort();
+    std::lock_guard lock(mu);
+    cv.notify_all();
+  }
+
+  float step(int64_t clock) const {
+    return static_cast<float>(cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(clock)));
+  }
+
+  // SSP rule (DESIGN.md): clock c may start once every in-neighbour's batches of clocks
+  // < c - s are applied. A worker always reads its own writes (as in Petuum's SSP): its own
+  // batches of clocks < c must be applied too, or under ASP a fast compute thread would compute
+  // many clocks from the same stale W. Called with mu held.
+  bool allowed(int64_t c) const {
+    if (applied[static_cast<size_t>(rank)] < c) return false;
+    if (cfg.asp()) return true;
+    for (int q : sources)
+      if (applied[static_cast<size_t>(q)] < c - cfg.staleness) return false;
+    return true;
+  }
+
+  void compute_loop();
+  void update_loop();
+  void comm_loop();
+  void apply(const SfBatch& b);
+  void maybe_snapshot(int64_t& next_eval, bool final);
+  RankStats collect_stats();
+};
+
+void Worker::State::compute_loop() {
+  io::EpochSampler sampler(train.n, cfg.seed, static_cast<uint64_t>(rank));
+  api::MiniBatch batch;
+  std::vector<int64_t> rows;
+  // commit() runs inside compute_sf, under the shared lock on W: the batch is queued only after
+  // the lock is released, or a full in-queue would block us while the update thread waits for W.
+  SfBatchPtr committed;
+  api::SfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
+  for (int64_t c = 0;; ++c) {
+    {
+      std::unique_lock lock(mu);
+      Stopwatch waited;
+      cv.wait(lock, [&] { return aborted || c >= stop_at || (!paused && allowed(c)); });
+      wait_ns += to_ns(waited.seconds());
+      if (aborted) return;
+      if (c >= stop_at) {
+        compute_done = true;
+        break;
+      }
+      started = c + 1;
+      for (int q : sources) max_lead = std::max(max_lead, c - applied[static_cast<size_t>(q)]);
+    }
+    if (hooks.on_clock_start) hooks.on_clock_start(c);
+    Stopwatch sw;
+    sampler.next(K, rows);
+    api::gather(train, rows, batch);
+    batch.clock = c;
+    writer.begin(rank, c, K, -step(c) / static_cast<float>(K), train.sparse);
+    {
+      std::shared_lock lock(w_mu);
+      model.compute_sf(W, batch, writer);
+    }
+    SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
+              model.name(), c);
+    out_q.push(committed);
+    in_q.push(std::move(committed));
+    compute_ns += to_ns(sw.seconds());
+    if (rank == cfg.slow_rank && cfg.slow_ms > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(cfg.slow_ms * 1000)));
+  }
+  in_q.push(nullptr);
+}
+
+void Worker::State::apply(const SfBatch& b) {
+  Stopwatch sw;
+  {
+    std::unique_lock lock(w_mu);
+    apply_batch(W, b, threads);
+    if (model.has_prox()) model.prox(W, step(b.clock));
+  }
+  update_ns += to_ns(sw.seconds());
+  pairs_applied_from[static_cast<size_t>(b.sender)] += b.count;
+  std::lock_guard lock(mu);
+  // Batches of one sender arrive in clock order (FIFO transport, one sender thread): a gap or
+  // a repeat means a lost or duplicated message.
+  if (b.clock != applied[static_cast<size_t>(b.sender)])
+    throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
+                                b.clock, b.sender, applied[static_cast<size_t>(b.sender)]));
+  ++applied[static_cast<size_t>(b.sender)];
+  cv.notify_all();
+}
+
+void Worker::State::maybe_snapshot(int64_t& next_eval, bool final) {
+  if (rank != 0 || !monitor) return;
+  int64_t done;
+  {
+    std::lock_guard lock(mu);
+    done = stop_at;
+  }
+  if (!final) {
+    done = std::numeric_limits<int64_t>::max();
+    for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
+    if (done < next_eval) return;
+    while (next_eval <= done) next_eval += cfg.eval_every;
+  }
+  auto s = std::make_unique<Snapshot>();
+  s->final = final;
+  s->W = W;
+  auto& r = s->record;
+  r.clock = done;
+  r.seconds = since_start.seconds();
+  r.samples_per_s = r.seconds > 0 ? static_cast<double>(done) * P * K / r.seconds : 0.0;
+  const auto c = t.total_counters();
+  r.bytes_sent = c.bytes_sent;
+  r.bytes_received = c.bytes_received;
+  r.compute_s = to_s(compute_ns);
+  r.update_s = to_s(update_ns);
+  r.wait_s = to_s(wait_ns);
+  monitor->submit(std::move(s));
+}
+
+void Worker::State::update_loop() {
+  const bool bsp = cfg.staleness == 0;
+  std::map<std::pair<int64_t, int>, SfBatchPtr> pending;  // BSP: (clock, sender) -> batch
+  int64_t next_clock = 0;
+  int64_t next_eval = cfg.eval_every;
+  for (;;) {
+    SfBatchPtr b;
+    in_q.pop(b);
+    if (b) {
+      if (!bsp) {
+        apply(*b);
+      } else {
+        if (!pending.emplace(std::make_pair(b->clock, b->sender), b).second)
+          throw CommError(fmt::format("rank {}: duplicate batch of clock {} from rank {}", rank, b->clock, b->sender));
+        // Apply clock next_clock once every source's batch is here, in sender-rank order.
+        for (;;) {
+          bool complete = true;
+          for (int q : sources) complete = complete && pending.count({next_clock, q}) > 0;
+          if (!complete) break;
+          for (int q : sources) {
+            auto it = pending.find({next_clock, q});
+            apply(*it->second);
+            pending.erase(it);
+          }
+          if (hooks.on_clock_applied) {
+            std::shared_lock lock(w_mu);
+            hooks.on_clock_applied(next_clock, W);
+          }
+          ++next_clock;
+        }
+      }
+      maybe_snapshot(next_eval, false);
+    }
+    std::lock_guard lock(mu);
+    if (!compute_done) continue;
+    bool all = true;
+    for (int q : sources) all = all && applied[static_cast<size_t>(q)] >= stop_at;
+    if (all) break;
+  }
+  maybe_snapshot(next_eval, true);
+  std::lock_guard lock(mu);
+  update_done = true;
+}
+
+RankStats Worker::State::collect_stats() {
+  RankStats s;
+  s.rank = rank;
+  s.clocks = stop_at;
+  for (auto v : pairs_sent_to) s.pairs_sent += v;
+  s.pairs_received = pairs_received;
+  for (auto v : pairs_applied_from) s.pairs_applied += v;
+  s.checksum = matrix_checksum(W);
+  const auto c = t.total_counters();
+  s.bytes_sent = c.bytes_sent;
+  s.bytes_received = c.bytes_received;
+  s.compute_s = to_s(compute_ns);
+  s.update_s = to_s(update_ns);
+  s.wait_s = to_s(wait_ns);
+  s.max_lead = max_lead;
+  return s;
+}
+
+void Worker::State::comm_loop() {
+  const auto& out = topo.out[static_cast<size_t>(rank)];
+  const auto& in = topo.in[static_cast<size_t>(rank)];
+  auto send_control = [&](int dst, ControlType type, int64_t value, std::vector<int64_t> payload = {}) {
+    t.send(dst, comm::kTagControl, comm::encode_control({type, rank, value, std::move(payload)}));
+  };
+  bool stop_asked = false;      // this rank has asked (or, on rank 0, started) the stop protocol
+  bool query_open = false;      // rank 0: STOP_QUERY sent, replies pending
+  int replies = 0;
+  int64_t max_started = 0;
+  bool sent_done = false;
+  bool got_final = false;
+  int dones = 0;
+
+  // Rank 0 opens the stop protocol: pause everyone, collect the clocks they started.
+  auto start_stop = [&](const std::string& reason) {
+    if (stop_asked) return;
+    stop_asked = true;
+    stop_reason = reason;
+    spdlog::info("stopping: {}", reason);
+    {
+      std::lock_guard lock(mu);
+      paused = true;
+      max_started = started;
+    }
+    query_open = true;
+    replies = 0;
+    for (int q = 1; q < P; ++q) send_control(q, ControlType::kStopQuery, 0);
+  };
+  auto close_query = [&] {
+    // Every rank computes up to the furthest clock any rank had started.
+    std::lock_guard lock(mu);
+    const int64_t at = std::min(max_started, stop_at);
+    stop_at = at;
+    paused = false;
+    cv.notify_all();
+    query_open = false;
+    for (int q = 1; q < P; ++q) send_control(q, ControlType::kStopAt, at);
+  };
+
+  for (int idle = 0; !aborted;) {
+    bool progress = false;
+    // 1. Own batches: serialise once, send the same buffer to every out-neighbour.
+    SfBatchPtr b;
+    while (out_q.try_pop(b)) {
+      auto buf = std::make_shared<const comm::Bytes>(comm::encode_sf_batch(*b));
+      for (int q : out) {
+        t.send_shared(q, comm::kTagSf, buf);
+        pairs_sent_to[static_cast<size_t>(q)] += b->count;
+      }
+      progress = true;
+    }
+    // 2. Everything that arrived.
+    while (auto m = t.try_recv()) {
+      progress = true;
+      if (m->tag == comm::kTagSf) {
+        if (std::find(in.begin(), in.end(), m->src) == in.end())
+          throw CommError(fmt::format("rank {}: SF batch from rank {}, which is not an in-neighbour", rank, m->src));
+        auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m->data, {m->src, J, D}));
+        pairs_received += batch->count;
+        in_q.push(std::move(batch));
+        continue;
+      }
+      if (m->tag != comm::kTagControl)
+        throw CommError(fmt::format("rank {}: message with unexpected tag {} from rank {}", rank, m->tag, m->src));
+      const ControlMsg c = comm::decode_control(m->data, m->src);
+      const bool root_only = c.type == ControlType::kStopRequest || c.type == ControlType::kStopReply ||
+                             c.type == ControlType::kDone;
+      if (root_only != (rank == 0))
+        throw CommError(fmt::format("rank {}: control message type {} from rank {} is not meant for this rank", rank,
+                                    static_cast<int>(c.type), m->src));
+      switch (c.type) {
+        case ControlType::kStopRequest:
+          start_stop(fmt::format("rank {} received signal {}", m->src, c.value));
+          break;
+        case ControlType::kStopQuery: {
+          int64_t s;
+          {
+            std::lock_guard lock(mu);
+            paused = true;
+            s = started;
+          }
+          send_control(0, ControlType::kStopReply, s);
+          break;
+        }
+        case ControlType::kStopReply:
+          if (!query_open) throw CommError(fmt::format("rank 0: unexpected STOP_REPLY from rank {}", m->src));
+          max_started = std::max(max_started, c.value);
+          if (++replies == P - 1) close_query();
+          break;
+        case ControlType::kStopAt: {
+          std::lock_guard lock(mu);
+          if (c.value < started)
+            throw CommError(fmt::format("rank {}: STOP_AT {} is before clock {} already started", rank, c.value, started));
+          stop_at = std::min(stop_at, c.value);
+          paused = false;
+          cv.notify_all();
+          break;
+        }
+        case ControlType::kDone:
+          all_stats[static_cast<size_t>(m->src)] = unpack_stats(m->src, c.payload);
+          ++dones;
+          break;
+        case ControlType::kFinal:
+          got_final = true;
+          break;
+      }
+    }
+    // 3. Reasons to stop early.
+    if (!stop_asked && !(rank != 0 && sent_done)) {
+      if (const int sig = stop_signal(); sig != 0) {
+        if (rank == 0) {
+          start_stop(fmt::format("signal {}", sig));
+        } else {
+          stop_asked = true;
+          send_control(0, ControlType::kStopRequest, sig);
+        }
+      } else if (rank == 0) {
+        std::string reason = monitor ? monitor->stop_reason() : std::string();
+        if (reason.empty() && cfg.max_seconds > 0 && since_start.seconds() > cfg.max_seconds) reason = "max_seconds";
+        if (!reason.empty()) start_stop(reason);
+      }
+      if (rank == 0 && query_open && P == 1) close_query();
+    }
+    // 4. Done locally: report to rank 0; rank 0 ends the job when everyone has.
+    if (!sent_done) {
+      bool local_done;
+      {
+        std::lock_guard lock(mu);
+        local_done = compute_done && update_done;
+      }
+      if (local_done && out_q.empty()) {
+        sent_done = true;
+        if (rank == 0) all_stats[0] = collect_stats();
+        else send_control(0, ControlType::kDone, 0, pack_stats(collect_stats()));
+        progress = true;
+      }
+    }
+    if (rank == 0 && sent_done && dones == P - 1 && !query_open) {
+      for (int q = 1; q < P; ++q) send_control(q, ControlType::kFinal, 0);
+      break;
+    }
+    if (rank != 0 && sent_done && got_final) break;
+    // Idle: yield first, then sleep briefly (no busy polling against the compute threads).
+    if (progress) {
+      idle = 0;
+    } else if (++idle < 16) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));
+    }
+  }
+  t.flush();
+}
+
+Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
+               api::Model& model, WorkerHooks hooks)
+    : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks))) {
+  auto& s = *s_;
+  SFB_CHECK(cfg.broadcast == "full", "sfb.broadcast = \"{}\" is not supported; use \"full\"", cfg.broadcast);
+  s.threads = std::max<int>(1, static_cast<int>(cfg.threads));
+  s.J = static_cast<int32_t>(model.rows(train));
+  s.D = static_cast<int32_t>(model.cols(train));
+  s.K = static_cast<int32_t>(cfg.minibatch);
+  s.W = Matrix::Zero(s.J, s.D);
+  Rng init_rng = make_rng(cfg.seed, 0x1417);
+  model.init(s.W, init_rng);
+  s.sources = s.topo.in[static_cast<size_t>(s.rank)];
+  s.sources.push_back(s.rank);
+  std::sort(s.sources.begin(), s.sources.end());
+  s.applied.assign(static_cast<size_t>(s.P), 0);
+  s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
+  s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);
+  s.stop_at = cfg.max_clocks;
+  s.out_q.set_capacity(cfg.queue_capacity);
+  // The in-queue holds this rank's batches plus every peer's: the compute thread and the
+  // communication thread must never block each other on it for long.
+  s.in_q.set_capacity(cfg.queue_capacity * s.P);
+  if (s.rank == 0) {
+    s.all_stats.resize(static_cast<size_t>(s.P));
+    s.monitor = std::make_unique<ObjectiveMonitor>(cfg, model, train, test, s.P);
+  }
+}
+
+Worker::~Worker() = default;
+
+WorkerResult Worker::run() {
+  auto& s = *s_;
+  s.since_start.reset();
+  if (s.monitor) s.monitor->start();
+  auto guarded = [&s](void (State::*fn)()) {
+    return std::thread([&s, fn] {
+      try {
+        (s.*fn)();
+      } catch (const tbb::user_abort&) {
+        // Another thread failed first and aborted the queues.
+      } catch (...) {
+        s.fail(std::current_exception());
+      }
+    });
+  };
+  std::thread compute = guarded(&State::compute_loop);
+  std::thread update = guarded(&State::update_loop);
+  std::thread comm = guarded(&State::comm_loop);
+  compute.join();
+  update.join();
+  comm.join();
+  if (s.monitor) {
+    if (s.aborted) s.monitor->abort();
+    try {
+      s.monitor->finish();
+    } catch (...) {
+      s.fail(std::current_exception());
+    }
+  }
+  if (s.error) std::rethrow_exception(s.error);
+
+  WorkerResult r;
+  r.seconds = s.since_start.seconds();
+  r.self = s.collect_stats();
+  r.W = std::move(s.W);
+  r.pairs_sent_to = s.pairs_sent_to;
+  r.pairs_applied_from = s.pairs_applied_from;
+  r.final_clock = s.stop_at;
+  if (s.rank == 0) {
+    r.all = s.all_stats;
+    r.evals = s.monitor->records();
+    r.stop_reason = s.stop_reason;
+  }
+  return r;
+}
+
+}  // namespace sfb::runtime

@@ -1,0 +1,90 @@
+#pragma once
+// One SFB worker (one rank): the SF-computing, parameter-update and communication threads
+// around two bounded SF queues, plus rank 0's objective monitor (DESIGN.md, "One worker
+// process").
+//
+//  * SF-compute thread: waits until its clock c is allowed (every in-neighbour's batches up to
+//    clock c - s - 1, and its own, are applied), samples K rows, computes the SF batch from W
+//    under a shared lock, and pushes it to the out-queue (for peers) and the in-queue (for itself).
+//  * Update thread: pops batches from the in-queue and applies W += U^T V under the exclusive
+//    lock. Under BSP it applies clock c only when all of clock c is present, in sender-rank order,
+//    so every replica performs the same float operations in the same order (bitwise identical).
+//    Under SSP/ASP it applies batches as they arrive.
+//  * Communication thread: serialises each own batch once and sends it to the out-neighbours,
+//    decodes received batches into the in-queue, runs the stop protocol and the final handshake.
+//
+// No data race on W: the compute thread reads W only while holding the shared side of w_mu_,
+// the update thread writes only while holding the exclusive side; the monitor gets copies.
+//
+// Stop protocol: rank 0 decides to stop (monitor, time limit, signal, or a peer's request) and
+// sends STOP_QUERY; each rank pauses before its next clock and replies with its committed clock
+// count; rank 0 sends STOP_AT = max of the replies; all ranks compute up to that clock, apply
+// everything, send DONE (with statistics) to rank 0, which answers FINAL when all are done.
+// Without a stop decision every rank stops at stop.max_clocks.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sfb/api/model.h"
+#include "sfb/comm/topology.h"
+#include "sfb/comm/transport.h"
+#include "sfb/core/config.h"
+#include "sfb/core/metrics.h"
+#include "sfb/io/dataset.h"
+
+namespace sfb::runtime {
+
+// Test hooks; each is called on the thread named.
+struct WorkerHooks {
+  // Update thread, W locked: clock `clock` has been applied from every source (BSP only).
+  std::function<void(int64_t clock, const Matrix& W)> on_clock_applied;
+  // Compute thread: about to compute clock `clock` (after the staleness wait).
+  std::function<void(int64_t clock)> on_clock_start;
+};
+
+struct RankStats {
+  int rank = 0;
+  int64_t clocks = 0;          // clocks committed
+  int64_t pairs_sent = 0;      // SF pairs sent, summed over destinations
+  int64_t pairs_received = 0;  // SF pairs received from peers
+  int64_t pairs_applied = 0;   // SF pairs applied to W, own included
+  uint64_t checksum = 0;       // matrix_checksum of the final W
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double compute_s = 0, update_s = 0, wait_s = 0;
+  int64_t max_lead = 0;        // max over clocks and in-neighbours of (clock - applied clocks)
+};
+
+struct WorkerResult {
+  Matrix W;
+  RankStats self;
+  std::vector<int64_t> pairs_sent_to;      // per destination rank
+  std::vector<int64_t> pairs_applied_from; // per source rank (own included)
+  std::vector<RankStats> all;              // rank 0: every rank's statistics, in rank order
+  std::vector<EvalRecord> evals;           // rank 0
+  std::string stop_reason;                 // rank 0: max_clocks, target_accuracy, signal, ...
+  int64_t final_clock = 0;
+  double seconds = 0;
+};
+
+class Worker {
+ public:
+  Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
+         api::Model& model, WorkerHooks hooks = {});
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Trains until the job stops; rethrows the first error of any thread.
+  WorkerResult run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Effective OpenMP threads for one rank: cfg.threads, or cores / ranks_on_host (at least 1).
+int resolve_threads(const Config& cfg, int ranks_on_host);
+
+}  // namespace sfb::runtime

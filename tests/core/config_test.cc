@@ -1,0 +1,114 @@
+#include "sfb/core/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/core/error.h"
+
+namespace sfb {
+namespace {
+
+using ::testing::HasSubstr;
+
+const char* kBase = R"(
+[data]
+format = "synthetic"
+features = 10
+classes = 3
+)";
+
+std::string error_of(const std::string& text, std::vector<std::string> overrides = {}) {
+  try {
+    parse_config(text, "job.toml", overrides);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAndValues) {
+  const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = 3\n[optimizer]\nlr = 1\nminibatch = 8\n", "job.toml");
+  EXPECT_EQ(c.staleness, 3);
+  EXPECT_EQ(c.consistency_name(), "SSP(s=3)");
+  EXPECT_DOUBLE_EQ(c.lr, 1.0);  // an integer is accepted for a float key
+  EXPECT_EQ(c.minibatch, 8);
+  EXPECT_EQ(c.max_clocks, Config{}.max_clocks);
+}
+
+TEST(Config, StalenessInfIsAsp) {
+  const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = \"inf\"\n", "job.toml");
+  EXPECT_TRUE(c.asp());
+  EXPECT_EQ(c.consistency_name(), "ASP");
+  EXPECT_EQ(parse_config(kBase, "job.toml").consistency_name(), "BSP");
+}
+
+TEST(Config, NegativeStalenessNamesLineAndAcceptedValues) {
+  const auto e = error_of(std::string(kBase) + "[sfb]\nstaleness = -3\n");
+  EXPECT_THAT(e, HasSubstr("job.toml:7: sfb.staleness must be >= 0 or \"inf\", got -3"));
+}
+
+TEST(Config, UnknownKeyNamesLineAndKnownKeys) {
+  const auto e = error_of(std::string(kBase) + "[optimizer]\nlearning_rate = 0.1\n");
+  EXPECT_THAT(e, HasSubstr("job.toml:7: unknown key 'optimizer.learning_rate'"));
+  EXPECT_THAT(e, HasSubstr("lr"));
+}
+
+TEST(Config, UnknownSectionIsAnError) {
+  EXPECT_THAT(error_of(std::string(kBase) + "[optimiser]\nlr = 0.1\n"), HasSubstr("job.toml:6: unknown section 'optimiser'"));
+}
+
+TEST(Config, WrongTypeNamesLine) {
+  EXPECT_THAT(error_of(std::string(kBase) + "[optimizer]\nminibatch = \"big\"\n"),
+              HasSubstr("job.toml:7: optimizer.minibatch must be an integer"));
+  EXPECT_THAT(error_of(std::string(kBase) + "[optimizer]\nminibatch = 0\n"),
+              HasSubstr("job.toml:7: optimizer.minibatch must be in [1,"));
+}
+
+TEST(Config, ChoiceListsAcceptedValues) {
+  EXPECT_THAT(error_of(std::string(kBase) + "[model]\nname = \"svm\"\n"),
+              HasSubstr("model.name must be one of \"mlr\", got \"svm\""));
+}
+
+TEST(Config, SyntaxErrorNamesLine) {
+  EXPECT_THAT(error_of(std::string(kBase) + "[sfb\n"), HasSubstr("job.toml:6: TOML syntax error"));
+}
+
+TEST(Config, OverridesApplyAndAreNamedInErrors) {
+  const Config c = parse_config(kBase, "job.toml", {"sfb.staleness=inf", "optimizer.lr=0.5", "output.dir=/tmp/x"});
+  EXPECT_TRUE(c.asp());
+  EXPECT_DOUBLE_EQ(c.lr, 0.5);
+  EXPECT_EQ(c.out_dir, "/tmp/x");
+  EXPECT_THAT(error_of(kBase, {"optimizer.lr=-1"}), HasSubstr("--set optimizer.lr=-1: optimizer.lr must be in"));
+  EXPECT_THAT(error_of(kBase, {"optimizer.typo=1"}), HasSubstr("--set optimizer.typo=1: unknown key"));
+  EXPECT_THAT(error_of(kBase, {"nonsense"}), HasSubstr("expected key=value"));
+}
+
+TEST(Config, CrossFieldRules) {
+  EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\ntrain = \"x\"\n"), HasSubstr("needs data.features > 0"));
+  EXPECT_THAT(error_of("[data]\nformat = \"idx\"\n"), HasSubstr("needs data.train_images"));
+}
+
+TEST(Config, FingerprintFollowsValuesButNotOutputPaths) {
+  const Config a = parse_config(kBase, "a.toml");
+  EXPECT_EQ(a.fingerprint(), parse_config(kBase, "b.toml", {"output.dir=elsewhere"}).fingerprint());
+  EXPECT_NE(a.fingerprint(), parse_config(kBase, "a.toml", {"sfb.staleness=1"}).fingerprint());
+}
+
+TEST(Config, LoadFileMissingNamesFile) {
+  try {
+    load_config("/nonexistent/job.toml");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("/nonexistent/job.toml"));
+  }
+}
+
+TEST(Config, EveryKeyIsDocumented) {
+  for (const auto& k : config_key_docs()) {
+    EXPECT_FALSE(k.help.empty()) << k.key;
+    EXPECT_FALSE(k.default_value.empty()) << k.key;
+  }
+}
+
+}  // namespace
+}  // namespace sfb

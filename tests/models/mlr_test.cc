@@ -1,0 +1,78 @@
+#include "sfb/models/mlr.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "sfb/io/synthetic.h"
+
+namespace sfb::models {
+namespace {
+
+// Gradient of the mean loss over `data` from the SF pairs: G = U^T V / K (u written unscaled).
+Matrix sf_gradient(Mlr& m, const Matrix& W, const io::Dataset& data) {
+  std::vector<int64_t> rows(static_cast<size_t>(data.n));
+  for (int64_t i = 0; i < data.n; ++i) rows[static_cast<size_t>(i)] = i;
+  api::MiniBatch batch;
+  api::gather(data, rows, batch);
+  Matrix G = Matrix::Zero(W.rows(), W.cols());
+  api::SfWriter writer(static_cast<int32_t>(W.rows()), static_cast<int32_t>(W.cols()), [&](SfBatchPtr b) {
+    for (int32_t i = 0; i < b->count; ++i) {
+      if (!b->sparse_v) {
+        G += b->u.row(i).transpose() * b->v.row(i);
+      } else {
+        for (int64_t k = b->v_row_ptr[i]; k < b->v_row_ptr[i + 1]; ++k) G.col(b->v_index[k]) += b->u.row(i).transpose() * b->v_value[k];
+      }
+    }
+  });
+  writer.begin(0, 0, static_cast<int32_t>(data.n), 1.0f, data.sparse);
+  m.compute_sf(W, batch, writer);
+  EXPECT_TRUE(writer.committed());
+  return G / static_cast<float>(data.n);
+}
+
+class MlrGradient : public ::testing::TestWithParam<double> {};
+
+TEST_P(MlrGradient, SfsMatchFiniteDifferences) {
+  io::Dataset data = io::make_synthetic({6, 5, 3, GetParam(), 0.0, 11, 0});
+  data.add_bias();
+  Mlr m;
+  Matrix W = 0.3f * Matrix::Random(3, data.dim);
+  const Matrix G = sf_gradient(m, W, data);
+  const float eps = 1e-2f;
+  for (Eigen::Index j = 0; j < W.rows(); ++j) {
+    for (Eigen::Index d = 0; d < W.cols(); ++d) {
+      Matrix plus = W, minus = W;
+      plus(j, d) += eps;
+      minus(j, d) -= eps;
+      const double fd = (m.objective(plus, data, 0) - m.objective(minus, data, 0)) / (2.0 * eps);
+      EXPECT_NEAR(G(j, d), fd, 2e-3) << "W(" << j << ", " << d << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DenseAndSparse, MlrGradient, ::testing::Values(1.0, 0.4));
+
+TEST(Mlr, ObjectiveOfZeroWeightsIsLogJAndAccuracyCounts) {
+  io::Dataset data = io::make_synthetic({50, 4, 5, 1.0, 0.0, 2, 0});
+  Mlr m;
+  const Matrix W = Matrix::Zero(5, 4);
+  EXPECT_NEAR(m.objective(W, data, 0), std::log(5.0), 1e-5);
+  EXPECT_NEAR(m.objective(W, data, 10), std::log(5.0), 1e-5);
+  // All-zero logits predict class 0 everywhere.
+  const double frac0 = std::count(data.labels.begin(), data.labels.end(), 0) / 50.0;
+  EXPECT_DOUBLE_EQ(m.accuracy(W, data), frac0);
+}
+
+TEST(Mlr, SparseAndDenseDataGiveTheSameSfs) {
+  io::Dataset sparse = io::make_synthetic({8, 20, 3, 0.3, 0.0, 4, 0});
+  io::Dataset dense = sparse;
+  dense.sparse = false;
+  dense.dense = Matrix(sparse.csr);
+  Mlr m;
+  const Matrix W = Matrix::Random(3, 20);
+  EXPECT_TRUE(sf_gradient(m, W, sparse).isApprox(sf_gradient(m, W, dense), 1e-5f));
+}
+
+}  // namespace
+}  // namespace sfb::models

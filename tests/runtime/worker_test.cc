@@ -1,0 +1,238 @@
+#include "sfb/runtime/worker.h"
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <map>
+#include <mutex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/core/hash.h"
+#include "sfb/io/load_data.h"
+#include "sfb/io/sampler.h"
+#include "sfb/models/mlr.h"
+#include "sfb/runtime/signals.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::runtime {
+namespace {
+
+Config small_config() {
+  Config c;
+  c.data_format = "synthetic";
+  c.features = 12;
+  c.classes = 4;
+  c.synthetic_samples = 700;
+  c.synthetic_test_samples = 300;
+  c.synthetic_noise = 0.05;
+  c.minibatch = 8;
+  c.lr = 0.5;
+  c.max_clocks = 30;
+  c.eval_every = 10;
+  c.threads = 1;
+  c.metrics_file = "";
+  c.model_file = "";
+  c.summary_file = "";
+  return c;
+}
+
+using HookFactory = std::function<WorkerHooks(int rank)>;
+
+std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}) {
+  std::vector<WorkerResult> results(static_cast<size_t>(p));
+  testing::run_ranks(p, [&](comm::Transport& t) {
+    const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
+    models::Mlr model;
+    Worker w(cfg, t, data.train, &data.test, model, hooks ? hooks(t.rank()) : WorkerHooks{});
+    results[static_cast<size_t>(t.rank())] = w.run();
+  });
+  return results;
+}
+
+void expect_exactly_once(const std::vector<WorkerResult>& res, int64_t k) {
+  const int p = static_cast<int>(res.size());
+  for (int src = 0; src < p; ++src) {
+    for (int dst = 0; dst < p; ++dst) {
+      const int64_t applied = res[dst].pairs_applied_from[src];
+      EXPECT_EQ(applied, k * res[src].final_clock) << src << " -> " << dst;
+      if (src != dst) EXPECT_EQ(res[src].pairs_sent_to[dst], applied) << src << " -> " << dst;
+    }
+  }
+}
+
+class RankCounts : public ::testing::TestWithParam<int> {};
+
+TEST_P(RankCounts, BspReplicasAreBitwiseIdenticalAfterEveryClock) {
+  const int p = GetParam();
+  const Config cfg = small_config();
+  std::mutex mu;
+  std::map<std::pair<int, int64_t>, uint64_t> sums;  // (rank, clock) -> checksum
+  const auto res = train(p, cfg, [&](int rank) {
+    WorkerHooks h;
+    h.on_clock_applied = [&, rank](int64_t clock, const Matrix& W) {
+      std::lock_guard lock(mu);
+      sums[{rank, clock}] = matrix_checksum(W);
+    };
+    return h;
+  });
+  ASSERT_EQ(sums.size(), static_cast<size_t>(p * cfg.max_clocks));
+  for (int64_t c = 0; c < cfg.max_clocks; ++c)
+    for (int r = 1; r < p; ++r) ASSERT_EQ(sums[std::make_pair(r, c)], sums[std::make_pair(0, c)]) << "rank " << r << " clock " << c;
+  for (int r = 0; r < p; ++r) {
+    EXPECT_EQ(res[r].final_clock, cfg.max_clocks);
+    EXPECT_EQ(res[r].self.checksum, res[0].self.checksum);
+  }
+  // The final statistics reach rank 0 from every rank.
+  ASSERT_EQ(res[0].all.size(), static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) EXPECT_EQ(res[0].all[r].checksum, res[r].self.checksum);
+  expect_exactly_once(res, cfg.minibatch);
+}
+
+TEST_P(RankCounts, ExactlyOnceUnderSspAndAsp) {
+  const int p = GetParam();
+  for (int64_t s : {int64_t{3}, kInfiniteStaleness}) {
+    Config cfg = small_config();
+    cfg.staleness = s;
+    const auto res = train(p, cfg);
+    expect_exactly_once(res, cfg.minibatch);
+    for (int r = 0; r < p; ++r) {
+      EXPECT_EQ(res[r].final_clock, cfg.max_clocks);
+      EXPECT_EQ(res[r].self.pairs_received, (p - 1) * cfg.minibatch * cfg.max_clocks);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Worker, RankCounts, ::testing::Values(1, 2, 3, 4, 7));
+
+// Serial minibatch SGD written out with plain loops in double precision.
+Matrix serial_reference(const Config& cfg, const io::Dataset& data) {
+  const int64_t J = data.classes, D = data.dim;
+  std::vector<double> W(static_cast<size_t>(J * D), 0.0);
+  io::EpochSampler sampler(data.n, cfg.seed, 0);
+  std::vector<int64_t> rows;
+  for (int64_t c = 0; c < cfg.max_clocks; ++c) {
+    sampler.next(cfg.minibatch, rows);
+    std::vector<double> G(W.size(), 0.0);
+    for (int64_t r : rows) {
+      std::vector<double> z(static_cast<size_t>(J), 0.0);
+      for (int64_t j = 0; j < J; ++j)
+        for (int64_t d = 0; d < D; ++d) z[j] += W[j * D + d] * data.dense(r, d);
+      const double m = *std::max_element(z.begin(), z.end());
+      double sum = 0;
+      for (auto& v : z) sum += (v = std::exp(v - m));
+      for (int64_t j = 0; j < J; ++j) {
+        const double u = z[j] / sum - (j == data.labels[r] ? 1.0 : 0.0);
+        for (int64_t d = 0; d < D; ++d) G[j * D + d] += u * data.dense(r, d);
+      }
+    }
+    const double step = cfg.lr / (1.0 + cfg.lr_decay * c) / cfg.minibatch;
+    for (size_t i = 0; i < W.size(); ++i) W[i] -= step * G[i];
+  }
+  Matrix out(J, D);
+  for (int64_t i = 0; i < J * D; ++i) out.data()[i] = static_cast<float>(W[i]);
+  return out;
+}
+
+TEST(Worker, OneRankEqualsSerialMinibatchSgd) {
+  Config cfg = small_config();
+  cfg.max_clocks = 120;  // more than one epoch of 700 rows at K = 8
+  cfg.lr_decay = 0.01;
+  const auto res = train(1, cfg);
+  const auto data = io::load_data(cfg, 0, 1, false);
+  const Matrix ref = serial_reference(cfg, data.train);
+  ASSERT_EQ(res[0].W.rows(), ref.rows());
+  ASSERT_EQ(res[0].W.cols(), ref.cols());
+  EXPECT_LT((res[0].W - ref).cwiseAbs().maxCoeff(), 1e-4f * (1.0f + ref.cwiseAbs().maxCoeff()));
+  EXPECT_GT(ref.cwiseAbs().maxCoeff(), 0.1f);  // it trained
+}
+
+TEST(Worker, SspNeverRunsMoreThanStalenessAheadOfASlowWorker) {
+  constexpr int kP = 4;
+  for (int64_t s : {int64_t{0}, int64_t{2}, int64_t{5}}) {
+    Config cfg = small_config();
+    cfg.staleness = s;
+    cfg.max_clocks = 40;
+    cfg.slow_rank = 1;
+    cfg.slow_ms = 3;
+    std::array<std::atomic<int64_t>, kP> started{};
+    std::atomic<int64_t> max_lead{0};
+    const auto res = train(kP, cfg, [&](int rank) {
+      WorkerHooks h;
+      h.on_clock_start = [&, rank](int64_t c) {
+        started[rank].store(c + 1);
+        for (int q = 0; q < kP; ++q) {
+          const int64_t lead = c - started[q].load();
+          int64_t prev = max_lead.load();
+          while (lead > prev && !max_lead.compare_exchange_weak(prev, lead)) {}
+        }
+      };
+      return h;
+    });
+    EXPECT_LE(max_lead.load(), s) << "staleness " << s;
+    // Not vacuous: the slow worker really held the others back to the bound.
+    EXPECT_EQ(max_lead.load(), s) << "staleness " << s;
+    for (const auto& r : res) EXPECT_LE(r.self.max_lead, s);
+    EXPECT_GT(res[0].self.wait_s, 0.0);
+  }
+}
+
+TEST(Worker, AspFinishesAndConverges) {
+  Config cfg = small_config();
+  cfg.staleness = kInfiniteStaleness;
+  cfg.lr = 0.1;
+  cfg.max_clocks = 200;
+  cfg.eval_every = 50;
+  const auto res = train(4, cfg);
+  ASSERT_FALSE(res[0].evals.empty());
+  EXPECT_EQ(res[0].evals.back().clock, 200);
+  EXPECT_LT(res[0].evals.back().objective, 0.5 * std::log(4.0));
+  EXPECT_GT(res[0].evals.back().accuracy, 0.8);
+}
+
+TEST(Worker, TargetAccuracyStopsEveryRankAtTheSameClock) {
+  Config cfg = small_config();
+  cfg.max_clocks = 100000;
+  cfg.eval_every = 5;
+  cfg.target_accuracy = 0.8;
+  cfg.staleness = 2;
+  const auto res = train(3, cfg);
+  EXPECT_EQ(res[0].stop_reason, "target_accuracy");
+  EXPECT_LT(res[0].final_clock, 1000);
+  EXPECT_GE(res[0].evals.back().accuracy, 0.8);
+  for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
+  expect_exactly_once(res, cfg.minibatch);
+}
+
+TEST(Worker, SignalStopsTheJobCleanly) {
+  Config cfg = small_config();
+  cfg.max_clocks = 1000000;
+  const auto res = train(4, cfg, [](int rank) {
+    WorkerHooks h;
+    if (rank == 2) h.on_clock_start = [](int64_t c) { if (c == 25) set_stop_signal(SIGTERM); };
+    return h;
+  });
+  set_stop_signal(0);
+  EXPECT_THAT(res[0].stop_reason, ::testing::HasSubstr("signal 15"));
+  EXPECT_GE(res[0].final_clock, 25);
+  EXPECT_LT(res[0].final_clock, 100000);
+  for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
+  for (const auto& r : res) EXPECT_EQ(r.self.checksum, res[0].self.checksum);  // BSP
+  expect_exactly_once(res, cfg.minibatch);
+}
+
+TEST(Worker, SparseDataTrains) {
+  Config cfg = small_config();
+  cfg.features = 200;
+  cfg.synthetic_density = 0.05;
+  cfg.max_clocks = 150;
+  cfg.eval_every = 50;
+  const auto res = train(3, cfg);
+  EXPECT_EQ(res[1].self.checksum, res[0].self.checksum);
+  EXPECT_LT(res[0].evals.back().objective, res[0].evals.front().objective);
+  EXPECT_GT(res[0].evals.back().accuracy, 0.5);
+}
+
+}  // namespace
+}  // namespace sfb::runtime
