@@ -1,0 +1,21 @@
+# Shared by demo.sh and test.sh: dependencies, configure and build.
+SFB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SFB_BUILD=${SFB_BUILD:-$SFB_ROOT/build}
+
+sfb_deps() {
+  "$SFB_ROOT/scripts/install-deps.sh"
+}
+
+# sfb_build [targets...]: configure (once) and build with ninja -j2.
+sfb_build() {
+  if [ ! -f "$SFB_BUILD/build.ninja" ]; then
+    cmake -S "$SFB_ROOT" -B "$SFB_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SFB_CMAKE_ARGS[@]}"
+  fi
+  cmake --build "$SFB_BUILD" -j "${SFB_JOBS:-2}" ${1:+--target "$@"}
+}
+
+# mpirun with the flags this project always needs on one host: root is allowed, more ranks than
+# cores are allowed, no core binding, one OpenMP thread per rank unless the caller says otherwise.
+sfb_mpirun() {
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} mpirun --allow-run-as-root --oversubscribe --bind-to none "$@"
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Bad input under mpirun -np 4: each case must exit with code 2, print a message naming the
+# file and line (or field), and leave no output files behind.
+set -uo pipefail
+SFBD=$1
+SRC=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+failures=0
+passed=0
+
+expect() {  # expect NAME CODE PATTERN -- command...
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  local got
+  out=$("$@" 2>&1)
+  got=$?
+  if [ "$got" != "$code" ] || ! grep -qF -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: exit $got (want $code), output:"; echo "$out" | tail -5; echo "  wanted: $pattern"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(grep -F -- "$pattern" <<<"$out" | head -1)"
+    passed=$((passed + 1))
+  fi
+}
+
+base="$SRC/configs/synthetic_sparse.toml"
+printf '[data]\nformat = "synthetic"\nfeatures = 10\nclasses = 3\n[sfb]\nstalenes = 2\n' > "$OUT/typo.toml"
+printf '[data]\nformat = "synthetic"\nfeatures = 10\nclasses = 3\n[sfb]\nstaleness = -1\n' > "$OUT/neg.toml"
+printf '[data]\nformat = "libsvm"\ntrain = "%s/missing.svm"\nfeatures = 10\nclasses = 3\n[output]\ndir = "%s/o1"\n' "$OUT" "$OUT" > "$OUT/missing.toml"
+printf '0 1:1\n1 12:1\n' > "$OUT/bad.svm"
+printf '[data]\nformat = "libsvm"\ntrain = "%s/bad.svm"\nfeatures = 10\nclasses = 3\n[output]\ndir = "%s/o2"\n' "$OUT" "$OUT" > "$OUT/badsvm.toml"
+printf '[data]\nformat = "idx"\ntrain_images = "%s/bad.svm"\ntrain_labels = "%s/bad.svm"\n[output]\ndir = "%s/o3"\n' "$OUT" "$OUT" "$OUT" > "$OUT/badidx.toml"
+
+expect unknown-key 2 "typo.toml:6: unknown key 'sfb.stalenes'" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/typo.toml"
+expect bad-range 2 "neg.toml:6: sfb.staleness must be >= 0 or \"inf\", got -1" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/neg.toml"
+expect bad-override 2 "--set optimizer.minibatch=0: optimizer.minibatch must be in [1," -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --set optimizer.minibatch=0
+expect missing-config 2 "$OUT/nope.toml: cannot read config" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/nope.toml"
+expect missing-data 2 "$OUT/missing.svm: cannot open" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/missing.toml"
+expect bad-libsvm 2 "$OUT/bad.svm:2: feature index 12 is outside [1, 10]" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/badsvm.toml"
+expect bad-idx 2 "bad.svm: not an IDX file" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/badidx.toml"
+expect config-mismatch 2 "differs between ranks" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" : \
+  -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" --set sfb.staleness=1
+expect check-ok 0 "OK (SSP(s=2), 4 ranks)" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --check
+for d in o1 o2 o3 o4; do
+  if [ -n "$(ls -A "$OUT/$d" 2>/dev/null)" ]; then echo "FAIL: $d has files: $(ls "$OUT/$d")"; failures=$((failures + 1)); fi
+done
+echo "$passed passed, $failures failed"
+[ "$failures" = 0 ]
