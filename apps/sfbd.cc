@@ -103,7 +103,7 @@ int run(int argc, char** argv, int rank, int P) {
   app.add_option("--config,-c", config_path, "TOML job configuration");
   app.add_option("--set", overrides, "Override a config key: --set sfb.staleness=2 (repeatable)");
   app.add_flag("--check", check_only, "Validate the config and exit");
-  app.add_flag("--keys", list_keys, "List every config key with its type and default, then exit");
+  app.add_flag("--keys", list_keys, "Print every config key with its type, default and meaning (Markdown), then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -112,7 +112,12 @@ int run(int argc, char** argv, int rank, int P) {
   }
   if (list_keys) {
     if (rank == 0)
-      for (const auto& k : sfb::config_key_docs()) fmt::print("{:<30} {:<28} {:<16} {}\n", k.key, k.type, k.default_value, k.help);
+    {
+      // A Markdown table: configs/README.md embeds this output.
+      fmt::print("| key | type | default | meaning |\n|---|---|---|---|\n");
+      for (const auto& k : sfb::config_key_docs())
+        fmt::print("| `{}` | {} | `{}` | {} |\n", k.key, k.type, k.default_value, k.help);
+    }
     return 0;
   }
 

@@ -1,5 +1,8 @@
 #include "sfb/core/config.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -108,6 +111,26 @@ TEST(Config, EveryKeyIsDocumented) {
     EXPECT_FALSE(k.help.empty()) << k.key;
     EXPECT_FALSE(k.default_value.empty()) << k.key;
   }
+}
+
+}  // namespace
+}  // namespace sfb
+
+namespace sfb {
+namespace {
+
+TEST(Config, ReadmeDocumentsEveryKeyWithItsDefault) {
+  std::ifstream in(std::string(SFB_SOURCE_DIR) + "/configs/README.md");
+  ASSERT_TRUE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& k : config_key_docs())
+    EXPECT_NE(text.find(fmt::format("| `{}` | {} | `{}` |", k.key, k.type, k.default_value)), std::string::npos)
+        << k.key << " is missing or stale in configs/README.md (regenerate with sfbd --keys)";
+}
+
+TEST(Config, ShippedConfigsAreValid) {
+  for (const char* name : {"fashion_mlr.toml", "test_fashion_small.toml", "synthetic_sparse.toml"})
+    EXPECT_NO_THROW(load_config(std::string(SFB_SOURCE_DIR) + "/configs/" + name)) << name;
 }
 
 }  // namespace

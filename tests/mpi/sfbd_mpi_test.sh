@@ -4,6 +4,7 @@
 #           four final replicas of W have the same checksum.
 #   ssp:    sparse synthetic data under SSP(s=2) with a slowed rank trains (>= 60% accuracy),
 #           every pair is applied once per receiver, no rank ran more than 2 clocks ahead.
+#   libsvm: sfb-datagen output read back as libsvm (sparse rows) trains to >= 80% accuracy.
 #   signal: SIGTERM to every rank mid-run: all stop at one clock, write model and summary, exit 0.
 set -euo pipefail
 SFBD=$1
@@ -62,6 +63,18 @@ case "$MODE" in
     ! grep -q "fatal" "$OUT/log" || fail "a rank failed"
     clocks=$(grep -o '"clocks": [0-9]*' "$OUT/summary.json" | sort -u | wc -l)
     [ "$clocks" = 1 ] || fail "ranks stopped at different clocks"
+    ;;
+  libsvm)
+    # sfb-datagen writes the synthetic rows as libsvm; sfbd trains on the file (sparse rows).
+    DATAGEN=$4
+    "$DATAGEN" --samples 4000 --features 300 --classes 5 --density 0.1 --out "$OUT/train.svm"
+    "$DATAGEN" --samples 1000 --features 300 --classes 5 --density 0.1 --test --out "$OUT/test.svm"
+    printf '[data]\nformat = "libsvm"\ntrain = "%s"\ntest = "%s"\nfeatures = 300\nclasses = 5\n[optimizer]\nlr = 0.5\nminibatch = 16\n[eval]\nevery = 100\n[stop]\nmax_clocks = 400\n[output]\ndir = "%s"\nlog_level = "warn"\n' \
+      "$OUT/train.svm" "$OUT/test.svm" "$OUT" > "$OUT/job.toml"
+    run --config "$OUT/job.toml"
+    acc=$(field final_accuracy)
+    echo "final accuracy $acc"
+    awk -v a="$acc" 'BEGIN { exit !(a >= 0.8) }' || fail "accuracy $acc < 0.8"
     ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac

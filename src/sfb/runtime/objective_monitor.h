@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include <tbb/concurrent_queue.h>
+#include "sfb/runtime/bounded_queue.h"
 
 #include "sfb/api/model.h"
 #include "sfb/core/config.h"
@@ -52,7 +52,7 @@ class ObjectiveMonitor {
   const io::Dataset* test_;
   int world_size_;
   JsonlWriter metrics_;
-  tbb::concurrent_bounded_queue<Snapshot*> queue_;
+  BoundedQueue<Snapshot*> queue_;
   std::thread thread_;
   mutable std::mutex mu_;
   std::vector<EvalRecord> records_;

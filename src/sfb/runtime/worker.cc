@@ -11,7 +11,7 @@
 #include <thread>
 
 #include <spdlog/spdlog.h>
-#include <tbb/concurrent_queue.h>
+#include "sfb/runtime/bounded_queue.h"
 
 #include "sfb/api/minibatch.h"
 #include "sfb/comm/sf_codec.h"
@@ -90,8 +90,8 @@ struct Worker::State {
 
   // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
   // A null pointer in in_q only wakes the update thread.
-  tbb::concurrent_bounded_queue<SfBatchPtr> out_q;
-  tbb::concurrent_bounded_queue<SfBatchPtr> in_q;
+  BoundedQueue<SfBatchPtr> out_q;
+  BoundedQueue<SfBatchPtr> in_q;
 
   // Clock state, guarded by mu; cv wakes the compute thread.
   std::mutex mu;
