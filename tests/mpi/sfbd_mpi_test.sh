@@ -58,7 +58,7 @@ case "$MODE" in
     pkill -TERM -f -- "--set output.dir=$OUT" || true
     wait "$pid" || true  # mpirun reports the signal itself; the ranks' own exits are checked below
     cat "$OUT/log" | tail -8
-    grep -q '"stop_reason": "signal 15"' "$OUT/summary.json" || fail "stop reason"
+    grep -qE '"stop_reason": "(rank [0-9]+ received )?signal 15"' "$OUT/summary.json" || fail "stop reason"
     [ -s "$OUT/model.bin" ] || fail "no model file after SIGTERM"
     ! grep -q "fatal" "$OUT/log" || fail "a rank failed"
     clocks=$(grep -o '"clocks": [0-9]*' "$OUT/summary.json" | sort -u | wc -l)
