@@ -1,0 +1,249 @@
+// mgwfbp-plan: the MG-WFBP planner, cost model and cluster simulator on the command line.
+//
+//   mgwfbp-plan --profile googlenet.csv --network 10gbe --nodes 2,4,8,16,32,64 [--out DIR]
+//   mgwfbp-plan --bcaffe-log tmp8comm.log --network fit:allreduce8.log --nodes 8
+//   mpirun -np 4 mgwfbp-plan --measure --out allreduce.csv      (benchmark the live communicator)
+//   mgwfbp-plan --random-trials 10000                            (optimal vs mgwfbp)
+//
+// Prints one row per planner and node count: groups, predicted iteration time, non-overlapped
+// communication, speedup over one node; with --out also writes predictions.csv, speedup.png
+// and timeline.png (gnuplot).
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sfb/core/error.h"
+#include "sfb/core/metrics.h"
+#include "sfb/mgwfbp/allreduce_bench.h"
+#include "sfb/mgwfbp/cost_model.h"
+#include "sfb/mgwfbp/planner.h"
+#include "sfb/mgwfbp/profile.h"
+#include "sfb/mgwfbp/simulator.h"
+
+namespace fs = std::filesystem;
+using namespace sfb::mgwfbp;
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t c = s.find(',', pos);
+    out.push_back(s.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return out;
+}
+
+// The all-reduce model at n nodes for --network.
+struct NetworkSpec {
+  std::string spec;
+  Algorithm algo = Algorithm::kRing;
+  int64_t fit_min_bytes = 8192;
+  CostModel fixed;
+  bool is_fixed = false;
+  Network net;
+
+  void resolve() {
+    if (spec.rfind("ab:", 0) == 0) {
+      const auto parts = split_list(spec.substr(3));
+      SFB_CHECK(parts.size() == 2, "--network ab:<a_us>,<b_us_per_byte>, got \"{}\"", spec);
+      fixed = {std::stod(parts[0]), std::stod(parts[1])};
+      is_fixed = true;
+    } else if (spec.rfind("fit:", 0) == 0 || spec.rfind("bcaffe:", 0) == 0) {
+      const bool osu = spec.rfind("fit:", 0) == 0;
+      const std::string file = spec.substr(osu ? 4 : 7);
+      const Fit f = fit_cost_model(osu ? read_osu_log(file) : read_bcaffe_comm(file), osu ? fit_min_bytes : 0);
+      fixed = f.model;
+      is_fixed = true;
+      fmt::print("fit of {} over sizes >= {} B ({} points): a = {:.2f} us, b = {:.4e} us/B ({:.2f} Gbit/s), R^2 = {:.4f}\n",
+                 file, osu ? fit_min_bytes : 0, f.used, f.model.a_us, f.model.b_us_per_byte,
+                 8e-3 / f.model.b_us_per_byte, f.r2);
+    } else {
+      net = named_network(spec);
+    }
+  }
+  CostModel at(int n) const { return is_fixed ? (n == 1 ? CostModel{} : fixed) : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte); }
+};
+
+void run_gnuplot(const fs::path& script) {
+  const std::string cmd = fmt::format("gnuplot '{}' 2>&1", script.string());
+  if (std::system(cmd.c_str()) != 0)
+    fmt::print(stderr, "mgwfbp-plan: gnuplot failed or is missing ({}); the CSV files are still written\n", cmd);
+}
+
+void write_plots(const fs::path& dir, const Profile& p, const std::vector<Prediction>& preds,
+                 const std::vector<std::string>& planners, const NetworkSpec& net, int timeline_nodes) {
+  // predictions.csv and speedup.png
+  std::string csv = "planner,nodes,groups,iteration_us,non_overlapped_us,speedup\n";
+  for (const auto& r : preds)
+    csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f}\n", r.planner, r.nodes, r.groups, r.iteration_us, r.non_overlapped_us, r.speedup);
+  sfb::write_file_atomic((dir / "predictions.csv").string(), csv);
+  std::string gp = fmt::format(
+      "set terminal pngcairo size 900,600 noenhanced\nset output '{}'\nset datafile separator ','\n"
+      "set title 'Predicted speedup over one node: {} ({})'\nset xlabel 'nodes'\nset ylabel 'speedup'\n"
+      "set logscale x 2\nset key left top\nset grid\nplot ",
+      (dir / "speedup.png").string(), fs::path(p.source).filename().string(), net.spec);
+  for (size_t i = 0; i < planners.size(); ++i) {
+    gp += fmt::format("{}'{}' using 2:(strcol(1) eq '{}' ? $6 : 1/0) with linespoints title '{}'", i ? ", " : "",
+                      (dir / "predictions.csv").string(), planners[i], planners[i]);
+  }
+  gp += "\n";
+  sfb::write_file_atomic((dir / "speedup.gp").string(), gp);
+  run_gnuplot(dir / "speedup.gp");
+
+  // timeline.png: backward compute and each group's all-reduce, one row per planner.
+  const CostModel c = net.at(timeline_nodes);
+  std::string boxes = "row,start_ms,end_ms,kind\n";
+  std::string labels;
+  int row = 0;
+  for (const auto& name : planners) {
+    const Timeline t = simulate(p, c, make_plan(name, p, c));
+    boxes += fmt::format("{},{:.4f},{:.4f},0\n", row, p.forward_us / 1e3, (p.forward_us + t.backward_us) / 1e3);
+    for (size_t g = 0; g < t.start_us.size(); ++g)
+      boxes += fmt::format("{},{:.4f},{:.4f},{}\n", row, (p.forward_us + t.start_us[g]) / 1e3,
+                           (p.forward_us + t.end_us[g]) / 1e3, 1 + static_cast<int>(g % 2));
+    labels += fmt::format("{}'{}' {}", row ? ", " : "", name, row);
+    ++row;
+  }
+  sfb::write_file_atomic((dir / "timeline.csv").string(), boxes);
+  const std::string tl = fmt::format(
+      "set terminal pngcairo size 1100,{} noenhanced\nset output '{}'\nset datafile separator ','\n"
+      "set title 'One iteration at {} nodes: backward (grey) and all-reduce groups (alternating colours)'\n"
+      "set xlabel 'ms (forward ends at {:.1f})'\nset ytics ({})\nset yrange [-0.7:{}]\nunset key\nset grid x\n"
+      "plot '{}' every ::1 using 2:($1 - ($4 == 0 ? 0.25 : -0.1)):2:3:($1 - ($4 == 0 ? 0.4 : -0.05)):($1 - ($4 == 0 ? 0.1 : -0.35)):4 "
+      "with boxxyerrorbars fs solid 0.6 lc variable\n",
+      200 + 60 * row, (dir / "timeline.png").string(), timeline_nodes, p.forward_us / 1e3, labels, row - 0.3,
+      (dir / "timeline.csv").string());
+  sfb::write_file_atomic((dir / "timeline.gp").string(), tl);
+  run_gnuplot(dir / "timeline.gp");
+}
+
+// Random instances: how often and by how much optimal beats mgwfbp.
+void random_trials(int trials, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> layers(2, 60);
+  std::lognormal_distribution<double> tb(std::log(1000.0), 1.0), params(std::log(2e5), 2.0), alpha(std::log(200.0), 1.0);
+  std::uniform_real_distribution<double> gbps(1.0, 100.0);
+  int better = 0;
+  double max_gain = 0, sum_gain = 0;
+  std::vector<double> gains;
+  for (int t = 0; t < trials; ++t) {
+    Profile p;
+    const int L = layers(rng);
+    for (int l = 0; l < L; ++l) p.layers.push_back({"l", std::max<int64_t>(1, static_cast<int64_t>(params(rng))), tb(rng), 0});
+    const CostModel c{alpha(rng), 8e-3 / gbps(rng)};
+    const double opt = simulate(p, c, plan_optimal(p, c)).iteration_us;
+    const double mg = simulate(p, c, plan_mgwfbp(p, c)).iteration_us;
+    const double gain = mg / opt - 1.0;
+    if (gain > 1e-9) {
+      ++better;
+      gains.push_back(gain);
+      sum_gain += gain;
+      max_gain = std::max(max_gain, gain);
+    }
+  }
+  std::sort(gains.begin(), gains.end());
+  fmt::print("random instances: {} (L in 2..60, t_b ~ lognormal(median 1 ms), params ~ lognormal(median 2e5), "
+             "a ~ lognormal(median 200 us), 1..100 Gbit/s)\n", trials);
+  fmt::print("optimal beats mgwfbp on {} ({:.2f}%); mgwfbp/optimal iteration time: mean +{:.3f}% over those, "
+             "median +{:.3f}%, max +{:.3f}%\n",
+             better, 100.0 * better / trials, better ? 100 * sum_gain / better : 0.0,
+             gains.empty() ? 0.0 : 100 * gains[gains.size() / 2], 100 * max_gain);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mgwfbp-plan: MG-WFBP planners, all-reduce cost model and cluster simulator"};
+  std::string profile_path, bcaffe_log, nodes_arg = "2,4,8,16,32,64", planners_arg, out_dir, algo = "ring";
+  NetworkSpec net;
+  net.spec = "10gbe";
+  double forward_ms = -1, forward_ratio = 0.5;
+  bool measure = false;
+  int trials = 0, timeline_nodes = 8;
+  uint64_t seed = 1;
+  BenchOptions bench;
+  app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f])");
+  app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
+  app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)");
+  app.add_option("--forward-ratio", forward_ratio, "Forward = ratio * backward when the profile has no t_f (default 0.5)");
+  app.add_option("--network", net.spec, "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | ab:<a_us>,<b_us_per_byte>");
+  app.add_option("--algo", algo, "All-reduce algorithm for 10gbe/ib extrapolation: ring | rd | tree");
+  app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)");
+  app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
+  app.add_option("--planners", planners_arg, "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
+  app.add_option("--out", out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
+  app.add_option("--timeline-nodes", timeline_nodes, "Node count of the timeline plot");
+  app.add_flag("--measure", measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
+  app.add_option("--max-bytes", bench.max_bytes, "--measure: largest message (default 64 MiB)");
+  app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)");
+  app.add_option("--random-trials", trials, "Compare optimal and mgwfbp on this many random instances");
+  app.add_option("--seed", seed, "Seed of --random-trials");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (measure) {
+      int provided = 0;
+      MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+      int rank = 0, size = 1;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      MPI_Comm_size(MPI_COMM_WORLD, &size);
+      const auto samples = measure_allreduce(MPI_COMM_WORLD, bench);
+      if (rank == 0) {
+        std::string text = fmt::format("# MPI_Allreduce float sum, {} ranks, median of {} (slowest rank per call)\n# Size       Avg Latency(us)\n", size, bench.repeats);
+        for (const auto& s : samples) text += fmt::format("{},{} {:.3f}\n", size, s.bytes, s.us);
+        if (!out_dir.empty()) sfb::write_file_atomic(out_dir, text);
+        fmt::print("{}", text);
+        const Fit f = fit_cost_model(samples, net.fit_min_bytes);
+        fmt::print("fit over sizes >= {} B: a = {:.2f} us, b = {:.4e} us/B, R^2 = {:.4f}\n", net.fit_min_bytes, f.model.a_us,
+                   f.model.b_us_per_byte, f.r2);
+      }
+      MPI_Finalize();
+      return 0;
+    }
+    if (trials > 0) {
+      random_trials(trials, seed);
+      return 0;
+    }
+    SFB_CHECK(profile_path.empty() != bcaffe_log.empty(), "give exactly one of --profile and --bcaffe-log");
+    Profile p = profile_path.empty() ? read_bcaffe_log(bcaffe_log) : read_profile_csv(profile_path);
+    if (forward_ms >= 0) p.forward_us = forward_ms * 1e3;
+    else if (p.forward_us == 0) p.forward_us = forward_ratio * p.backward_us();
+    net.algo = parse_algorithm(algo);
+    net.resolve();
+    std::vector<int> nodes;
+    for (const auto& s : split_list(nodes_arg)) {
+      const int n = std::atoi(s.c_str());
+      SFB_CHECK(n >= 1, "--nodes: '{}' is not a node count >= 1", s);
+      nodes.push_back(n);
+    }
+    const auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
+    fmt::print("profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
+               p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
+               p.backward_us() / 1e3, net.spec, net.is_fixed ? " (a, b used for every node count)" : " (" + algo + " all-reduce)");
+    const auto preds = predict(p, planners, nodes, [&](int n) { return net.at(n); });
+    fmt::print("\n{:>6} {:<12} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms", "non-overlap ms", "speedup");
+    for (const auto& r : preds)
+      fmt::print("{:>6} {:<12} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups, r.iteration_us / 1e3,
+                 r.non_overlapped_us / 1e3, r.speedup);
+    if (!out_dir.empty()) {
+      fs::create_directories(out_dir);
+      write_plots(out_dir, p, preds, planners, net, timeline_nodes);
+      fmt::print("\nwrote {}/predictions.csv, speedup.png, timeline.png\n", out_dir);
+    }
+  } catch (const sfb::Error& e) {
+    fmt::print(stderr, "mgwfbp-plan: error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,93 @@
+#include "sfb/mgwfbp/cost_model.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "sfb/core/error.h"
+
+namespace sfb::mgwfbp {
+
+Fit fit_cost_model(const std::vector<Sample>& samples, int64_t min_bytes) {
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& s : samples) {
+    if (s.bytes < min_bytes) continue;
+    const double x = static_cast<double>(s.bytes);
+    n += 1;
+    sx += x;
+    sy += s.us;
+    sxx += x * x;
+    sxy += x * s.us;
+  }
+  SFB_CHECK(n >= 2, "fitting T = a + b*M needs at least 2 samples with >= {} bytes, got {}", min_bytes, n);
+  const double den = n * sxx - sx * sx;
+  SFB_CHECK(den > 0, "fitting T = a + b*M needs at least two different message sizes");
+  Fit f;
+  f.model.b_us_per_byte = (n * sxy - sx * sy) / den;
+  f.model.a_us = (sy - f.model.b_us_per_byte * sx) / n;
+  f.used = static_cast<int>(n);
+  const double mean = sy / n;
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& s : samples) {
+    if (s.bytes < min_bytes) continue;
+    const double pred = f.model.a_us + f.model.b_us_per_byte * static_cast<double>(s.bytes);
+    ss_res += (s.us - pred) * (s.us - pred);
+    ss_tot += (s.us - mean) * (s.us - mean);
+  }
+  f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
+  return f;
+}
+
+std::vector<Sample> read_osu_log(const std::string& path) {
+  std::ifstream in(path);
+  SFB_CHECK_DATA(in.good(), "{}: cannot open: {}", path, std::strerror(errno));
+  std::vector<Sample> out;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    // "N,bytes latency": the node count prefix is dropped.
+    if (auto comma = line.find(','); comma != std::string::npos) line = line.substr(comma + 1);
+    std::istringstream ss(line);
+    double bytes = 0, us = 0;
+    SFB_CHECK_DATA(static_cast<bool>(ss >> bytes >> us) && bytes >= 0 && us >= 0 && std::isfinite(us),
+                   "{}:{}: expected 'bytes latency_us', got '{}'", path, lineno, line);
+    out.push_back({static_cast<int64_t>(bytes), us});
+  }
+  SFB_CHECK_DATA(!out.empty(), "{}: no measurements", path);
+  return out;
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  if (name == "ring") return Algorithm::kRing;
+  if (name == "rd") return Algorithm::kRecursiveDoubling;
+  if (name == "tree") return Algorithm::kTree;
+  throw InvalidArgument(fmt::format("all-reduce algorithm must be ring, rd or tree, got \"{}\"", name));
+}
+
+CostModel alpha_beta_model(Algorithm algo, int nodes, double alpha_us, double beta_us_per_byte) {
+  SFB_CHECK(nodes >= 1, "nodes must be >= 1, got {}", nodes);
+  if (nodes == 1) return {0.0, 0.0};
+  const double n = nodes;
+  const double lg = std::ceil(std::log2(n));
+  switch (algo) {
+    case Algorithm::kRing: return {2 * (n - 1) * alpha_us, 2 * (n - 1) / n * beta_us_per_byte};
+    case Algorithm::kRecursiveDoubling: return {lg * alpha_us, lg * beta_us_per_byte};
+    case Algorithm::kTree: return {2 * lg * alpha_us, 2 * lg * beta_us_per_byte};
+  }
+  return {};
+}
+
+Network named_network(const std::string& name) {
+  if (name == "10gbe") return {name, 523.03 / 14.0, 8e-4};
+  if (name == "ib") return {name, 97.537 / 14.0, 8.0 / 56000.0};
+  throw InvalidArgument(fmt::format("network must be 10gbe, ib, fit:FILE or ab:<a_us>,<b_us_per_byte>, got \"{}\"", name));
+}
+
+}  // namespace sfb::mgwfbp

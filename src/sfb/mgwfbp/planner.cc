@@ -1,0 +1,229 @@
+#include "sfb/mgwfbp/planner.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sfb/core/error.h"
+#include "sfb/mgwfbp/simulator.h"
+
+namespace sfb::mgwfbp {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+int64_t bytes_of(const Profile& p, int lo, int hi) {
+  int64_t s = 0;
+  for (int l = lo; l <= hi; ++l) s += p.layers[static_cast<size_t>(l)].params * 4;
+  return s;
+}
+
+}  // namespace
+
+Plan plan_wfbp(const Profile& p) {
+  Plan plan;
+  for (int l = p.size() - 1; l >= 0; --l) plan.push_back({l, l});
+  return plan;
+}
+
+Plan plan_synceasgd(const Profile& p) { return {{0, p.size() - 1}}; }
+
+// MG-WFBP Algorithm 1. Walk the layers in backward order with one open group [lo, hi]. If the
+// open group were sent now it would start at s = max(end of the previous group, ready(lo)).
+// Theorem 1's condition for merging layer l = lo - 1 into it: s > ready(l) - a. Proof of the
+// local comparison (the previous end fixed, M_g the open group's bytes, M_l layer l's):
+//   separate: end = max(s + a + b M_g, ready(l)) + a + b M_l
+//   merged:   end = max(s, ready(l)) + a + b (M_g + M_l)
+// If s >= ready(l), merging saves exactly a. If s < ready(l): merged - separate =
+// ready(l) + b M_g - max(s + a + b M_g, ready(l)), negative iff s + a > ready(l). So merging
+// shortens the end time exactly when s > ready(l) - a, and since every later group's end is
+// monotone in its predecessor's end, a shorter end never hurts what follows.
+//
+// Layers without parameters are merged into the open group unconditionally: they add no bytes
+// and, having no gradient, do not hold the group back (simulate() starts a group when its
+// last-ready layer with parameters is ready).
+Plan plan_mgwfbp(const Profile& p, const CostModel& c) {
+  const auto ready = ready_times(p);
+  Plan plan;
+  const int L = p.size();
+  Group open{L - 1, L - 1};
+  double open_ready = ready[static_cast<size_t>(L - 1)];
+  int64_t open_bytes = bytes_of(p, L - 1, L - 1);
+  double prev_end = 0.0;
+  for (int l = L - 2; l >= 0; --l) {
+    const int64_t l_bytes = bytes_of(p, l, l);
+    const double s = std::max(prev_end, open_ready);
+    if (open_bytes == 0 || l_bytes == 0 || s > ready[static_cast<size_t>(l)] - c.a_us) {
+      open.lo = l;  // merge l into the open group
+      if (l_bytes > 0) open_ready = ready[static_cast<size_t>(l)];
+      open_bytes += l_bytes;
+    } else {
+      prev_end = group_end(prev_end, open_ready, open_bytes, c);
+      plan.push_back(open);
+      open = {l, l};
+      open_ready = ready[static_cast<size_t>(l)];
+      open_bytes = l_bytes;
+    }
+  }
+  plan.push_back(open);
+  return plan;
+}
+
+// Exact optimum in O(L^2). Number the layers in backward order k = 1..L (k = 1 is layer L-1,
+// the first to be ready), so ready(k) is non-decreasing and a group is a run k = i..j that can
+// start at ready(j). Let F(j) be the smallest possible end of the last all-reduce over all
+// groupings of the first j layers (F(0) = 0). Any grouping of 1..j ends with some run i..j, and
+// its end is g(E) = group_end(E, ready(j), bytes(i..j)), where E is the end of the grouping of
+// 1..i-1 it extends. g is non-decreasing in E, so among all groupings of 1..i-1 the one with
+// the smallest end, F(i-1), gives the smallest end for this last run:
+//   F(j) = min over i in 1..j of group_end(F(i-1), ready(j), bytes(i..j)).
+// (With layers that have no parameters, ready(j) is replaced by the ready time of the run's
+// last-ready layer with parameters, r(i, j) = ready(last_param[j]) when that lies in i..j; the
+// argument is unchanged.) Induction on j proves F(j) optimal, and since iteration = t_f + max(backward, F(L)) is
+// non-decreasing in F(L), the grouping that attains F(L) minimises the iteration time. Bytes of
+// a run come from prefix sums, so each of the L^2 / 2 candidates costs O(1).
+Plan plan_optimal(const Profile& p, const CostModel& c) {
+  const int L = p.size();
+  const auto ready = ready_times(p);
+  auto layer = [L](int k) { return L - k; };  // backward position k (1-based) -> layer index
+  std::vector<int64_t> prefix(static_cast<size_t>(L) + 1, 0);
+  // last_param[j]: the latest backward position <= j whose layer has parameters (0: none). A run
+  // i..j can start at ready(last_param[j]) when last_param[j] >= i (otherwise it has no bytes).
+  std::vector<int> last_param(static_cast<size_t>(L) + 1, 0);
+  for (int k = 1; k <= L; ++k) {
+    const int64_t b = p.layers[static_cast<size_t>(layer(k))].params * 4;
+    prefix[k] = prefix[k - 1] + b;
+    last_param[k] = b > 0 ? k : last_param[k - 1];
+  }
+  std::vector<double> F(static_cast<size_t>(L) + 1, 0.0);
+  std::vector<int> from(static_cast<size_t>(L) + 1, 0);
+  for (int j = 1; j <= L; ++j) {
+    const double r = last_param[j] > 0 ? ready[static_cast<size_t>(layer(last_param[j]))] : 0.0;
+    double best = std::numeric_limits<double>::infinity();
+    int arg = 1;
+    // Larger groups first: among equal ends prefer fewer all-reduces.
+    for (int i = 1; i <= j; ++i) {
+      const double e = group_end(F[i - 1], r, prefix[j] - prefix[i - 1], c);
+      if (e < best) {
+        best = e;
+        arg = i;
+      }
+    }
+    F[j] = best;
+    from[j] = arg;
+  }
+  Plan rev;
+  for (int j = L; j >= 1; j = from[j] - 1) rev.push_back({layer(j), layer(from[j])});
+  return {rev.rbegin(), rev.rend()};
+}
+
+Plan plan_brute_force(const Profile& p, const CostModel& c) {
+  const int L = p.size();
+  SFB_CHECK(L >= 1 && L <= 20, "brute force needs 1..20 layers, got {}", L);
+  Plan best_plan;
+  double best = std::numeric_limits<double>::infinity();
+  // Bit k of mask set: a new group starts after backward position k.
+  for (uint32_t mask = 0; mask < (1u << (L - 1)); ++mask) {
+    Plan plan;
+    int hi = L - 1;
+    for (int k = 0; k < L - 1; ++k) {
+      if (mask & (1u << k)) {
+        plan.push_back({L - 1 - k, hi});
+        hi = L - 2 - k;
+      }
+    }
+    plan.push_back({0, hi});
+    const double t = simulate(p, c, plan).comm_end_us;
+    if (t < best) {
+      best = t;
+      best_plan = plan;
+    }
+  }
+  return best_plan;
+}
+
+Plan plan_buckets(const Profile& p, int64_t cap_bytes, int64_t first_cap_bytes) {
+  // PyTorch DDP's assignment: add gradients in backward order; close the bucket once it holds at
+  // least its cap (the first bucket has a smaller cap so communication starts early).
+  Plan plan;
+  int hi = p.size() - 1;
+  int64_t bytes = 0;
+  for (int l = p.size() - 1; l >= 0; --l) {
+    bytes += p.layers[static_cast<size_t>(l)].params * 4;
+    const int64_t cap = plan.empty() ? first_cap_bytes : cap_bytes;
+    if (bytes >= cap || l == 0) {
+      plan.push_back({l, hi});
+      hi = l - 1;
+      bytes = 0;
+    }
+  }
+  return plan;
+}
+
+Plan plan_horovod(const Profile& p, int64_t threshold_bytes) {
+  // Horovod's tensor fusion: a fused buffer never exceeds the threshold (a larger tensor goes
+  // alone). The cycle time that decides which ready tensors are fused is not modelled: every
+  // tensor is taken as ready for fusion with its neighbours.
+  Plan plan;
+  int hi = p.size() - 1;
+  int64_t bytes = 0;
+  for (int l = p.size() - 1; l >= 0; --l) {
+    const int64_t lb = p.layers[static_cast<size_t>(l)].params * 4;
+    if (l != hi && bytes + lb > threshold_bytes) {
+      plan.push_back({l + 1, hi});
+      hi = l;
+      bytes = 0;
+    }
+    bytes += lb;
+  }
+  plan.push_back({0, hi});
+  return plan;
+}
+
+std::vector<std::string> planner_names() { return {"wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "horovod:64"}; }
+
+Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
+  SFB_CHECK(p.size() > 0, "{}: the profile has no layers", p.source);
+  auto mib = [&spec](const std::string& arg) {
+    char* end = nullptr;
+    const double v = std::strtod(arg.c_str(), &end);
+    SFB_CHECK(end && *end == '\0' && v > 0, "planner \"{}\": the size must be a positive number of MiB", spec);
+    return static_cast<int64_t>(v * static_cast<double>(kMiB));
+  };
+  Plan plan;
+  if (spec == "wfbp") plan = plan_wfbp(p);
+  else if (spec == "synceasgd") plan = plan_synceasgd(p);
+  else if (spec == "mgwfbp") plan = plan_mgwfbp(p, c);
+  else if (spec == "optimal") plan = plan_optimal(p, c);
+  else if (spec == "ddp") plan = plan_buckets(p, 25 * kMiB, kMiB);
+  else if (spec.rfind("buckets:", 0) == 0) {
+    const int64_t cap = mib(spec.substr(8));
+    plan = plan_buckets(p, cap, std::min(cap, kMiB));
+  } else if (spec.rfind("horovod:", 0) == 0) plan = plan_horovod(p, mib(spec.substr(8)));
+  else
+    throw InvalidArgument(fmt::format("unknown planner \"{}\"; planners are wfbp, synceasgd, mgwfbp, optimal, ddp, "
+                                      "buckets:<MiB>, horovod:<MiB>",
+                                      spec));
+  check_plan(plan, p.size());
+  return plan;
+}
+
+void check_plan(const Plan& plan, int layers) {
+  int next = layers - 1;
+  for (const auto& g : plan) {
+    SFB_ENFORCE(g.hi == next && g.lo <= g.hi && g.lo >= 0, "plan {} does not cover layers {}..0 in backward order",
+                describe(plan), layers - 1);
+    next = g.lo - 1;
+  }
+  SFB_ENFORCE(next == -1, "plan {} stops at layer {}", describe(plan), next + 1);
+}
+
+std::string describe(const Plan& plan) {
+  std::vector<std::string> parts;
+  for (const auto& g : plan) parts.push_back(g.lo == g.hi ? std::to_string(g.lo) : fmt::format("{}-{}", g.hi, g.lo));
+  return fmt::format("[{}]", fmt::join(parts, " | "));
+}
+
+}  // namespace sfb::mgwfbp

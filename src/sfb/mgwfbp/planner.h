@@ -1,0 +1,46 @@
+#pragma once
+// Merge planners of MG-WFBP. A plan is a list of groups of consecutive layers, in the order they
+// are communicated (backward order: the first group holds the last layers). Each group is sent as
+// one all-reduce once its last-ready layer (its lowest index) has its gradient and the previous
+// all-reduce has finished.
+//
+//   wfbp       every layer alone (wait-free backpropagation)
+//   synceasgd  one group, after the whole backward pass
+//   mgwfbp     the paper's Algorithm 1: walk backward, merge layer l-1 into the open group when
+//              Theorem 1's condition holds (see plan_mgwfbp)
+//   optimal    exact minimum of the iteration time over all groupings, O(L^2) (plan_optimal)
+//   ddp        PyTorch DDP buckets: 1 MiB first bucket, then 25 MiB (buckets:<MiB> for another cap)
+//   horovod:<MiB>  Horovod tensor fusion: fill a buffer up to the threshold, never beyond
+#include <string>
+#include <vector>
+
+#include "sfb/mgwfbp/cost_model.h"
+#include "sfb/mgwfbp/profile.h"
+
+namespace sfb::mgwfbp {
+
+struct Group {
+  int lo = 0;  // lowest layer index (forward order), the last one to be ready
+  int hi = 0;  // highest layer index
+  bool operator==(const Group&) const = default;
+};
+using Plan = std::vector<Group>;
+
+Plan plan_wfbp(const Profile& p);
+Plan plan_synceasgd(const Profile& p);
+Plan plan_mgwfbp(const Profile& p, const CostModel& c);
+Plan plan_optimal(const Profile& p, const CostModel& c);
+Plan plan_buckets(const Profile& p, int64_t cap_bytes, int64_t first_cap_bytes);
+Plan plan_horovod(const Profile& p, int64_t threshold_bytes);
+// Every grouping (2^(L-1)); tests only, L <= 20.
+Plan plan_brute_force(const Profile& p, const CostModel& c);
+
+// "wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "buckets:<MiB>", "horovod:<MiB>".
+Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c);
+std::vector<std::string> planner_names();
+
+// Throws InternalError unless the plan covers layers L-1..0 once, in backward order.
+void check_plan(const Plan& plan, int layers);
+std::string describe(const Plan& plan);
+
+}  // namespace sfb::mgwfbp

@@ -1,0 +1,64 @@
+#pragma once
+// Timing model of one S-SGD iteration with wait-free backpropagation and merged all-reduces
+// (MG-WFBP, Section IV). Time 0 is the start of the backward pass (after the forward pass).
+//   ready(l) = sum of t_b over layers l..L-1          (MG-WFBP Eq. 3: tau_b(l) + t_b(l))
+//   a group starts at max(end of the previous group, ready of its last-ready layer with
+//   parameters)                                     (Eq. 20's recurrence, per group)
+//   and lasts T_ar(4 * params) = a + b * bytes (0 for a group without parameters)
+//   iteration = t_f + max(backward end, end of the last group)
+#include <string>
+#include <vector>
+
+#include "sfb/mgwfbp/cost_model.h"
+#include "sfb/mgwfbp/planner.h"
+#include "sfb/mgwfbp/profile.h"
+
+namespace sfb::mgwfbp {
+
+struct Timeline {
+  std::vector<double> ready_us;   // per layer
+  std::vector<double> start_us;   // per group
+  std::vector<double> end_us;     // per group
+  double backward_us = 0.0;
+  double comm_end_us = 0.0;
+  double iteration_us = 0.0;
+  double non_overlapped_us = 0.0;  // iteration - forward - backward
+};
+
+// The end of a group given the previous group's end: monotone non-decreasing in prev_end.
+inline double group_end(double prev_end_us, double ready_us, int64_t bytes, const CostModel& c) {
+  if (bytes <= 0) return prev_end_us;
+  return (prev_end_us > ready_us ? prev_end_us : ready_us) + c.time_us(bytes);
+}
+
+std::vector<double> ready_times(const Profile& p);
+Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan);
+
+struct Prediction {
+  std::string planner;
+  int nodes = 1;
+  int groups = 0;
+  double iteration_us = 0.0;
+  double non_overlapped_us = 0.0;
+  double speedup = 1.0;  // nodes * (t_f + t_b) / iteration: vs one node without communication
+};
+
+// Every planner at every node count; cost(n) gives the all-reduce model for n nodes.
+template <typename CostFn>
+std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>& planners, const std::vector<int>& nodes,
+                                CostFn cost) {
+  std::vector<Prediction> out;
+  const double single = p.forward_us + p.backward_us();
+  for (int n : nodes) {
+    const CostModel c = cost(n);
+    for (const auto& name : planners) {
+      const Plan plan = make_plan(name, p, c);
+      const Timeline t = simulate(p, c, plan);
+      out.push_back({name, n, static_cast<int>(plan.size()), t.iteration_us, t.non_overlapped_us,
+                     n * single / t.iteration_us});
+    }
+  }
+  return out;
+}
+
+}  // namespace sfb::mgwfbp

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# mgwfbp-plan end to end: a CSV profile, the B-Caffe GoogLeNet log with the authors' OSU fit, the
+# plots, and clear errors for bad input.
+set -euo pipefail
+PLAN=$1
+SRC=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+printf 'name,params,t_b\n# comment\nconv1,1000,500\nconv2,20000,400\nfc,400000,100\n' > "$OUT/p.csv"
+"$PLAN" --profile "$OUT/p.csv" --network ab:100,0.001 --nodes 2,8 --out "$OUT/plots" > "$OUT/log"
+cat "$OUT/log"
+grep -qE '^ +8 optimal ' "$OUT/log" || fail "no optimal row"
+[ "$(grep -c '^optimal,' "$OUT/plots/predictions.csv")" = 2 ] || fail "predictions.csv"
+if command -v gnuplot > /dev/null; then
+  for f in speedup.png timeline.png; do
+    [ "$(head -c 4 "$OUT/plots/$f" | od -An -c | tr -d ' ')" = "211PNG" ] || fail "$f is not a PNG"
+  done
+fi
+
+D="$SRC/../shared/data/mgwfbp_profiles/shyhuai_B-Caffe/logdata"
+if [ -f "$D/tmp8comm.log" ]; then
+  "$PLAN" --bcaffe-log "$D/tmp8comm.log" --network "fit:$D/allreduce8.log" --nodes 8 --forward-ms 186.44 > "$OUT/g"
+  cat "$OUT/g"
+  grep -q "64 layers, 13.38 M params" "$OUT/g" || fail "GoogLeNet profile"
+  mg=$(awk '$2 == "mgwfbp" {print $4}' "$OUT/g")
+  wf=$(awk '$2 == "wfbp" {print $4}' "$OUT/g")
+  awk -v m="$mg" -v w="$wf" 'BEGIN { exit !(m < w) }' || fail "mgwfbp ($mg ms) not faster than wfbp ($wf ms)"
+fi
+
+if "$PLAN" --profile "$OUT/missing.csv" --nodes 2 2> "$OUT/err"; then fail "missing profile accepted"; fi
+grep -q "missing.csv: cannot open profile" "$OUT/err" || fail "message: $(cat "$OUT/err")"
+if "$PLAN" --profile "$OUT/p.csv" --planners wfbp,greedy --nodes 2 2> "$OUT/err"; then fail "unknown planner accepted"; fi
+grep -q 'unknown planner "greedy"' "$OUT/err" || fail "message: $(cat "$OUT/err")"
+echo PASS
