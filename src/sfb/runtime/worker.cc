@@ -149,6 +149,18 @@ struct Worker::State {
     return true;
   }
 
+  // Bytes this rank sent and received, and its compute / update / wait seconds so far, into an
+  // EvalRecord or RankStats.
+  template <typename Record>
+  void fill_traffic_and_times(Record& r) const {
+    const auto c = t.total_counters();
+    r.bytes_sent = c.bytes_sent;
+    r.bytes_received = c.bytes_received;
+    r.compute_s = to_s(compute_ns);
+    r.update_s = to_s(update_ns);
+    r.wait_s = to_s(wait_ns);
+  }
+
   void compute_loop();
   void update_loop();
   void comm_loop();
@@ -239,12 +251,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, bool final) {
   r.clock = done;
   r.seconds = since_start.seconds();
   r.samples_per_s = r.seconds > 0 ? static_cast<double>(done) * P * K / r.seconds : 0.0;
-  const auto c = t.total_counters();
-  r.bytes_sent = c.bytes_sent;
-  r.bytes_received = c.bytes_received;
-  r.compute_s = to_s(compute_ns);
-  r.update_s = to_s(update_ns);
-  r.wait_s = to_s(wait_ns);
+  fill_traffic_and_times(r);
   monitor->submit(std::move(s));
 }
 
@@ -300,12 +307,7 @@ RankStats Worker::State::collect_stats() {
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
   s.checksum = matrix_checksum(W);
-  const auto c = t.total_counters();
-  s.bytes_sent = c.bytes_sent;
-  s.bytes_received = c.bytes_received;
-  s.compute_s = to_s(compute_ns);
-  s.update_s = to_s(update_ns);
-  s.wait_s = to_s(wait_ns);
+  fill_traffic_and_times(s);
   s.max_lead = max_lead;
   return s;
 }
