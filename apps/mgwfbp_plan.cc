@@ -44,6 +44,14 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+// A negative start-up means the line was pulled by super-linear large sizes (caches, shared
+// memory): say so instead of planning with it silently.
+void warn_if_unphysical(const Fit& f) {
+  if (f.model.a_us < 0 || f.model.b_us_per_byte <= 0)
+    fmt::print(stderr, "mgwfbp-plan: warning: the fitted a = {:.2f} us, b = {:.4e} us/B is not physical; restrict the "
+               "sizes (--fit-min-bytes, --max-bytes) to the range the plan will use\n", f.model.a_us, f.model.b_us_per_byte);
+}
+
 // The all-reduce model at n nodes for --network.
 struct NetworkSpec {
   std::string spec;
@@ -68,6 +76,7 @@ struct NetworkSpec {
       fmt::print("fit of {} over sizes >= {} B ({} points): a = {:.2f} us, b = {:.4e} us/B ({:.2f} Gbit/s), R^2 = {:.4f}\n",
                  file, osu ? fit_min_bytes : 0, f.used, f.model.a_us, f.model.b_us_per_byte,
                  8e-3 / f.model.b_us_per_byte, f.r2);
+      warn_if_unphysical(f);
     } else {
       net = named_network(spec);
     }
@@ -207,6 +216,7 @@ int main(int argc, char** argv) {
         const Fit f = fit_cost_model(samples, net.fit_min_bytes);
         fmt::print("fit over sizes >= {} B: a = {:.2f} us, b = {:.4e} us/B, R^2 = {:.4f}\n", net.fit_min_bytes, f.model.a_us,
                    f.model.b_us_per_byte, f.r2);
+        warn_if_unphysical(f);
       }
       MPI_Finalize();
       return 0;
