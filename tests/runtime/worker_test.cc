@@ -236,3 +236,43 @@ TEST(Worker, SparseDataTrains) {
 
 }  // namespace
 }  // namespace sfb::runtime
+
+namespace sfb::runtime {
+namespace {
+
+TEST(WorkerStop, RelativeToleranceTargetObjectiveAndTimeLimit) {
+  {
+    Config cfg = small_config();
+    cfg.max_clocks = 100000;
+    cfg.eval_every = 20;
+    cfg.lr = 0.05;
+    cfg.lr_decay = 0.5;  // the step shrinks fast, so the objective flattens
+    cfg.rel_tol = 0.01;
+    cfg.patience = 2;
+    const auto res = train(2, cfg);
+    EXPECT_EQ(res[0].stop_reason, "converged");
+    EXPECT_LT(res[0].final_clock, 100000);
+    EXPECT_EQ(res[1].final_clock, res[0].final_clock);
+  }
+  {
+    Config cfg = small_config();
+    cfg.max_clocks = 100000;
+    cfg.eval_every = 5;
+    cfg.target_objective = 0.6;
+    const auto res = train(2, cfg);
+    EXPECT_EQ(res[0].stop_reason, "target_objective");
+    EXPECT_LE(res[0].evals.back().objective, 0.6);
+  }
+  {
+    Config cfg = small_config();
+    cfg.max_clocks = 100000000;
+    cfg.max_seconds = 0.3;
+    const auto res = train(3, cfg);
+    EXPECT_EQ(res[0].stop_reason, "max_seconds");
+    EXPECT_GE(res[0].seconds, 0.3);
+    for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
+  }
+}
+
+}  // namespace
+}  // namespace sfb::runtime
