@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -83,6 +84,7 @@ struct Worker::State {
   std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
   int threads = 1;
   int32_t J = 0, D = 0, K = 0;
+  std::unique_ptr<UpdateApplier> applier_ptr;  // update thread only
 
   // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
   Matrix W;
@@ -164,7 +166,7 @@ struct Worker::State {
   void compute_loop();
   void update_loop();
   void comm_loop();
-  void apply(const SfBatch& b);
+  void apply(std::span<const SfBatchPtr> batches);
   void maybe_snapshot(int64_t& next_eval, bool final);
   RankStats collect_stats();
 };
@@ -212,22 +214,30 @@ void Worker::State::compute_loop() {
   in_q.push(nullptr);
 }
 
-void Worker::State::apply(const SfBatch& b) {
+void Worker::State::apply(std::span<const SfBatchPtr> batches) {
+  if (batches.empty()) return;
+  std::vector<const SfBatch*> raw;
+  raw.reserve(batches.size());
+  for (const auto& b : batches) raw.push_back(b.get());
   Stopwatch sw;
   {
     std::unique_lock lock(w_mu);
-    apply_batch(W, b, threads);
-    if (model.has_prox()) model.prox(W, step(b.clock));
+    // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
+    applier_ptr->apply(W, raw);
+    if (model.has_prox())
+      for (const SfBatch* b : raw) model.prox(W, step(b->clock));
   }
   update_ns += to_ns(sw.seconds());
-  pairs_applied_from[static_cast<size_t>(b.sender)] += b.count;
   std::lock_guard lock(mu);
-  // Batches of one sender arrive in clock order (FIFO transport, one sender thread): a gap or
-  // a repeat means a lost or duplicated message.
-  if (b.clock != applied[static_cast<size_t>(b.sender)])
-    throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
-                                b.clock, b.sender, applied[static_cast<size_t>(b.sender)]));
-  ++applied[static_cast<size_t>(b.sender)];
+  for (const SfBatch* b : raw) {
+    pairs_applied_from[static_cast<size_t>(b->sender)] += b->count;
+    // Batches of one sender arrive in clock order (FIFO transport, one sender thread): a gap or
+    // a repeat means a lost or duplicated message.
+    if (b->clock != applied[static_cast<size_t>(b->sender)])
+      throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
+                                  b->clock, b->sender, applied[static_cast<size_t>(b->sender)]));
+    ++applied[static_cast<size_t>(b->sender)];
+  }
   cv.notify_all();
 }
 
@@ -260,12 +270,20 @@ void Worker::State::update_loop() {
   std::map<std::pair<int64_t, int>, SfBatchPtr> pending;  // BSP: (clock, sender) -> batch
   int64_t next_clock = 0;
   int64_t next_eval = cfg.eval_every;
+  std::vector<SfBatchPtr> group;  // batches applied together
   for (;;) {
     SfBatchPtr b;
     in_q.pop(b);
     if (b) {
+      group.clear();
       if (!bsp) {
-        apply(*b);
+        // SSP/ASP: apply what has arrived, up to one batch per source, in one sweep.
+        group.push_back(std::move(b));
+        while (group.size() < sources.size() && in_q.try_pop(b)) {
+          if (!b) break;  // a wake-up: the termination check below runs anyway
+          group.push_back(std::move(b));
+        }
+        apply(group);
       } else {
         if (!pending.emplace(std::make_pair(b->clock, b->sender), b).second)
           throw CommError(fmt::format("rank {}: duplicate batch of clock {} from rank {}", rank, b->clock, b->sender));
@@ -274,11 +292,13 @@ void Worker::State::update_loop() {
           bool complete = true;
           for (int q : sources) complete = complete && pending.count({next_clock, q}) > 0;
           if (!complete) break;
+          group.clear();
           for (int q : sources) {
             auto it = pending.find({next_clock, q});
-            apply(*it->second);
+            group.push_back(std::move(it->second));
             pending.erase(it);
           }
+          apply(group);
           if (hooks.on_clock_applied) {
             std::shared_lock lock(w_mu);
             hooks.on_clock_applied(next_clock, W);
@@ -473,6 +493,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   auto& s = *s_;
   SFB_CHECK(cfg.broadcast == "full", "sfb.broadcast = \"{}\" is not supported; use \"full\"", cfg.broadcast);
   s.threads = std::max<int>(1, static_cast<int>(cfg.threads));
+  s.applier_ptr = std::make_unique<UpdateApplier>(s.threads);
   s.J = static_cast<int32_t>(model.rows(train));
   s.D = static_cast<int32_t>(model.cols(train));
   s.K = static_cast<int32_t>(cfg.minibatch);
