@@ -21,6 +21,7 @@
 #include "sfb/core/hash.h"
 #include "sfb/core/log.h"
 #include "sfb/core/metrics.h"
+#include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
@@ -100,9 +101,12 @@ int run(int argc, char** argv, int rank, int P) {
   std::string config_path;
   std::vector<std::string> overrides;
   bool check_only = false, list_keys = false;
+  std::string resume_path;
   app.add_option("--config,-c", config_path, "TOML job configuration");
   app.add_option("--set", overrides, "Override a config key: --set sfb.staleness=2 (repeatable)");
   app.add_flag("--check", check_only, "Validate the config and exit");
+  app.add_option("--resume", resume_path,
+                 "Continue from a checkpoint (checkpoint.path of an earlier run), with any number of ranks");
   app.add_flag("--keys", list_keys, "Print every config key with its type, default and meaning (Markdown), then exit");
   try {
     app.parse(argc, argv);
@@ -168,7 +172,38 @@ int run(int argc, char** argv, int rank, int P) {
   spdlog::info("{} training rows ({} on this rank), D = {}, J = {}, {} thread(s), {}", data.total_train, data.train.n,
                data.train.dim, data.train.classes, threads, cfg.consistency_name());
 
-  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model);
+  // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
+  // (the file need only exist where rank 0 runs).
+  sfb::io::Checkpoint ckpt;
+  sfb::runtime::WorkerStart start;
+  if (!resume_path.empty()) {
+    std::string bytes;
+    if (rank == 0) {
+      try {
+        ckpt = sfb::io::read_checkpoint(resume_path);
+        SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
+                       "{}: the checkpoint was written by a job with other model, data or optimizer settings "
+                       "(fingerprint {:016x}, this config {:016x}); resume with the config that wrote it",
+                       resume_path, ckpt.fingerprint, cfg.model_fingerprint());
+        SFB_CHECK_DATA(ckpt.clock < cfg.max_clocks,
+                       "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
+                       "stop.max_clocks", resume_path, ckpt.clock, cfg.max_clocks);
+        bytes = sfb::io::encode_checkpoint(ckpt);
+      } catch (const sfb::Error& e) {
+        error = e.what();
+      }
+    }
+    if (any_rank_failed(!error.empty())) {
+      if (!error.empty()) fmt::print(stderr, "sfbd: error: {}\n", error);
+      return kExitBadInput;
+    }
+    const auto received = sfb::comm::broadcast_bytes(*transport, 0, std::as_bytes(std::span(bytes.data(), bytes.size())));
+    ckpt = sfb::io::decode_checkpoint(received, resume_path);
+    start = {ckpt.clock, &ckpt.W};
+    spdlog::info("resuming from {} at clock {} (written by {} ranks)", resume_path, ckpt.clock, ckpt.ranks);
+  }
+
+  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model, {}, start);
   sfb::runtime::WorkerResult result = worker.run();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);

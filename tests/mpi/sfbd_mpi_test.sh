@@ -5,6 +5,7 @@
 #   ssp:    sparse synthetic data under SSP(s=2) with a slowed rank trains (>= 60% accuracy),
 #           every pair is applied once per receiver, no rank ran more than 2 clocks ahead.
 #   libsvm: sfb-datagen output read back as libsvm (sparse rows) trains to >= 80% accuracy.
+#   killresume: kill -9 of a rank ends the job naming it; --resume on 3 ranks finishes it.
 #   signal: SIGTERM to every rank mid-run: all stop at one clock, write model and summary, exit 0.
 set -euo pipefail
 SFBD=$1
@@ -75,6 +76,43 @@ case "$MODE" in
     acc=$(field final_accuracy)
     echo "final accuracy $acc"
     awk -v a="$acc" 'BEGIN { exit !(a >= 0.8) }' || fail "accuracy $acc < 0.8"
+    ;;
+  killresume)
+    # kill -9 of rank 2 mid-run: mpirun ends the job within 60 s naming rank 2; --resume from the
+    # last checkpoint (every 200 clocks) then finishes the job, losing at most 200 clocks.
+    ck=(--set checkpoint.path=ck.bin --set checkpoint.every=200 --set eval.every=100 --set output.log_level=info)
+    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" \
+      --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT" --set stop.max_clocks=3000 "${ck[@]}" \
+      > "$OUT/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 600); do grep -q "checkpoint at clock 400" "$OUT/log" && break; sleep 0.1; done
+    grep -q "checkpoint at clock 400" "$OUT/log" || fail "no checkpoint at clock 400: $(tail -3 "$OUT/log")"
+    victim=""
+    for p in $(pgrep -f -- "--set output.dir=$OUT"); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=2'; then victim=$p; fi
+    done
+    [ -n "$victim" ] || fail "rank 2 not found"
+    killed_at=$(date +%s)
+    kill -9 "$victim"
+    code=0
+    wait "$pid" || code=$?
+    took=$(( $(date +%s) - killed_at ))
+    echo "mpirun exited with $code, $took s after the kill"
+    [ "$code" != 0 ] || fail "the job did not fail"
+    [ "$took" -le 60 ] || fail "the job took $took s to end after the kill"
+    grep -q "rank 2" "$OUT/log" || fail "the lost rank is not named: $(tail -5 "$OUT/log")"
+    last_ck=$(grep -o "checkpoint at clock [0-9]*" "$OUT/log" | tail -1 | awk '{print $4}')
+    last_clock=$(grep -o "clock *[0-9]*/3000" "$OUT/log" | tail -1 | tr -dc '0-9/' | cut -d/ -f1)
+    echo "last checkpoint at clock $last_ck, last progress line at clock $last_clock"
+    [ $((last_clock - last_ck)) -le 200 ] || fail "more than 200 clocks since the checkpoint"
+    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 "$SFBD" \
+      --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT" --set stop.max_clocks=3000 "${ck[@]}" \
+      --resume "$OUT/ck.bin" > "$OUT/log2" 2>&1 || fail "resume failed: $(tail -5 "$OUT/log2")"
+    grep -q "resuming from $OUT/ck.bin at clock $last_ck" "$OUT/log2" || fail "resume clock"
+    [ "$(field final_clock)" = 3000 ] || fail "final clock $(field final_clock)"
+    acc=$(field final_accuracy)
+    echo "resumed on 3 ranks from clock $last_ck: final accuracy $acc"
+    awk -v a="$acc" 'BEGIN { exit !(a >= 0.82) }' || fail "accuracy $acc < 0.82"
     ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
 esac

@@ -50,6 +50,19 @@ std::vector<int64_t> allgather_i64(Transport& t, int64_t value) {
   return all;
 }
 
+Bytes broadcast_bytes(Transport& t, int root, std::span<const std::byte> data) {
+  if (t.rank() == root) {
+    auto shared = std::make_shared<const Bytes>(data.begin(), data.end());
+    for (int q = 0; q < t.size(); ++q)
+      if (q != root) t.send_shared(q, kTagCollective, shared);
+    return *shared;
+  }
+  Message m = t.recv(kTagCollective);
+  if (m.src != root)
+    throw CommError(fmt::format("rank {}: broadcast from rank {}, expected rank {}", t.rank(), m.src, root));
+  return std::move(m.data);
+}
+
 void check_all_equal(Transport& t, uint64_t value, const std::string& what) {
   const auto all = allgather_i64(t, static_cast<int64_t>(value));
   std::vector<std::string> bad;

@@ -12,6 +12,8 @@ namespace sfb::comm {
 
 // Every rank's value, in rank order, on every rank.
 std::vector<int64_t> allgather_i64(Transport& t, int64_t value);
+// Rank `root`'s bytes on every rank (the argument is ignored elsewhere).
+Bytes broadcast_bytes(Transport& t, int root, std::span<const std::byte> data);
 // Throws InvalidArgument on every rank when the ranks disagree on `value`; the message names
 // `what` and the ranks whose value differs from rank 0's.
 void check_all_equal(Transport& t, uint64_t value, const std::string& what);

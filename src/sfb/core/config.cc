@@ -209,6 +209,12 @@ const std::vector<Field>& schema() {
                             "`patience` evaluations (0: off)."));
     f.push_back(int_field("stop.patience", &Config::patience, 1, 1 << 20,
                           "Evaluations the relative change must stay below rel_tol."));
+    f.push_back(int_field("checkpoint.every", &Config::checkpoint_every, 0, kMax,
+                          "Rank 0 writes a checkpoint every this many clocks (0: only when the run "
+                          "stops). Needs checkpoint.path."));
+    f.push_back(string_field("checkpoint.path", &Config::checkpoint_file, {},
+                             "Checkpoint file, relative to output.dir (\"\": no checkpoints). Written "
+                             "atomically; resume with sfbd --resume <file>."));
     f.push_back(string_field("output.dir", &Config::out_dir, {},
                              "Directory for metrics, model and summary (created)."));
     f.push_back(string_field("output.metrics", &Config::metrics_file, {},
@@ -321,13 +327,23 @@ std::string Config::canonical() const {
   std::string out;
   for (const auto& field : schema()) {
     // Output locations may differ between hosts; everything that changes the math may not.
-    if (field.key.rfind("output.", 0) == 0) continue;
+    if (field.key.rfind("output.", 0) == 0 || field.key.rfind("checkpoint.", 0) == 0) continue;
     out += field.key + "=" + field.show(*this) + "\n";
   }
   return out;
 }
 
 uint64_t Config::fingerprint() const { return fnv1a64(canonical()); }
+
+uint64_t Config::model_fingerprint() const {
+  std::string out;
+  for (const auto& field : schema()) {
+    const std::string section = field.key.substr(0, field.key.find('.'));
+    if (section == "job" || section == "data" || section == "model" || section == "optimizer")
+      out += field.key + "=" + field.show(*this) + "\n";
+  }
+  return fnv1a64(out);
+}
 
 Config parse_config(const std::string& toml_text, const std::string& name,
                     const std::vector<std::string>& overrides) {

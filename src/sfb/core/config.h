@@ -64,6 +64,10 @@ struct Config {
   double rel_tol = 0.0;
   int64_t patience = 3;
 
+  // [checkpoint]
+  int64_t checkpoint_every = 0;  // clocks; 0: only at the end of a stopped run (when path set)
+  std::string checkpoint_file = "";  // relative to output.dir; "": no checkpoints
+
   // [output]
   std::string out_dir = "runs/default";
   std::string metrics_file = "metrics.jsonl";
@@ -76,6 +80,9 @@ struct Config {
   // Every resolved value in a fixed order: the fingerprint all ranks must agree on.
   std::string canonical() const;
   uint64_t fingerprint() const;
+  // Only what defines the model and its training data and schedule (job.seed, data.*, model.*,
+  // optimizer.*): a checkpoint can be resumed under other staleness, ranks, stop or output keys.
+  uint64_t model_fingerprint() const;
 };
 
 // Reads and validates a TOML file; overrides are "key=value" strings applied on top (the value is

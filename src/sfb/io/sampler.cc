@@ -33,4 +33,16 @@ void EpochSampler::next(int64_t k, std::vector<int64_t>& out) {
   }
 }
 
+void EpochSampler::skip(int64_t n) {
+  while (n > 0) {
+    if (pos_ == perm_.size()) {
+      reshuffle();
+      ++epoch_;
+    }
+    const auto step = std::min<int64_t>(n, static_cast<int64_t>(perm_.size() - pos_));
+    pos_ += static_cast<size_t>(step);
+    n -= step;
+  }
+}
+
 }  // namespace sfb::io

@@ -14,6 +14,8 @@ class EpochSampler {
   EpochSampler(int64_t n, uint64_t seed, uint64_t stream);
   // Next k row indices in [0, n).
   void next(int64_t k, std::vector<int64_t>& out);
+  // Discards the next n indices (as next(n) would draw them).
+  void skip(int64_t n);
   int64_t epoch() const { return epoch_; }
 
  private:

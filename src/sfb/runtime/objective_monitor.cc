@@ -5,13 +5,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sfb/io/checkpoint.h"
+
 namespace sfb::runtime {
 
 ObjectiveMonitor::ObjectiveMonitor(const Config& cfg, const api::Model& model, const io::Dataset& train,
                                    const io::Dataset* test, int world_size)
     : cfg_(cfg), model_(model), train_(train), test_(test), world_size_(world_size) {
-  if (!cfg.metrics_file.empty()) {
+  if (!cfg.out_dir.empty() && (!cfg.metrics_file.empty() || !cfg.checkpoint_file.empty()))
     std::filesystem::create_directories(cfg.out_dir);
+  if (!cfg.metrics_file.empty()) {
     metrics_.open((std::filesystem::path(cfg.out_dir) / cfg.metrics_file).string());
   }
   queue_.set_capacity(4);
@@ -70,12 +73,20 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
   }
 }
 
+void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
+  const std::string path = (std::filesystem::path(cfg_.out_dir) / cfg_.checkpoint_file).string();
+  io::write_checkpoint(path, {cfg_.model_fingerprint(), cfg_.seed, s.record.clock, world_size_, s.W});
+  spdlog::info("checkpoint at clock {} written to {}", s.record.clock, path);
+}
+
 void ObjectiveMonitor::loop() {
   try {
     for (;;) {
       Snapshot* raw = nullptr;
       queue_.pop(raw);
       std::unique_ptr<Snapshot> s(raw);
+      if (s->checkpoint) write_checkpoint(*s);
+      if (!s->evaluate) continue;
       EvalRecord r;
       bool repeat = false;
       {

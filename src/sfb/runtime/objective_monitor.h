@@ -1,7 +1,7 @@
 #pragma once
 // Rank 0's objective monitor: a thread that evaluates snapshots of W (taken by the update thread
 // once every replica has applied clock c), writes one metrics line and one progress line per
-// evaluation, and decides whether the job should stop (target accuracy or objective, relative
+// evaluation, writes checkpoints, and decides whether the job should stop (target accuracy or objective, relative
 // change below tolerance for `patience` evaluations, or a diverged objective).
 //
 // submit() is called by the update thread; stop_reason() by the communication thread.
@@ -24,6 +24,8 @@ struct Snapshot {
   EvalRecord record;  // everything but objective and accuracy filled in
   Matrix W;
   bool final = false;
+  bool evaluate = true;     // compute the objective and accuracy, write a metrics line
+  bool checkpoint = false;  // write it as the checkpoint (checkpoint.path)
 };
 
 class ObjectiveMonitor {
@@ -44,6 +46,7 @@ class ObjectiveMonitor {
  private:
   void loop();
   EvalRecord evaluate(const Snapshot& s);
+  void write_checkpoint(const Snapshot& s);
   void decide(const EvalRecord& r);
 
   const Config& cfg_;

@@ -99,6 +99,7 @@ struct Worker::State {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int64_t> applied;  // per rank: batches applied (= clocks, they arrive in order)
+  int64_t start_clock = 0;       // first clock (a resumed run starts at its checkpoint's clock)
   int64_t stop_at = 0;           // clocks every rank computes
   int64_t started = 0;           // clocks this rank has started computing
   bool paused = false;           // a stop query is open: start no new clock
@@ -167,19 +168,22 @@ struct Worker::State {
   void update_loop();
   void comm_loop();
   void apply(std::span<const SfBatchPtr> batches);
-  void maybe_snapshot(int64_t& next_eval, bool final);
+  void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
   RankStats collect_stats();
 };
 
 void Worker::State::compute_loop() {
   io::EpochSampler sampler(train.n, cfg.seed, static_cast<uint64_t>(rank));
+  // The minibatches are a function of (seed, rank, clock): a resumed run draws what an
+  // uninterrupted one would have drawn from here on.
+  sampler.skip(start_clock * K);
   api::MiniBatch batch;
   std::vector<int64_t> rows;
   // commit() runs inside compute_sf, under the shared lock on W: the batch is queued only after
   // the lock is released, or a full in-queue would block us while the update thread waits for W.
   SfBatchPtr committed;
   api::SfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
-  for (int64_t c = 0;; ++c) {
+  for (int64_t c = start_clock;; ++c) {
     {
       std::unique_lock lock(mu);
       Stopwatch waited;
@@ -241,21 +245,28 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
   cv.notify_all();
 }
 
-void Worker::State::maybe_snapshot(int64_t& next_eval, bool final) {
+void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
   if (rank != 0 || !monitor) return;
+  const bool checkpoints = !cfg.checkpoint_file.empty();
   int64_t done;
   {
     std::lock_guard lock(mu);
     done = stop_at;
   }
+  bool evaluate = true, checkpoint = checkpoints;
   if (!final) {
     done = std::numeric_limits<int64_t>::max();
     for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
-    if (done < next_eval) return;
+    evaluate = done >= next_eval;
+    checkpoint = checkpoints && done >= next_ckpt;
+    if (!evaluate && !checkpoint) return;
     while (next_eval <= done) next_eval += cfg.eval_every;
+    while (checkpoint && next_ckpt <= done) next_ckpt += cfg.checkpoint_every;
   }
   auto s = std::make_unique<Snapshot>();
   s->final = final;
+  s->evaluate = evaluate;
+  s->checkpoint = checkpoint;
   s->W = W;
   auto& r = s->record;
   r.clock = done;
@@ -268,8 +279,10 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, bool final) {
 void Worker::State::update_loop() {
   const bool bsp = cfg.staleness == 0;
   std::map<std::pair<int64_t, int>, SfBatchPtr> pending;  // BSP: (clock, sender) -> batch
-  int64_t next_clock = 0;
-  int64_t next_eval = cfg.eval_every;
+  int64_t next_clock = start_clock;
+  int64_t next_eval = (start_clock / cfg.eval_every + 1) * cfg.eval_every;
+  int64_t next_ckpt = cfg.checkpoint_every > 0 ? (start_clock / cfg.checkpoint_every + 1) * cfg.checkpoint_every
+                                               : std::numeric_limits<int64_t>::max();
   std::vector<SfBatchPtr> group;  // batches applied together
   for (;;) {
     SfBatchPtr b;
@@ -306,7 +319,7 @@ void Worker::State::update_loop() {
           ++next_clock;
         }
       }
-      maybe_snapshot(next_eval, false);
+      maybe_snapshot(next_eval, next_ckpt, false);
     }
     std::lock_guard lock(mu);
     if (!compute_done) continue;
@@ -314,7 +327,7 @@ void Worker::State::update_loop() {
     for (int q : sources) all = all && applied[static_cast<size_t>(q)] >= stop_at;
     if (all) break;
   }
-  maybe_snapshot(next_eval, true);
+  maybe_snapshot(next_eval, next_ckpt, true);
   std::lock_guard lock(mu);
   update_done = true;
 }
@@ -488,7 +501,7 @@ void Worker::State::comm_loop() {
 }
 
 Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-               api::Model& model, WorkerHooks hooks)
+               api::Model& model, WorkerHooks hooks, WorkerStart start)
     : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks))) {
   auto& s = *s_;
   SFB_CHECK(cfg.broadcast == "full", "sfb.broadcast = \"{}\" is not supported; use \"full\"", cfg.broadcast);
@@ -497,13 +510,25 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.J = static_cast<int32_t>(model.rows(train));
   s.D = static_cast<int32_t>(model.cols(train));
   s.K = static_cast<int32_t>(cfg.minibatch);
-  s.W = Matrix::Zero(s.J, s.D);
-  Rng init_rng = make_rng(cfg.seed, 0x1417);
-  model.init(s.W, init_rng);
+  if (start.W) {
+    SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
+              "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
+              start.W->cols(), model.name(), s.J, s.D);
+    s.W = *start.W;
+  } else {
+    s.W = Matrix::Zero(s.J, s.D);
+    Rng init_rng = make_rng(cfg.seed, 0x1417);
+    model.init(s.W, init_rng);
+  }
+  SFB_CHECK(start.clock >= 0 && start.clock < cfg.max_clocks,
+            "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue", start.clock,
+            cfg.max_clocks);
+  s.start_clock = start.clock;
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());
-  s.applied.assign(static_cast<size_t>(s.P), 0);
+  s.applied.assign(static_cast<size_t>(s.P), s.start_clock);
+  s.started = s.start_clock;
   s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
   s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);
   s.stop_at = cfg.max_clocks;

@@ -43,6 +43,13 @@ struct WorkerHooks {
   std::function<void(int64_t clock)> on_clock_start;
 };
 
+// Where training starts: a fresh W from model.init() at clock 0, or a checkpoint's W and clock
+// (the same on every rank, so under any consistency the replicas start equal).
+struct WorkerStart {
+  int64_t clock = 0;
+  const Matrix* W = nullptr;  // null: model.init()
+};
+
 struct RankStats {
   int rank = 0;
   int64_t clocks = 0;          // clocks committed
@@ -71,7 +78,7 @@ struct WorkerResult {
 class Worker {
  public:
   Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-         api::Model& model, WorkerHooks hooks = {});
+         api::Model& model, WorkerHooks hooks = {}, WorkerStart start = {});
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -1,0 +1,47 @@
+#pragma once
+// Checkpoints: W plus what a resumed job needs to continue where it stopped. A documented
+// little-endian binary format (docs/formats.md):
+//
+//   offset  size  field
+//   0       8     magic "SFBCKPT1"
+//   8       4     u32 format version (1)
+//   12      4     u32 dtype (1 = float32)
+//   16      8     u64 model fingerprint (Config::model_fingerprint of the job that wrote it)
+//   24      8     u64 job seed
+//   32      8     i64 clock: every replica had applied all batches of clocks < clock
+//   40      4     i32 ranks of the job that wrote it
+//   44      4     u32 reserved, 0
+//   48      8     i64 rows (J)
+//   56      8     i64 cols (D)
+//   64      4     u32 CRC-32 of bytes 0..63 and of the data
+//   68      4     u32 reserved, 0
+//   72      4*J*D float32 W, row-major
+//
+// Written to a temporary file, fsynced and renamed: a crash leaves the previous checkpoint or
+// the new one, never half of one. The minibatch samplers are a function of (seed, rank, ranks,
+// clock), so no RNG state beyond the seed and the clock needs to be stored.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "sfb/core/tensor.h"
+
+namespace sfb::io {
+
+inline constexpr size_t kCheckpointHeaderBytes = 72;
+
+struct Checkpoint {
+  uint64_t fingerprint = 0;
+  uint64_t seed = 0;
+  int64_t clock = 0;
+  int32_t ranks = 0;
+  Matrix W;
+};
+
+std::string encode_checkpoint(const Checkpoint& c);
+// Throws DataError naming `name` and the field that is wrong.
+Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string& name);
+void write_checkpoint(const std::string& path, const Checkpoint& c);
+Checkpoint read_checkpoint(const std::string& path);
+
+}  // namespace sfb::io

@@ -1,0 +1,64 @@
+#include "sfb/io/checkpoint.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/core/error.h"
+
+namespace sfb::io {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string decode_error(std::string bytes) {
+  try {
+    decode_checkpoint(std::as_bytes(std::span(bytes.data(), bytes.size())), "ck.bin");
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Checkpoint, RoundTripsThroughAFile) {
+  const auto path = (std::filesystem::temp_directory_path() / ("ck_" + std::to_string(::getpid()))).string();
+  const Checkpoint c{0x1234, 42, 300, 4, Matrix::Random(10, 785)};
+  write_checkpoint(path, c);
+  const Checkpoint r = read_checkpoint(path);
+  EXPECT_EQ(r.fingerprint, c.fingerprint);
+  EXPECT_EQ(r.seed, 42u);
+  EXPECT_EQ(r.clock, 300);
+  EXPECT_EQ(r.ranks, 4);
+  EXPECT_EQ(r.W, c.W);
+  std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, EveryCorruptionIsRefusedWithItsReason) {
+  const std::string good = encode_checkpoint({7, 1, 5, 2, Matrix::Random(3, 4)});
+  EXPECT_EQ(decode_error(good), "");
+  EXPECT_THAT(decode_error(good.substr(0, 50)), HasSubstr("ck.bin: checkpoint is truncated"));
+  EXPECT_THAT(decode_error(good.substr(0, good.size() - 4)), HasSubstr("data bytes, a 3 x 4 matrix needs 48"));
+  std::string b = good;
+  b[0] = 'X';
+  EXPECT_THAT(decode_error(b), HasSubstr("bad magic"));
+  b = good;
+  b[8] = 2;
+  EXPECT_THAT(decode_error(b), HasSubstr("version 2 is not supported"));
+  b = good;
+  b[kCheckpointHeaderBytes + 5] ^= 0x40;  // one bit of W
+  EXPECT_THAT(decode_error(b), HasSubstr("checksum mismatch"));
+  b = good;
+  b[32] = 9;  // the clock: covered by the checksum too
+  EXPECT_THAT(decode_error(b), HasSubstr("checksum mismatch"));
+  b = good;
+  b[40] = 0;  // ranks 0
+  EXPECT_THAT(decode_error(b), HasSubstr("ranks 0 are invalid"));
+  EXPECT_THROW(read_checkpoint("/nonexistent/ck.bin"), DataError);
+}
+
+}  // namespace
+}  // namespace sfb::io
