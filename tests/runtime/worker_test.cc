@@ -13,6 +13,7 @@
 
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
+#include "sfb/core/timer.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/sampler.h"
@@ -332,6 +333,84 @@ TEST(Resume, RefusesAStartBeyondTheLastClockOrAWrongShape) {
   const Matrix wrong = Matrix::Zero(3, 3);
   EXPECT_THROW(train_from(1, cfg, {cfg.max_clocks, nullptr}), InvalidArgument);
   EXPECT_THROW(train_from(1, cfg, {5, &wrong}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sfb::runtime
+
+#include "sfb/comm/faulty_transport.h"
+
+namespace sfb::runtime {
+namespace {
+
+// Runs p ranks whose transports are wrapped by FaultyTransport with spec(rank).
+std::vector<WorkerResult> train_faulty(int p, const Config& cfg, std::function<comm::FaultSpec(int)> spec) {
+  auto group = comm::make_inproc_group(p);
+  std::vector<std::unique_ptr<comm::Transport>> faulty;
+  for (int r = 0; r < p; ++r)
+    faulty.push_back(std::make_unique<comm::FaultyTransport>(std::move(group[static_cast<size_t>(r)]), spec(r)));
+  std::vector<WorkerResult> results(static_cast<size_t>(p));
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::exception_ptr first;
+  std::vector<std::string> errors(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        const auto data = io::load_data(cfg, r, p, r == 0);
+        models::Mlr model;
+        Worker w(cfg, *faulty[static_cast<size_t>(r)], data.train, &data.test, model);
+        results[static_cast<size_t>(r)] = w.run();
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        errors[static_cast<size_t>(r)] = e.what();
+        if (!first) first = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) {
+    std::string all;
+    for (int r = 0; r < p; ++r) all += fmt::format("[rank {}: {}]", r, errors[static_cast<size_t>(r)]);
+    throw CommError(all);
+  }
+  return results;
+}
+
+TEST(Faults, DelayedMessagesChangeTimingNeverTheMath) {
+  Config cfg = small_config();
+  const auto clean = train(3, cfg);
+  const auto slow = train_faulty(3, cfg, [](int r) { return comm::FaultSpec{-1, -1, r == 1 ? 1.0 : 0.2, -1}; });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(slow[r].self.checksum, clean[r].self.checksum);
+}
+
+TEST(Faults, ADroppedBatchIsReportedNotHung) {
+  Config cfg = small_config();
+  cfg.peer_timeout_s = 1.0;
+  Stopwatch sw;
+  try {
+    // Rank 1's fifth SF message (to rank 0 or 2) never arrives.
+    train_faulty(3, cfg, [](int r) { return comm::FaultSpec{comm::kTagSf, r == 1 ? 4 : -1, 0.0, -1}; });
+    FAIL() << "a lost batch went unnoticed";
+  } catch (const CommError& e) {
+    // Rank 0 sees rank 1's next batch arrive with a gap; the others time out waiting for rank 0.
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("SF batch of clock 3 from rank 1, expected clock 2"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no progress from rank 0"));
+  }
+  EXPECT_LT(sw.seconds(), 30.0);
+}
+
+TEST(Faults, AKilledRankIsNamedByItsPeers) {
+  Config cfg = small_config();
+  cfg.max_clocks = 100000;
+  cfg.peer_timeout_s = 1.0;
+  try {
+    train_faulty(4, cfg, [](int r) { return comm::FaultSpec{-1, -1, 0.0, r == 2 ? 300 : -1}; });
+    FAIL() << "a dead rank went unnoticed";
+  } catch (const CommError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("[rank 2: rank 2: injected failure"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no progress from rank 2"));
+  }
 }
 
 }  // namespace

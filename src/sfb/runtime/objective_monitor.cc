@@ -31,7 +31,11 @@ void ObjectiveMonitor::start() { thread_ = std::thread([this] { loop(); }); }
 
 void ObjectiveMonitor::submit(std::unique_ptr<Snapshot> s) { queue_.push(s.release()); }
 
-void ObjectiveMonitor::abort() { queue_.abort(); }
+void ObjectiveMonitor::abort() {
+  // abort() wakes a monitor blocked in pop now; the null snapshot one that pops later.
+  queue_.abort();
+  queue_.try_push(nullptr);
+}
 
 void ObjectiveMonitor::finish() {
   if (thread_.joinable()) thread_.join();
@@ -84,6 +88,7 @@ void ObjectiveMonitor::loop() {
     for (;;) {
       Snapshot* raw = nullptr;
       queue_.pop(raw);
+      if (!raw) return;  // aborted
       std::unique_ptr<Snapshot> s(raw);
       if (s->checkpoint) write_checkpoint(*s);
       if (!s->evaluate) continue;

@@ -11,6 +11,7 @@
 #include <span>
 #include <thread>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include "sfb/runtime/bounded_queue.h"
 
@@ -99,6 +100,7 @@ struct Worker::State {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int64_t> applied;  // per rank: batches applied (= clocks, they arrive in order)
+  std::vector<int64_t> received; // per rank: batches received (own: committed), for diagnostics
   int64_t start_clock = 0;       // first clock (a resumed run starts at its checkpoint's clock)
   int64_t stop_at = 0;           // clocks every rank computes
   int64_t started = 0;           // clocks this rank has started computing
@@ -129,8 +131,11 @@ struct Worker::State {
       if (!error) error = e;
     }
     aborted = true;
+    // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
+    // that pops later (it checks `aborted` after every pop).
     out_q.abort();
     in_q.abort();
+    in_q.try_push(nullptr);
     if (monitor) monitor->abort();
     std::lock_guard lock(mu);
     cv.notify_all();
@@ -164,6 +169,21 @@ struct Worker::State {
     r.wait_s = to_s(wait_ns);
   }
 
+  // Who clock c waits for, for the timeout message. Called with mu held.
+  std::string waiting_for(int64_t c) const {
+    if (paused) return "no STOP_AT from rank 0 after its stop query";
+    std::vector<std::string> late;
+    for (int q : sources) {
+      const int64_t need = q == rank ? c : (cfg.asp() ? 0 : c - cfg.staleness);
+      // Under BSP complete clocks are applied together: the late ranks are those whose batches
+      // have not even arrived.
+      if (applied[static_cast<size_t>(q)] < need && received[static_cast<size_t>(q)] < need)
+        late.push_back(fmt::format("rank {} (received {} of {} clocks)", q, received[static_cast<size_t>(q)], need));
+    }
+    if (late.empty()) return "every batch it needs has arrived but is not applied yet";
+    return fmt::format("no progress from {}; is it alive?", fmt::join(late, ", "));
+  }
+
   void compute_loop();
   void update_loop();
   void comm_loop();
@@ -187,7 +207,13 @@ void Worker::State::compute_loop() {
     {
       std::unique_lock lock(mu);
       Stopwatch waited;
-      cv.wait(lock, [&] { return aborted || c >= stop_at || (!paused && allowed(c)); });
+      auto ready = [&] { return aborted || c >= stop_at || (!paused && allowed(c)); };
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.peer_timeout_s);
+      while (!ready()) {
+        if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready())
+          throw CommError(fmt::format("rank {}: waited {} s (runtime.peer_timeout_s) to start clock {}: {}", rank,
+                                      cfg.peer_timeout_s, c, waiting_for(c)));
+      }
       wait_ns += to_ns(waited.seconds());
       if (aborted) return;
       if (c >= stop_at) {
@@ -209,6 +235,10 @@ void Worker::State::compute_loop() {
     }
     SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
               model.name(), c);
+    {
+      std::lock_guard lock(mu);
+      ++received[static_cast<size_t>(rank)];
+    }
     out_q.push(committed);
     in_q.push(std::move(committed));
     compute_ns += to_ns(sw.seconds());
@@ -287,6 +317,7 @@ void Worker::State::update_loop() {
   for (;;) {
     SfBatchPtr b;
     in_q.pop(b);
+    if (aborted) return;
     if (b) {
       group.clear();
       if (!bsp) {
@@ -358,6 +389,8 @@ void Worker::State::comm_loop() {
   bool sent_done = false;
   bool got_final = false;
   int dones = 0;
+  std::vector<char> got_done(static_cast<size_t>(P), 0);
+  Stopwatch last_progress;
 
   // Rank 0 opens the stop protocol: pause everyone, collect the clocks they started.
   auto start_stop = [&](const std::string& reason) {
@@ -405,6 +438,15 @@ void Worker::State::comm_loop() {
           throw CommError(fmt::format("rank {}: SF batch from rank {}, which is not an in-neighbour", rank, m->src));
         auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m->data, {m->src, J, D}));
         pairs_received += batch->count;
+        {
+          // FIFO per sender: a clock out of order means a lost or duplicated message.
+          std::lock_guard lock(mu);
+          if (batch->clock != received[static_cast<size_t>(m->src)])
+            throw CommError(fmt::format("rank {}: SF batch of clock {} from rank {}, expected clock {}: a message "
+                                        "was lost or duplicated",
+                                        rank, batch->clock, m->src, received[static_cast<size_t>(m->src)]));
+          ++received[static_cast<size_t>(m->src)];
+        }
         in_q.push(std::move(batch));
         continue;
       }
@@ -446,6 +488,7 @@ void Worker::State::comm_loop() {
         }
         case ControlType::kDone:
           all_stats[static_cast<size_t>(m->src)] = unpack_stats(m->src, c.payload);
+          got_done[static_cast<size_t>(m->src)] = 1;
           ++dones;
           break;
         case ControlType::kFinal:
@@ -488,6 +531,22 @@ void Worker::State::comm_loop() {
       break;
     }
     if (rank != 0 && sent_done && got_final) break;
+    // Waiting on peers for the end of the job or a stop reply: give up after peer_timeout_s.
+    if (progress) {
+      last_progress.reset();
+    } else if ((sent_done || query_open) && last_progress.seconds() > cfg.peer_timeout_s) {
+      std::string who;
+      if (query_open) who = "STOP_REPLY messages";
+      else if (rank == 0) {
+        std::vector<int> missing;
+        for (int q = 1; q < P; ++q)
+          if (!got_done[static_cast<size_t>(q)]) missing.push_back(q);
+        who = fmt::format("DONE from ranks {}", fmt::join(missing, ", "));
+      } else {
+        who = "FINAL from rank 0";
+      }
+      throw CommError(fmt::format("rank {}: no {} for {} s (runtime.peer_timeout_s)", rank, who, cfg.peer_timeout_s));
+    }
     // Idle: yield first, then sleep briefly (no busy polling against the compute threads).
     if (progress) {
       idle = 0;
@@ -528,6 +587,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());
   s.applied.assign(static_cast<size_t>(s.P), s.start_clock);
+  s.received.assign(static_cast<size_t>(s.P), s.start_clock);
   s.started = s.start_clock;
   s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
   s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);

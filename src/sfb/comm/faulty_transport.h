@@ -1,0 +1,43 @@
+#pragma once
+// A Transport that wraps another and injects faults at chosen calls, for tests of what the
+// runtime does when the network misbehaves (in the spirit of rabit's mock engine):
+//   * drop the N-th send (counted over sends with tag `tag`, or all tags when tag < 0);
+//   * delay every send by delay_ms (the calling thread sleeps first);
+//   * kill: from the N-th call (send or poll) on, every call throws CommError, as if this rank's
+//     network had died.
+// Thread-safety as the wrapped transport; the call counters are atomic.
+#include <atomic>
+#include <memory>
+
+#include "sfb/comm/transport.h"
+
+namespace sfb::comm {
+
+struct FaultSpec {
+  Tag tag = -1;             // which sends count for drop_send (-1: all)
+  int64_t drop_send = -1;   // 0-based index of the send to drop (-1: none)
+  double delay_ms = 0.0;    // per send
+  int64_t kill_at = -1;     // 0-based index of the first failing call (-1: never)
+};
+
+class FaultyTransport : public Transport {
+ public:
+  FaultyTransport(std::unique_ptr<Transport> inner, FaultSpec spec);
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void barrier() override;
+  void flush() override { inner_->flush(); }
+  int64_t dropped() const { return dropped_.load(); }
+
+ protected:
+  void do_send(int dst, Tag tag, SharedBytes data) override;
+  std::optional<Message> poll() override;
+
+ private:
+  void count_call();
+  std::unique_ptr<Transport> inner_;
+  FaultSpec spec_;
+  std::atomic<int64_t> calls_{0}, tagged_sends_{0}, dropped_{0};
+};
+
+}  // namespace sfb::comm
