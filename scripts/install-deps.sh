@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   dataset-fashion-mnist liblinear-tools
   gnuplot-nox
+  clang libclang-rt-14-dev
 )
 
 missing=()

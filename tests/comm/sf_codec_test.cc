@@ -146,6 +146,14 @@ TEST(Codec, RandomCorruptionNeverCrashes) {
   EXPECT_GT(rejected, 2500);
 }
 
+TEST(Codec, EmptyPayloadsDecode) {
+  // Regression (fuzz_wire under UBSan): memcpy into an empty vector's null data().
+  const ControlMsg r = decode_control(encode_control({ControlType::kStopQuery, 1, 0, {}}), 1);
+  EXPECT_TRUE(r.payload.empty());
+  const SfBatch b = decode_sf_batch(encode_sf_batch(dense_batch(0, 3, 4)), {2, 3, 4});
+  EXPECT_EQ(b.count, 0);
+}
+
 TEST(Codec, ControlRoundTripAndRejects) {
   const ControlMsg m{ControlType::kDone, 3, -5, {1, 2, 3}};
   const Bytes b = encode_control(m);

@@ -130,13 +130,15 @@ TEST(Libsvm, BadTokensNameFileAndLine) {
     return data_error([&] { read_libsvm(dir.file("bad.svm"), opt); });
   };
   EXPECT_THAT(err("x 1:1"), HasSubstr("bad.svm:2: label 'x' is not an integer"));
-  EXPECT_THAT(err("5 1:1"), HasSubstr("bad.svm:2: label 5"));
+  EXPECT_THAT(err("5 1:1"), HasSubstr("bad.svm:2: label 5 minus data.label_offset 0 is outside [0, 2)"));
   EXPECT_THAT(err("1 9:1"), HasSubstr("bad.svm:2: feature index 9 is outside [1, 4]"));
   EXPECT_THAT(err("1 0:1"), HasSubstr("feature index 0 is outside"));
   EXPECT_THAT(err("1 3:1 2:1"), HasSubstr("bad.svm:2: feature index 2 does not increase"));
   EXPECT_THAT(err("1 3:abc"), HasSubstr("bad.svm:2: value 'abc' is not a finite number"));
   EXPECT_THAT(err("1 3"), HasSubstr("bad.svm:2: token '3' is not index:value"));
   EXPECT_THAT(err("1 2:nan"), HasSubstr("is not a finite number"));
+  // Regression (fuzz_libsvm under UBSan): a label beyond int64 was cast before the range check.
+  EXPECT_THAT(err("17777777777777777777777777777777777 1:1"), HasSubstr("bad.svm:2: label 17777777777777777777777777777777777"));
 }
 
 TEST(Partition, CoversEveryRowOnce) {

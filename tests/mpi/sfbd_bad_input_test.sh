@@ -42,8 +42,32 @@ expect bad-libsvm 2 "$OUT/bad.svm:2: feature index 12 is outside [1, 10]" -- "${
 expect bad-idx 2 "bad.svm: not an IDX file" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/badidx.toml"
 expect config-mismatch 2 "differs between ranks" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" : \
   -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" --set sfb.staleness=1
+FM=/usr/share/datasets/fashion-mnist
+head -c 100000 "$FM/train-images-idx3-ubyte.gz" > "$OUT/trunc.gz"
+printf '[data]\nformat = "idx"\ntrain_images = "%s"\ntrain_labels = "%s"\n[output]\ndir = "%s/o5"\n' "$OUT/trunc.gz" "$FM/train-labels-idx1-ubyte.gz" "$OUT" > "$OUT/truncidx.toml"
+expect truncated-idx 2 "trunc.gz" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/truncidx.toml"
+expect labels-out-of-range 2 "has label 9, outside [0, 5)" -- "${MPI[@]}" -np 2 "$SFBD" --config "$SRC/configs/test_fashion_small.toml" \
+  --set data.classes=5 --set output.dir="$OUT/o6"
+printf 'x 1:1\n' > "$OUT/badlabel.svm"
+printf '[data]\nformat = "libsvm"\ntrain = "%s/badlabel.svm"\nfeatures = 10\nclasses = 3\n[output]\ndir = "%s/o7"\n' "$OUT" "$OUT" > "$OUT/badlabel.toml"
+expect libsvm-bad-label 2 "badlabel.svm:1: label 'x' is not an integer" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/badlabel.toml"
+expect empty-partition 2 "got an empty partition" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --set data.synthetic_samples=2 \
+  --set output.dir="$OUT/o8"
+expect unknown-section 2 "--set optimiser.lr=1: unknown section 'optimiser'" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set optimiser.lr=1
+
+# Checkpoints: a good one first, then corrupted, foreign and finished ones.
+"${MPI[@]}" -np 2 "$SFBD" --config "$base" --set stop.max_clocks=20 --set checkpoint.path=ck.bin \
+  --set output.dir="$OUT/ck" --set output.log_level=warn > /dev/null 2>&1
+cp "$OUT/ck/ck.bin" "$OUT/bad.ck"
+printf '\xff' | dd of="$OUT/bad.ck" bs=1 seek=100 conv=notrunc 2> /dev/null
+expect corrupt-checkpoint 2 "checksum mismatch" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/bad.ck" --set output.dir="$OUT/o9"
+expect foreign-checkpoint 2 "other model, data or optimizer settings" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
+  --set optimizer.lr=0.01 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
+expect finished-checkpoint 2 "is at clock 20 and stop.max_clocks is 20" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
+  --set stop.max_clocks=20 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
+expect missing-checkpoint 2 "cannot open checkpoint" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/none.ck" --set output.dir="$OUT/o9"
 expect check-ok 0 "OK (SSP(s=2), 4 ranks)" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --check
-for d in o1 o2 o3 o4; do
+for d in o1 o2 o3 o4 o5 o6 o7 o8 o9; do
   if [ -n "$(ls -A "$OUT/$d" 2>/dev/null)" ]; then echo "FAIL: $d has files: $(ls "$OUT/$d")"; failures=$((failures + 1)); fi
 done
 echo "$passed passed, $failures failed"

@@ -283,8 +283,10 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
     const std::string s(section.str());
     const auto* tbl = value.as_table();
     if (!tbl || !sections.count(s)) {
-      std::string where = origin.overrides.count(s) ? origin.overrides[s]
-                          : fmt::format("{}:{}", name, section.source().begin.line);
+      // A section that only an override created is named by that override.
+      std::string where = fmt::format("{}:{}", name, section.source().begin.line);
+      for (const auto& [key, text] : origin.overrides)
+        if (key == s || key.rfind(s + ".", 0) == 0) where = text;
       throw InvalidArgument(fmt::format("{}: unknown {} '{}'; sections are [{}]", where,
                                         tbl ? "section" : "key", s, fmt::join(sections, "], [")));
     }

@@ -87,7 +87,7 @@ Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& na
   SFB_CHECK_DATA(crc == stored, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt",
                  name, stored, crc);
   c.W.resize(rows, cols);
-  std::memcpy(c.W.data(), d.data() + kCheckpointHeaderBytes, static_cast<size_t>(data_bytes));
+  if (data_bytes > 0) std::memcpy(c.W.data(), d.data() + kCheckpointHeaderBytes, static_cast<size_t>(data_bytes));
   return c;
 }
 

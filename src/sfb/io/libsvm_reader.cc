@@ -34,8 +34,12 @@ int64_t count_libsvm_rows(const std::string& path) {
 }
 
 Dataset read_libsvm(const std::string& path, const LibsvmOptions& opt, int64_t begin, int64_t end) {
-  SFB_ENFORCE(opt.features > 0 && opt.classes > 0, "features {} classes {}", opt.features, opt.classes);
   auto in = open(path);
+  return parse_libsvm(in, path, opt, begin, end);
+}
+
+Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOptions& opt, int64_t begin, int64_t end) {
+  SFB_ENFORCE(opt.features > 0 && opt.classes > 0, "features {} classes {}", opt.features, opt.classes);
   std::vector<int32_t> labels;
   std::vector<int32_t> row_ptr{0};
   std::vector<int32_t> cols;
@@ -63,7 +67,12 @@ Dataset read_libsvm(const std::string& path, const LibsvmOptions& opt, int64_t b
     auto [lp, lec] = std::from_chars(lab.data(), lab.data() + lab.size(), label_value);
     SFB_CHECK_DATA(lec == std::errc() && lp == lab.data() + lab.size() && label_value == std::floor(label_value),
                    "{}:{}: label '{}' is not an integer", path, lineno, lab);
-    const int64_t label = static_cast<int64_t>(label_value) - opt.label_offset;
+    // Range-check in double first: casting a huge label to int64 is undefined (found by fuzz_libsvm).
+    const double shifted = label_value - static_cast<double>(opt.label_offset);
+    SFB_CHECK_DATA(shifted >= 0 && shifted < static_cast<double>(opt.classes),
+                   "{}:{}: label {} minus data.label_offset {} is outside [0, {})", path, lineno, lab, opt.label_offset,
+                   opt.classes);
+    const int64_t label = static_cast<int64_t>(shifted);
     SFB_CHECK_DATA(label >= 0 && label < opt.classes,
                    "{}:{}: label {} minus data.label_offset {} = {} is outside [0, {})", path, lineno,
                    lab, opt.label_offset, label, opt.classes);

@@ -3,6 +3,7 @@
 // Rows stay sparse (CSR); only the rows of [begin, end) are parsed, so each rank holds its own
 // partition. Every malformed token throws DataError with "<file>:<line>: ...".
 #include <cstdint>
+#include <istream>
 #include <string>
 
 #include "sfb/io/dataset.h"
@@ -19,5 +20,8 @@ struct LibsvmOptions {
 int64_t count_libsvm_rows(const std::string& path);
 // Rows [begin, end) of the data rows; end = -1 means all.
 Dataset read_libsvm(const std::string& path, const LibsvmOptions& opt, int64_t begin = 0, int64_t end = -1);
+// The same from a stream; `name` stands for the file in messages.
+Dataset parse_libsvm(std::istream& in, const std::string& name, const LibsvmOptions& opt, int64_t begin = 0,
+                     int64_t end = -1);
 
 }  // namespace sfb::io
