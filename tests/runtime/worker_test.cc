@@ -415,3 +415,22 @@ TEST(Faults, AKilledRankIsNamedByItsPeers) {
 
 }  // namespace
 }  // namespace sfb::runtime
+
+namespace sfb::runtime {
+namespace {
+
+TEST(Worker, AspStaysWithinItsFlowControlWindow) {
+  Config cfg = small_config();
+  cfg.staleness = kInfiniteStaleness;
+  cfg.asp_window = 3;
+  cfg.max_clocks = 40;
+  cfg.slow_rank = 2;
+  cfg.slow_ms = 3;
+  const auto res = train(4, cfg);
+  int64_t lead = 0;
+  for (const auto& r : res) lead = std::max(lead, r.self.max_lead);
+  EXPECT_EQ(lead, 3);  // the slow rank held the others back exactly to the window
+}
+
+}  // namespace
+}  // namespace sfb::runtime

@@ -187,6 +187,9 @@ const std::vector<Field>& schema() {
                           "this host / ranks on this host, at least 1."));
     f.push_back(int_field("runtime.queue_capacity", &Config::queue_capacity, 1, 1 << 20,
                           "Capacity of each SF queue (batches)."));
+    f.push_back(int_field("runtime.asp_window", &Config::asp_window, 1, kMax,
+                          "ASP flow control: a worker runs at most this many clocks ahead of any "
+                          "in-neighbour, so a fast worker cannot flood a slow one's memory."));
     f.push_back(float_field("runtime.peer_timeout_s", &Config::peer_timeout_s, 0.001, kHuge,
                             "A rank that waits this long for peers without any progress stops with an "
                             "error naming the ranks it waits for (a hung or lost peer)."));

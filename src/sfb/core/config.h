@@ -49,6 +49,7 @@ struct Config {
   // [runtime]
   int64_t threads = 0;  // 0: cores on this host / ranks on this host, at least 1
   int64_t queue_capacity = 64;
+  int64_t asp_window = 64;  // ASP flow control: at most this many clocks ahead of any in-neighbour
   double peer_timeout_s = 600.0;  // waiting this long on peers without progress is an error
   int64_t slow_rank = -1;  // testing: this rank sleeps slow_ms per clock
   double slow_ms = 0.0;

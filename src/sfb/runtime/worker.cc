@@ -149,11 +149,15 @@ struct Worker::State {
   // < c - s are applied. A worker always reads its own writes (as in Petuum's SSP): its own
   // batches of clocks < c must be applied too, or under ASP a fast compute thread would compute
   // many clocks from the same stale W. Called with mu held.
+  //
+  // ASP has no staleness bound, but without any bound a fast worker floods a slow one's network
+  // buffers (unexpected MPI messages) and memory grows without limit: found by scripts/soak.sh
+  // with 8 ranks on 2 cores. So ASP keeps a flow-control window of runtime.asp_window clocks.
+  int64_t bound() const { return cfg.asp() ? cfg.asp_window : cfg.staleness; }
   bool allowed(int64_t c) const {
     if (applied[static_cast<size_t>(rank)] < c) return false;
-    if (cfg.asp()) return true;
     for (int q : sources)
-      if (applied[static_cast<size_t>(q)] < c - cfg.staleness) return false;
+      if (applied[static_cast<size_t>(q)] < c - bound()) return false;
     return true;
   }
 
@@ -174,7 +178,7 @@ struct Worker::State {
     if (paused) return "no STOP_AT from rank 0 after its stop query";
     std::vector<std::string> late;
     for (int q : sources) {
-      const int64_t need = q == rank ? c : (cfg.asp() ? 0 : c - cfg.staleness);
+      const int64_t need = q == rank ? c : c - bound();
       // Under BSP complete clocks are applied together: the late ranks are those whose batches
       // have not even arrived.
       if (applied[static_cast<size_t>(q)] < need && received[static_cast<size_t>(q)] < need)
