@@ -28,7 +28,9 @@
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
 
-// Every heap allocation of the process is counted, to measure allocations per clock.
+// Every heap allocation of the process is counted, to measure allocations per clock. new and
+// delete are replaced as a pair (malloc/free), which GCC cannot see across inlined callers.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 std::atomic<int64_t> g_allocations{0};
 void* operator new(size_t n) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);

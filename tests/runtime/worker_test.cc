@@ -45,12 +45,12 @@ Config small_config() {
 
 using HookFactory = std::function<WorkerHooks(int rank)>;
 
-std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}) {
+std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}, WorkerStart start = {}) {
   std::vector<WorkerResult> results(static_cast<size_t>(p));
   testing::run_ranks(p, [&](comm::Transport& t) {
     const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
     models::Mlr model;
-    Worker w(cfg, t, data.train, &data.test, model, hooks ? hooks(t.rank()) : WorkerHooks{});
+    Worker w(cfg, t, data.train, &data.test, model, hooks ? hooks(t.rank()) : WorkerHooks{}, start);
     results[static_cast<size_t>(t.rank())] = w.run();
   });
   return results;
@@ -286,14 +286,7 @@ namespace sfb::runtime {
 namespace {
 
 std::vector<WorkerResult> train_from(int p, const Config& cfg, const WorkerStart& start) {
-  std::vector<WorkerResult> results(static_cast<size_t>(p));
-  testing::run_ranks(p, [&](comm::Transport& t) {
-    const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
-    models::Mlr model;
-    Worker w(cfg, t, data.train, &data.test, model, {}, start);
-    results[static_cast<size_t>(t.rank())] = w.run();
-  });
-  return results;
+  return train(p, cfg, {}, start);
 }
 
 TEST(Resume, InterruptedAndResumedEqualsUninterruptedBitwise) {

@@ -86,6 +86,7 @@ struct Worker::State {
   int threads = 1;
   int32_t J = 0, D = 0, K = 0;
   std::unique_ptr<UpdateApplier> applier_ptr;  // update thread only
+  std::vector<const SfBatch*> apply_raw;       // update thread only: reused by apply()
 
   // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
   Matrix W;
@@ -254,8 +255,8 @@ void Worker::State::compute_loop() {
 
 void Worker::State::apply(std::span<const SfBatchPtr> batches) {
   if (batches.empty()) return;
-  std::vector<const SfBatch*> raw;
-  raw.reserve(batches.size());
+  std::vector<const SfBatch*>& raw = apply_raw;
+  raw.clear();
   for (const auto& b : batches) raw.push_back(b.get());
   Stopwatch sw;
   {
