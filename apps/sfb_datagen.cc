@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--classes", spec.classes, "Classes J")->required()->check(CLI::Range(2, 1 << 30));
   app.add_option("--density", spec.density, "Fraction of non-zero features")->check(CLI::Range(1e-9, 1.0));
   app.add_option("--noise", spec.noise, "Fraction of random labels")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--separation", spec.separation, "Prototype distance in noise std-devs (data.synthetic_separation)");
   app.add_option("--seed", spec.seed, "Seed (job.seed in sfbd)");
   app.add_flag("--test", test, "Write the test rows (stream 1) instead of the training rows");
   app.add_option("--out", out, "Output libsvm file")->required();

@@ -2,6 +2,7 @@
 //
 // Exit codes: 0 success (every rank), 2 bad input (config, data) reported by every rank that saw
 // it, 3 training failed (MPI_Abort ends every rank), 4 the objective diverged.
+#include <cmath>
 #include <mpi.h>
 
 #include <cstdio>
@@ -50,7 +51,8 @@ int ranks_on_this_host() {
   return n;
 }
 
-std::string summary_json(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, int P, int threads) {
+std::string summary_json(const sfb::Config& cfg, const std::string& model_name, const sfb::runtime::WorkerResult& r, int P,
+                         int threads) {
   std::string ranks, sums;
   bool equal = true;
   for (const auto& s : r.all) {
@@ -64,14 +66,17 @@ std::string summary_json(const sfb::Config& cfg, const sfb::runtime::WorkerResul
     sums += fmt::format("{}\"{:016x}\"", sums.empty() ? "" : ", ", s.checksum);
   }
   const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
+  std::string extra;
+  for (const auto& [k, v] : last.extra)
+    extra += fmt::format("{}\"{}\": {}", extra.empty() ? "" : ", ", k, std::isfinite(v) ? fmt::format("{:.8g}", v) : "null");
   return fmt::format(
-      "{{\n  \"config\": \"{}\",\n  \"ranks\": {},\n  \"threads_per_rank\": {},\n  \"consistency\": \"{}\",\n"
+      "{{\n  \"config\": \"{}\",\n  \"model\": \"{}\",\n  \"ranks\": {},\n  \"threads_per_rank\": {},\n  \"consistency\": \"{}\",\n"
       "  \"broadcast\": \"{}\",\n  \"minibatch\": {},\n  \"stop_reason\": \"{}\",\n  \"final_clock\": {},\n"
-      "  \"seconds\": {:.6f},\n  \"final_objective\": {:.8g},\n  \"final_accuracy\": {:.6f},\n"
+      "  \"seconds\": {:.6f},\n  \"final_objective\": {:.8g},\n  \"final_accuracy\": {:.6f},\n  \"final_metrics\": {{{}}},\n"
       "  \"samples_per_s\": {:.3f},\n  \"checksums_equal\": {},\n  \"rank_checksums\": [{}],\n"
       "  \"per_rank\": [\n{}  ]\n}}\n",
-      cfg.source, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
-      r.seconds, last.objective, last.accuracy, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0,
+      cfg.source, model_name, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
+      r.seconds, last.objective, last.accuracy, extra, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0,
       equal ? "true" : "false", sums, ranks);
 }
 
@@ -84,6 +89,7 @@ void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, in
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
   fmt::print("  final objective  {:.5f}\n", last.objective);
   if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
+  for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n",
              r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0);
   fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
@@ -157,10 +163,10 @@ int run(int argc, char** argv, int rank, int P) {
   Eigen::setNbThreads(threads);
 
   sfb::io::LoadedData data;
-  std::unique_ptr<sfb::api::Model> model;
+  sfb::models::ModelPtr model;
   try {
-    model = sfb::models::make_model(cfg.model);
     data = sfb::io::load_data(cfg, rank, P, rank == 0);
+    model = sfb::models::make_model(cfg, data.train, data.total_train, rank, P);
     if (!cfg.out_dir.empty() && rank == 0) std::filesystem::create_directories(cfg.out_dir);
   } catch (const sfb::Error& e) {
     error = e.what();
@@ -169,8 +175,9 @@ int run(int argc, char** argv, int rank, int P) {
     if (!error.empty()) spdlog::error("{}", error);
     return kExitBadInput;
   }
-  spdlog::info("{} training rows ({} on this rank), D = {}, J = {}, {} thread(s), {}", data.total_train, data.train.n,
-               data.train.dim, data.train.classes, threads, cfg.consistency_name());
+  spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}",
+               model->name(), model->rows(), model->cols(), data.total_train, data.train.n, data.train.dim, threads,
+               cfg.consistency_name());
 
   // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
   // (the file need only exist where rank 0 runs).
@@ -211,7 +218,7 @@ int run(int argc, char** argv, int rank, int P) {
     namespace fs = std::filesystem;
     if (!cfg.model_file.empty()) sfb::io::write_model((fs::path(cfg.out_dir) / cfg.model_file).string(), result.W);
     if (!cfg.summary_file.empty())
-      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, result, P, threads));
+      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, model->name(), result, P, threads));
     print_table(cfg, result, P, threads);
   }
   transport.reset();

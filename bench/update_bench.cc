@@ -24,7 +24,9 @@
 #include "sfb/core/tensor.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/synthetic.h"
+#include "sfb/api/batch_sf_writer.h"
 #include "sfb/models/mlr.h"
+#include "sfb/models/registry.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
 
@@ -241,12 +243,12 @@ void BM_MlrComputeSf(benchmark::State& st) {
   sfb::api::MiniBatch mb;
   sfb::api::gather(data, rows, mb);
   const Matrix W = Matrix::Random(J, D) * 0.01f;
-  sfb::models::Mlr model;
+  sfb::models::Mlr model(J, D, false);
   sfb::SfBatchPtr keep;
-  sfb::api::SfWriter writer(J, D, [&keep](sfb::SfBatchPtr b) { keep = std::move(b); });
+  sfb::api::BatchSfWriter writer(J, D, [&keep](sfb::SfBatchPtr b) { keep = std::move(b); });
   for (auto _ : st) {
     writer.begin(0, 0, K, -0.1f, false);
-    model.compute_sf(W, mb, writer);
+    model.compute_sf(sfb::api::Weights{W}, mb, writer);
     benchmark::DoNotOptimize(keep.get());
   }
   st.counters["samples/s"] = benchmark::Counter(K, benchmark::Counter::kIsIterationInvariantRate);
@@ -265,8 +267,9 @@ int64_t run_4_ranks(sfb::Config cfg, int64_t clocks) {
   std::vector<std::thread> ts;
   for (int r = 0; r < 4; ++r) {
     ts.emplace_back([&, r] {
-      sfb::models::Mlr m;
-      sfb::runtime::Worker w(cfg, *group[static_cast<size_t>(r)], data[static_cast<size_t>(r)].train, nullptr, m);
+      const auto& d = data[static_cast<size_t>(r)];
+      auto m = sfb::models::make_model(cfg, d.train, d.total_train, r, 4);
+      sfb::runtime::Worker w(cfg, *group[static_cast<size_t>(r)], d.train, nullptr, *m);
       w.run();
     });
   }

@@ -69,7 +69,7 @@ TEST(Config, WrongTypeNamesLine) {
 
 TEST(Config, ChoiceListsAcceptedValues) {
   EXPECT_THAT(error_of(std::string(kBase) + "[model]\nname = \"svm\"\n"),
-              HasSubstr("model.name must be one of \"mlr\", got \"svm\""));
+              HasSubstr("model.name must be one of \"mlr\", \"l2mlr\", \"dml\", \"sparse_coding\", got \"svm\""));
 }
 
 TEST(Config, SyntaxErrorNamesLine) {

@@ -1,5 +1,7 @@
 #include "sfb/models/mlr.h"
 
+#include "sfb/api/batch_sf_writer.h"
+
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -16,7 +18,7 @@ Matrix sf_gradient(Mlr& m, const Matrix& W, const io::Dataset& data) {
   api::MiniBatch batch;
   api::gather(data, rows, batch);
   Matrix G = Matrix::Zero(W.rows(), W.cols());
-  api::SfWriter writer(static_cast<int32_t>(W.rows()), static_cast<int32_t>(W.cols()), [&](SfBatchPtr b) {
+  api::BatchSfWriter writer(static_cast<int32_t>(W.rows()), static_cast<int32_t>(W.cols()), [&](SfBatchPtr b) {
     for (int32_t i = 0; i < b->count; ++i) {
       if (!b->sparse_v) {
         G += b->u.row(i).transpose() * b->v.row(i);
@@ -26,7 +28,7 @@ Matrix sf_gradient(Mlr& m, const Matrix& W, const io::Dataset& data) {
     }
   });
   writer.begin(0, 0, static_cast<int32_t>(data.n), 1.0f, data.sparse);
-  m.compute_sf(W, batch, writer);
+  m.compute_sf(api::Weights{W}, batch, writer);
   EXPECT_TRUE(writer.committed());
   return G / static_cast<float>(data.n);
 }
@@ -36,7 +38,7 @@ class MlrGradient : public ::testing::TestWithParam<double> {};
 TEST_P(MlrGradient, SfsMatchFiniteDifferences) {
   io::Dataset data = io::make_synthetic({6, 5, 3, GetParam(), 0.0, 11, 0});
   data.add_bias();
-  Mlr m;
+  Mlr m(3, data.dim, data.sparse);
   Matrix W = 0.3f * Matrix::Random(3, data.dim);
   const Matrix G = sf_gradient(m, W, data);
   const float eps = 1e-2f;
@@ -55,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(DenseAndSparse, MlrGradient, ::testing::Values(1.0, 0.4
 
 TEST(Mlr, ObjectiveOfZeroWeightsIsLogJAndAccuracyCounts) {
   io::Dataset data = io::make_synthetic({50, 4, 5, 1.0, 0.0, 2, 0});
-  Mlr m;
+  Mlr m(5, 4, false);
   const Matrix W = Matrix::Zero(5, 4);
   EXPECT_NEAR(m.objective(W, data, 0), std::log(5.0), 1e-5);
   EXPECT_NEAR(m.objective(W, data, 10), std::log(5.0), 1e-5);
@@ -69,7 +71,7 @@ TEST(Mlr, SparseAndDenseDataGiveTheSameSfs) {
   io::Dataset dense = sparse;
   dense.sparse = false;
   dense.dense = Matrix(sparse.csr);
-  Mlr m;
+  Mlr m(3, 20, false);
   const Matrix W = Matrix::Random(3, 20);
   EXPECT_TRUE(sf_gradient(m, W, sparse).isApprox(sf_gradient(m, W, dense), 1e-5f));
 }

@@ -17,7 +17,7 @@
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/sampler.h"
-#include "sfb/models/mlr.h"
+#include "sfb/models/registry.h"
 #include "sfb/runtime/signals.h"
 #include "testing/rank_threads.h"
 
@@ -49,8 +49,8 @@ std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}
   std::vector<WorkerResult> results(static_cast<size_t>(p));
   testing::run_ranks(p, [&](comm::Transport& t) {
     const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
-    models::Mlr model;
-    Worker w(cfg, t, data.train, &data.test, model, hooks ? hooks(t.rank()) : WorkerHooks{}, start);
+    auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), p);
+    Worker w(cfg, t, data.train, &data.test, *model, hooks ? hooks(t.rank()) : WorkerHooks{}, start);
     results[static_cast<size_t>(t.rank())] = w.run();
   });
   return results;
@@ -351,8 +351,8 @@ std::vector<WorkerResult> train_faulty(int p, const Config& cfg, std::function<c
     threads.emplace_back([&, r] {
       try {
         const auto data = io::load_data(cfg, r, p, r == 0);
-        models::Mlr model;
-        Worker w(cfg, *faulty[static_cast<size_t>(r)], data.train, &data.test, model);
+        auto model = models::make_model(cfg, data.train, data.total_train, r, p);
+        Worker w(cfg, *faulty[static_cast<size_t>(r)], data.train, &data.test, *model);
         results[static_cast<size_t>(r)] = w.run();
       } catch (const std::exception& e) {
         std::lock_guard lock(mu);

@@ -1,39 +1,71 @@
 #pragma once
-// The model interface. A model declares the shape of its parameter matrix W (J x D), computes
-// sufficient factors for a minibatch from the current W through an SfWriter, may supply a
-// proximal step applied by the update thread, and evaluates its objective. Staleness and the
-// broadcast topology are configuration, never model code.
+// The model interface: the public plugin API (docs/plugins.md). A model declares the shape of its
+// parameter matrix W (J x D), initialises W, computes sufficient factors for a minibatch from the
+// current W through an SfWriter (write_u / write_v / commit), may supply a proximal step applied by
+// the update thread, and evaluates its objective. Staleness and the broadcast topology are
+// configuration, never model code. Built-in models and plugins implement the same class and are
+// created by the same factory signature (sfb/api/plugin.h).
 //
 // Threads: compute_sf() runs on the SF-compute thread with W read-locked (the update thread does
-// not write W meanwhile); prox() runs on the update thread with W write-locked; objective() and
-// accuracy() run on rank 0's monitor thread on a snapshot of W.
+// not write W meanwhile); prox() and prox_scale() run on the update thread with W write-locked;
+// objective(), accuracy() and metrics() run on rank 0's monitor thread on a snapshot of W,
+// concurrently with compute_sf(): state that compute_sf() changes and those read needs a lock.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sfb/api/minibatch.h"
+#include "sfb/api/model_context.h"
 #include "sfb/api/sf_writer.h"
+#include "sfb/api/weights.h"
 #include "sfb/core/rng.h"
 #include "sfb/io/dataset.h"
 
 namespace sfb::api {
 
+// How the runtime turns a batch's u into an update of W.
+enum class UpdateRule {
+  kGradientStep,  // u is a gradient factor: the runtime multiplies it by -eta_c / K (SGD)
+  kAsWritten,     // u is the update itself (e.g. a dual coordinate step): no scaling
+};
+
+// Named values a model reports at each evaluation besides objective and accuracy; they go into
+// the metrics JSON lines ("duality_gap", "pair_auc", "sparsity", ...).
+using NamedValues = std::vector<std::pair<std::string, double>>;
+
 class Model {
  public:
   virtual ~Model() = default;
   virtual std::string name() const = 0;
-  // Parameter shape for data of dimension `dim` with `classes` classes.
-  virtual int64_t rows(const io::Dataset& train) const = 0;  // J
-  virtual int64_t cols(const io::Dataset& train) const = 0;  // D
+  // Parameter shape J x D (fixed for the model's life).
+  virtual int64_t rows() const = 0;
+  virtual int64_t cols() const = 0;
   // W arrives sized J x D and zeroed; every rank calls this with the same rng state.
   virtual void init(Matrix& W, Rng& rng) { (void)W; (void)rng; }
-  // Writes batch.size() SF pairs (unscaled gradient factors) and calls out.commit().
-  virtual void compute_sf(const Matrix& W, const MiniBatch& batch, SfWriter& out) = 0;
+  virtual UpdateRule update_rule() const { return UpdateRule::kGradientStep; }
+  // Whether v is written sparse (write_v with indices) or dense; fixed for the model's life.
+  virtual bool sparse_v() const { return false; }
+  // Writes out.count() SF pairs for `batch` (one per sample) and calls out.commit().
+  virtual void compute_sf(const Weights& W, const MiniBatch& batch, SfWriter& out) = 0;
+  // A general proximal step W <- prox_{step * r}(W), called after each applied batch.
   virtual bool has_prox() const { return false; }
   virtual void prox(Matrix& W, double step) { (void)W; (void)step; }
-  // Mean loss over the first `limit` rows of `data` (all when limit <= 0 or > n).
+  // A proximal step that is a pure shrinkage W <- c * W (L2): return c for this step, or 1 for
+  // none. The runtime applies it in O(1) (sfb/api/weights.h). Called after each applied batch,
+  // before prox().
+  virtual double prox_scale(double step) const { (void)step; return 1.0; }
+  // Mean loss (the objective the run reports and stops on) over the first `limit` rows of `data`
+  // (all when limit <= 0 or > n).
   virtual double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const = 0;
-  // Fraction of correctly predicted rows; -1 when the model has no notion of accuracy.
+  // Held-out quality in [0, 1] (classification or pair accuracy); -1 when the model has none.
   virtual double accuracy(const Matrix& W, const io::Dataset& data) const = 0;
+  // Extra values for the metrics line; `test` may be null.
+  virtual NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+                              const io::Dataset* test) const {
+    (void)W; (void)train; (void)limit; (void)test;
+    return {};
+  }
 };
 
 }  // namespace sfb::api

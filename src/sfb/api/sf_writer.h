@@ -1,47 +1,38 @@
 #pragma once
 // SfWriter: how a model hands its sufficient factors to the runtime. For one SF computation
 // (one clock) the model writes K pairs, u_i (length J) and v_i (length D, dense or sparse), and
-// then calls commit(). The runtime scales every u by the step (-eta_c / K) so the batch's update
-// is simply dW = sum_i u_i v_i^T.
+// then calls commit(). For gradient models the runtime scales every u by the step (-eta_c / K),
+// so the batch's update is simply dW = sum_i u_i v_i^T (Model::update_rule()).
 //
+// Part of the plugin ABI (sfb/api/plugin.h): an interface of virtual calls only, so a plugin
+// built out of tree links nothing of sfb. The runtime's implementation is BatchSfWriter.
 // Used by the SF-compute thread only; not thread-safe.
 #include <cstdint>
-#include <functional>
 #include <span>
 
-#include "sfb/core/sf_batch.h"
+#include "sfb/core/tensor.h"
 
 namespace sfb::api {
 
 class SfWriter {
  public:
-  using Sink = std::function<void(SfBatchPtr)>;
-  SfWriter(int32_t J, int32_t D, Sink sink);
+  virtual ~SfWriter() = default;
+  // Number of pairs expected in this batch (K), and the shape of u and v.
+  virtual int32_t count() const = 0;
+  virtual int32_t J() const = 0;
+  virtual int32_t D() const = 0;
+  // Whether v must be written sparse (the data is sparse) or dense.
+  virtual bool sparse_v() const = 0;
 
-  // Starts a batch of `count` pairs for `clock`; u is multiplied by `u_scale` when written.
-  void begin(int32_t sender, int64_t clock, int32_t count, float u_scale, bool sparse_v);
-
-  void write_u(int32_t i, std::span<const float> u);
-  void write_v(int32_t i, std::span<const float> v);                                   // dense v
-  void write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value);  // sparse v
+  virtual void write_u(int32_t i, std::span<const float> u) = 0;
+  virtual void write_v(int32_t i, std::span<const float> v) = 0;  // dense v
+  // Sparse v: strictly increasing indices in [0, D); rows written in order 0, 1, ...
+  virtual void write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value) = 0;
   // All K rows at once (K x J and K x D): the matrix form of write_u / write_v.
-  void write_u_block(const Matrix& u);
-  void write_v_block(const Matrix& v);
+  virtual void write_u_block(const Matrix& u) = 0;
+  virtual void write_v_block(const Matrix& v) = 0;
   // Ends the batch: checks every pair was written and hands the batch to the runtime.
-  void commit();
-
-  bool committed() const { return committed_; }
-  int32_t J() const { return J_; }
-  int32_t D() const { return D_; }
-
- private:
-  int32_t J_, D_;
-  Sink sink_;
-  std::shared_ptr<SfBatch> batch_;
-  float u_scale_ = 1.0f;
-  std::vector<char> u_done_, v_done_;
-  int32_t next_sparse_row_ = 0;
-  bool committed_ = true;
+  virtual void commit() = 0;
 };
 
 }  // namespace sfb::api

@@ -14,6 +14,13 @@ struct Topology {
   int size() const { return static_cast<int>(out.size()); }
   // Full broadcast: every rank sends to all P - 1 others.
   static Topology full(int size);
+  // Halton partial broadcast (SFB paper): rank p sends to the Q peers (p + floor(P * h_k)) mod P
+  // for the base-2 Halton (van der Corput) sequence h = 1/2, 1/4, 3/4, 1/8, 3/8, ..., skipping
+  // offsets that are 0 or repeat. q <= 0 means ceil(log2 P). For P = 6, Q = 2: p+3 and p+1.
+  static Topology halton(int size, int q);
+  // The first `q` distinct non-zero offsets floor(P * h_k) (fewer when P - 1 < q).
+  static std::vector<int> halton_offsets(int size, int q);
+  static int default_halton_q(int size);
 };
 
 }  // namespace sfb::comm

@@ -20,6 +20,8 @@ using Tag = int32_t;
 inline constexpr Tag kTagSf = 1;          // SfBatch messages
 inline constexpr Tag kTagControl = 2;     // runtime control (stop protocol, done)
 inline constexpr Tag kTagCollective = 3;  // collectives outside the training loop
+inline constexpr Tag kTagPs = 4;          // parameter server: push, pull, init, bye (baselines/fms)
+inline constexpr Tag kTagReduce = 5;      // ring all-reduce chunks (baselines/allreduce)
 inline constexpr Tag kMaxTag = 1000;
 
 using Bytes = std::vector<std::byte>;

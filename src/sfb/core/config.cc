@@ -159,8 +159,36 @@ const std::vector<Field>& schema() {
                             "synthetic: fraction of non-zero features; < 1 gives sparse v."));
     f.push_back(float_field("data.synthetic_noise", &Config::synthetic_noise, 0.0, 1.0,
                             "synthetic: fraction of labels replaced by a random class."));
-    f.push_back(string_field("model.name", &Config::model, {"mlr"},
-                             "Model: \"mlr\" (multiclass logistic regression)."));
+    f.push_back(float_field("data.synthetic_separation", &Config::synthetic_separation, 0.0, 1e6,
+                            "synthetic: distance between class prototypes in noise standard deviations."));
+    f.push_back(string_field("model.name", &Config::model, {"mlr", "l2mlr", "dml", "sparse_coding"},
+                             "Built-in model: \"mlr\" (multiclass logistic regression), \"l2mlr\" (MLR + "
+                             "L2, proximal SGD or SDCA), \"dml\" (distance metric learning), "
+                             "\"sparse_coding\" (dictionary learning). See docs/models.md."));
+    f.push_back(string_field("model.plugin", &Config::model_plugin, {},
+                             "Shared library of a user model (docs/plugins.md); when set, model.name is "
+                             "not used. Its own keys go in [model.params]."));
+    f.push_back(float_field("model.lambda", &Config::model_lambda, 0.0, 1e6,
+                            "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
+    f.push_back(string_field("model.solver", &Config::model_solver, {"sgd", "sdca"},
+                             "l2mlr: \"sgd\" (proximal SGD, O(1) prox by a scale factor) or \"sdca\" "
+                             "(stochastic dual coordinate ascent; optimizer.lr is not used)."));
+    f.push_back(float_field("model.sdca_sigma", &Config::model_sdca_sigma, 0.0, 1e12,
+                            "l2mlr sdca: damping of the dual step for simultaneous updates; 0: P * K, "
+                            "which guarantees dual ascent; smaller is faster but may diverge."));
+    f.push_back(int_field("model.dim", &Config::model_dim, 1, 1 << 24,
+                          "dml: rows of L, the dimension of the learned projection."));
+    f.push_back(float_field("model.margin", &Config::model_margin, 1e-12, 1e12,
+                            "dml: dissimilar pairs are pushed until ||L(x-y)||^2 >= margin."));
+    f.push_back(int_field("model.eval_pairs", &Config::model_eval_pairs, 2, 1 << 24,
+                          "dml: pairs (half similar) drawn from the evaluated data for the objective, "
+                          "pair accuracy and AUC."));
+    f.push_back(int_field("model.atoms", &Config::model_atoms, 1, 1 << 24,
+                          "sparse_coding: dictionary size (columns of B = D of W)."));
+    f.push_back(float_field("model.gamma", &Config::model_gamma, 0.0, 1e6,
+                            "sparse_coding: l1 weight gamma of the codes."));
+    f.push_back(int_field("model.lasso_steps", &Config::model_lasso_steps, 1, 1 << 20,
+                          "sparse_coding: FISTA iterations per code (B fixed)."));
     f.push_back(float_field("optimizer.lr", &Config::lr, 1e-12, 1e6, "Step size eta."));
     f.push_back(float_field("optimizer.lr_decay", &Config::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
@@ -180,8 +208,21 @@ const std::vector<Field>& schema() {
                    c.staleness = *n.value<int64_t>();
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
-    f.push_back(string_field("sfb.broadcast", &Config::broadcast, {"full"},
-                             "Broadcast topology: \"full\" sends to all P-1 peers."));
+    f.push_back(string_field("sfb.broadcast", &Config::broadcast, {"full", "halton"},
+                             "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to the Q peers "
+                             "(p + floor(P h_k)) mod P of the Halton sequence h = 1/2, 1/4, 3/4, ..."));
+    f.push_back(int_field("sfb.halton_q", &Config::halton_q, 0, 1 << 20,
+                          "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
+    f.push_back(string_field("comm.scheme", &Config::scheme, {"sfb", "fms", "allreduce"},
+                             "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
+                             "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": ring "
+                             "all-reduce of the dense update matrix every clock."));
+    f.push_back(float_field("comm.inject_latency_us", &Config::inject_latency_us, 0.0, 1e9,
+                            "Added to the delivery of every message (microseconds), for latency studies "
+                            "on links without netem."));
+    f.push_back(int_field("fms.servers", &Config::fms_servers, 1, 1 << 20,
+                          "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
+                          "each holding a row shard of W."));
     f.push_back(int_field("runtime.threads", &Config::threads, 0, 4096,
                           "OpenMP threads per rank for SF computation and updates; 0: cores on "
                           "this host / ranks on this host, at least 1."));
@@ -296,6 +337,25 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
     for (auto&& [k, v] : *tbl) {
       const std::string full = s + "." + std::string(k.str());
       if (known.count(full)) continue;
+      if (full == "model.params" && v.is_table()) {
+        for (auto&& [pk, pv] : *v.as_table()) {
+          const std::string pfull = full + "." + std::string(pk.str());
+          const std::string where = origin.overrides.count(pfull) ? origin.overrides[pfull]
+                                    : fmt::format("{}:{}", name, pk.source().begin.line);
+          std::string type;
+          switch (pv.type()) {
+            case toml::node_type::integer: type = "integer"; break;
+            case toml::node_type::floating_point: type = "float"; break;
+            case toml::node_type::string: type = "string"; break;
+            case toml::node_type::boolean: type = "boolean"; break;
+            default:
+              throw InvalidArgument(fmt::format("{}: {} must be a string, number or boolean, got {}", where, pfull,
+                                                type_name(pv)));
+          }
+          cfg.model_params.push_back({std::string(pk.str()), show_node(pv), type, where});
+        }
+        continue;
+      }
       std::vector<std::string> in_section;
       for (const auto& kk : known)
         if (kk.rfind(s + ".", 0) == 0) in_section.push_back(kk.substr(s.size() + 1));
@@ -338,6 +398,7 @@ std::string Config::canonical() const {
     if (field.key.rfind("output.", 0) == 0 || field.key.rfind("checkpoint.", 0) == 0) continue;
     out += field.key + "=" + field.show(*this) + "\n";
   }
+  for (const auto& p : model_params) out += "model.params." + p.key + "=" + p.value + "\n";
   return out;
 }
 
@@ -350,6 +411,7 @@ uint64_t Config::model_fingerprint() const {
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
       out += field.key + "=" + field.show(*this) + "\n";
   }
+  for (const auto& p : model_params) out += "model.params." + p.key + "=" + p.value + "\n";
   return fnv1a64(out);
 }
 
@@ -376,6 +438,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
                                       e.description()));
   }
   return build(std::move(root), path, overrides);
+}
+
+std::string config_value(const Config& cfg, const std::string& key) {
+  for (const auto& f : schema())
+    if (f.key == key) return f.show(cfg);
+  return {};
 }
 
 std::vector<ConfigKeyDoc> config_key_docs() {

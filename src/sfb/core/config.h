@@ -33,18 +33,45 @@ struct Config {
   int64_t synthetic_test_samples = 2000;
   double synthetic_density = 1.0;
   double synthetic_noise = 0.1;
+  double synthetic_separation = 4.0;
 
   // [model]
   std::string model = "mlr";
+  std::string model_plugin;      // shared library; when set, model.name is not used
+  double model_lambda = 1e-4;    // l2mlr: L2 weight
+  std::string model_solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
+  double model_sdca_sigma = 0.0; // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
+  int64_t model_dim = 32;        // dml: rows of L (projection dimension)
+  double model_margin = 1.0;     // dml: dissimilar pairs are pushed past this squared distance
+  int64_t model_eval_pairs = 2000;  // dml: pairs drawn for objective, accuracy and AUC
+  int64_t model_atoms = 64;      // sparse_coding: dictionary size
+  double model_gamma = 0.1;      // sparse_coding: l1 weight of the codes
+  int64_t model_lasso_steps = 30;   // sparse_coding: FISTA iterations per code
+  // [model.params]: a plugin's own keys, kept as TOML text with where they were set.
+  struct Param {
+    std::string key;
+    std::string value;  // TOML text: 3, 0.5, "text", true
+    std::string type;   // integer | float | string | boolean
+    std::string where;  // file:line or --set ...
+  };
+  std::vector<Param> model_params;
 
   // [optimizer]
   double lr = 0.1;
   double lr_decay = 0.0;  // eta_c = lr / (1 + lr_decay * c)
   int64_t minibatch = 64;
 
+  // [comm]
+  std::string scheme = "sfb";     // sfb | fms | allreduce
+  double inject_latency_us = 0.0; // added to every message's delivery (latency studies)
+
   // [sfb]
   int64_t staleness = 0;  // kInfiniteStaleness for ASP
-  std::string broadcast = "full";
+  std::string broadcast = "full";  // full | halton
+  int64_t halton_q = 0;            // 0: ceil(log2 P)
+
+  // [fms]
+  int64_t fms_servers = 1;  // parameter-server ranks after the P workers
 
   // [runtime]
   int64_t threads = 0;  // 0: cores on this host / ranks on this host, at least 1
@@ -102,5 +129,9 @@ struct ConfigKeyDoc {
   std::string help;
 };
 std::vector<ConfigKeyDoc> config_key_docs();
+
+// The resolved value of schema key `key` as TOML text ("0.5", "\"sgd\"", "true"); empty when the
+// schema has no such key.
+std::string config_value(const Config& cfg, const std::string& key);
 
 }  // namespace sfb

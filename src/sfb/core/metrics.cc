@@ -1,5 +1,7 @@
 #include "sfb/core/metrics.h"
 
+#include <cmath>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,12 +15,18 @@
 namespace sfb {
 
 std::string to_json(const EvalRecord& r) {
+  std::string extra;
+  for (const auto& [k, v] : r.extra) {
+    // JSON has no NaN or infinity: such a value is written as null.
+    if (std::isfinite(v)) extra += fmt::format(", \"{}\": {:.8g}", k, v);
+    else extra += fmt::format(", \"{}\": null", k);
+  }
   return fmt::format(
       "{{\"clock\": {}, \"seconds\": {:.6f}, \"objective\": {:.8g}, \"accuracy\": {:.6f}, "
       "\"samples_per_s\": {:.3f}, \"bytes_sent\": {}, \"bytes_received\": {}, "
-      "\"compute_s\": {:.6f}, \"update_s\": {:.6f}, \"wait_s\": {:.6f}}}",
+      "\"compute_s\": {:.6f}, \"update_s\": {:.6f}, \"wait_s\": {:.6f}{}}}",
       r.clock, r.seconds, r.objective, r.accuracy, r.samples_per_s, r.bytes_sent, r.bytes_received,
-      r.compute_s, r.update_s, r.wait_s);
+      r.compute_s, r.update_s, r.wait_s, extra);
 }
 
 void JsonlWriter::open(const std::string& path) {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sfb {
 
@@ -17,6 +19,8 @@ struct EvalRecord {
   double compute_s = 0.0;     // rank 0: seconds computing sufficient factors
   double update_s = 0.0;      // rank 0: seconds applying updates to W
   double wait_s = 0.0;        // rank 0: seconds the compute thread waited on peers (staleness)
+  // Model-specific values (duality_gap, pair_auc, reconstruction_error, ...), in the model's order.
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 std::string to_json(const EvalRecord& r);

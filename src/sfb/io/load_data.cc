@@ -59,7 +59,7 @@ LoadedData load_data(const Config& cfg, int rank, int size, bool want_test) {
       out.test = read_libsvm(cfg.test_path, opt, 0, cap(count_libsvm_rows(cfg.test_path), cfg.max_test_samples));
   } else {
     SyntheticSpec spec{cfg.synthetic_samples, cfg.features, cfg.classes, cfg.synthetic_density,
-                       cfg.synthetic_noise, cfg.seed, 0};
+                       cfg.synthetic_noise, cfg.seed, 0, cfg.synthetic_separation};
     out.total_train = cap(spec.samples, cfg.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
     out.train = make_synthetic(spec, r.begin, r.end);

@@ -31,8 +31,9 @@ Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   const bool sparse = spec.density < 1.0;
   const int64_t nnz = sparse ? std::max<int64_t>(1, std::llround(spec.density * spec.features)) : spec.features;
-  // Class separation: the prototypes' distance along the support is about 4 noise std-devs.
-  const float sep = static_cast<float>(4.0 / std::sqrt(static_cast<double>(nnz)));
+  // Class separation: the prototypes' distance along the support is about `separation` noise
+  // std-devs (4 by default).
+  const float sep = static_cast<float>(spec.separation / std::sqrt(static_cast<double>(nnz)));
   const uint64_t proto_seed = splitmix64(spec.seed ^ 0x5eed);
 
   Dataset d;

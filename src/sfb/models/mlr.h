@@ -9,15 +9,28 @@ namespace sfb::models {
 
 class Mlr : public api::Model {
  public:
+  explicit Mlr(const api::ModelContext& ctx) : Mlr(ctx.train().classes, ctx.train().dim, ctx.train().sparse) {}
+  Mlr(int64_t classes, int64_t dim, bool sparse) : J_(classes), D_(dim), sparse_(sparse) {}
   std::string name() const override { return "mlr"; }
-  int64_t rows(const io::Dataset& train) const override { return train.classes; }
-  int64_t cols(const io::Dataset& train) const override { return train.dim; }
-  void compute_sf(const Matrix& W, const api::MiniBatch& batch, api::SfWriter& out) override;
+  int64_t rows() const override { return J_; }
+  int64_t cols() const override { return D_; }
+  bool sparse_v() const override { return sparse_; }
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
   double accuracy(const Matrix& W, const io::Dataset& data) const override;
 
-  // Row-wise softmax probabilities of X W^T for rows [begin, end) of data (K x J).
-  static Matrix probabilities(const Matrix& W, const io::Dataset& data, int64_t begin, int64_t end);
+  // Row-wise softmax probabilities of scale * X W^T for rows [begin, end) of data (K x J).
+  static Matrix probabilities(const Matrix& W, const io::Dataset& data, int64_t begin, int64_t end, float scale = 1.0f);
+  // Softmax probabilities of the minibatch (K x J).
+  static Matrix probabilities(const api::Weights& W, const api::MiniBatch& batch);
+  // Mean cross-entropy over the first `limit` rows (all when <= 0).
+  static double cross_entropy(const Matrix& W, const io::Dataset& data, int64_t limit);
+  // Writes v_i = x_i for every sample of the batch (dense block or sparse rows).
+  static void write_x_as_v(const api::MiniBatch& batch, api::SfWriter& out);
+
+ private:
+  int64_t J_, D_;
+  bool sparse_;
 };
 
 }  // namespace sfb::models

@@ -3,16 +3,45 @@
 #include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
+#include "sfb/models/config_model_context.h"
+#include "sfb/models/dml.h"
+#include "sfb/models/l2mlr.h"
 #include "sfb/models/mlr.h"
+#include "sfb/models/sparse_coding.h"
 
 namespace sfb::models {
 
-std::vector<std::string> model_names() { return {"mlr"}; }
+const std::vector<BuiltinModel>& builtin_models() {
+  static const std::vector<BuiltinModel> models = {
+      {"mlr", [](const api::ModelContext& c) -> api::Model* { return new Mlr(c); }},
+      {"l2mlr", [](const api::ModelContext& c) -> api::Model* { return new L2Mlr(c); }},
+      {"dml", [](const api::ModelContext& c) -> api::Model* { return new Dml(c); }},
+      {"sparse_coding", [](const api::ModelContext& c) -> api::Model* { return new SparseCoding(c); }},
+  };
+  return models;
+}
 
-std::unique_ptr<api::Model> make_model(const std::string& name) {
-  if (name == "mlr") return std::make_unique<Mlr>();
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : builtin_models()) names.push_back(m.name);
+  return names;
+}
+
+ModelPtr make_model(const std::string& name, const api::ModelContext& ctx) {
+  for (const auto& m : builtin_models())
+    if (m.name == name) return ModelPtr(m.create(ctx));
   throw InvalidArgument(fmt::format("model.name: unknown model \"{}\"; built-in models are: {}", name,
                                     fmt::join(model_names(), ", ")));
+}
+
+ModelPtr make_model(const Config& cfg, const io::Dataset& train, int64_t train_total, int rank, int ranks) {
+  ConfigModelContext ctx(cfg, train, train_total, rank, ranks);
+  ModelPtr m = cfg.model_plugin.empty() ? make_model(cfg.model, ctx) : load_plugin(cfg.model_plugin, ctx);
+  ctx.check_all_params_read(cfg.model_plugin.empty() ? cfg.model : cfg.model_plugin);
+  SFB_CHECK(m->rows() > 0 && m->cols() > 0 && m->rows() < (int64_t{1} << 31) && m->cols() < (int64_t{1} << 31),
+            "model \"{}\" declares a {} x {} parameter matrix; both sides must be in [1, 2^31)", m->name(), m->rows(),
+            m->cols());
+  return m;
 }
 
 }  // namespace sfb::models

@@ -57,6 +57,7 @@ EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
   EvalRecord r = s.record;
   r.objective = model_.objective(s.W, train_, cfg_.eval_train_sample);
   r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(s.W, *test_) : -1.0;
+  r.extra = model_.metrics(s.W, train_, cfg_.eval_train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
@@ -108,9 +109,11 @@ void ObjectiveMonitor::loop() {
         if (metrics_.is_open()) metrics_.write(to_json(r));
         const double per_clock = r.clock > 0 ? r.seconds / static_cast<double>(r.clock) : 0.0;
         const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, cfg_.max_clocks - r.clock));
-        spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
+        std::string extra;
+        for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
+        spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
                      r.clock, cfg_.max_clocks, r.objective,
-                     r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"),
+                     r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,
                      r.samples_per_s, static_cast<double>(r.bytes_sent) / 1e6, eta);
         decide(r);
       }

@@ -18,15 +18,21 @@ constexpr int kRows = 8;
 using Block = Eigen::Array<float, kRows, 1>;
 }  // namespace
 
-void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches) {
+void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
+  SFB_ENFORCE(alpha.empty() || alpha.size() == batches.size(), "{} multipliers for {} batches", alpha.size(),
+              batches.size());
+  auto alpha_of = [&](size_t i) { return alpha.empty() ? 1.0f : alpha[i]; };
   int64_t dense_rows = 0;
   int dense_batches = 0;
   std::vector<const SfBatch*> sparse;
-  for (const SfBatch* b : batches) {
+  std::vector<float> sparse_alpha;
+  for (size_t bi = 0; bi < batches.size(); ++bi) {
+    const SfBatch* b = batches[bi];
     SFB_ENFORCE(W.rows() == b->J && W.cols() == b->D, "W is {}x{}, batch {}x{}", W.rows(), W.cols(), b->J, b->D);
     if (b->count == 0) continue;
     if (b->sparse_v) {
       sparse.push_back(b);
+      sparse_alpha.push_back(alpha_of(bi));
     } else {
       dense_rows += b->count;
       ++dense_batches;
@@ -35,25 +41,31 @@ void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches) {
   const double J = static_cast<double>(W.rows()), D = static_cast<double>(W.cols());
   const bool stack = dense_batches > 1 && (dense_batches - 1) * J * D > 2.0 * static_cast<double>(dense_rows) * (J + D);
   if (!stack) {
-    for (const SfBatch* b : batches)
-      if (!b->sparse_v && b->count > 0) W.noalias() += b->u.transpose() * b->v;
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const SfBatch* b = batches[bi];
+      if (b->sparse_v || b->count == 0) continue;
+      if (alpha_of(bi) == 1.0f) W.noalias() += b->u.transpose() * b->v;
+      else W.noalias() += alpha_of(bi) * (b->u.transpose() * b->v);
+    }
   } else {
     // One GEMM for all dense batches: stack U (PK x J) and V (PK x D) in batch order.
     if (u_stack_.rows() < dense_rows || u_stack_.cols() != W.rows()) u_stack_.resize(dense_rows, W.rows());
     if (v_stack_.rows() < dense_rows || v_stack_.cols() != W.cols()) v_stack_.resize(dense_rows, W.cols());
     int64_t r = 0;
-    for (const SfBatch* b : batches) {
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const SfBatch* b = batches[bi];
       if (b->sparse_v || b->count == 0) continue;
-      u_stack_.middleRows(r, b->count) = b->u;
+      if (alpha_of(bi) == 1.0f) u_stack_.middleRows(r, b->count) = b->u;
+      else u_stack_.middleRows(r, b->count) = alpha_of(bi) * b->u;
       v_stack_.middleRows(r, b->count) = b->v;
       r += b->count;
     }
     W.noalias() += u_stack_.topRows(dense_rows).transpose() * v_stack_.topRows(dense_rows);
   }
-  if (!sparse.empty()) apply_sparse(W, sparse);
+  if (!sparse.empty()) apply_sparse(W, sparse, alpha.empty() ? std::span<const float>() : std::span<const float>(sparse_alpha));
 }
 
-void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batches) {
+void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
   const int64_t J = W.rows();
   const int64_t D = W.cols();
   // Regroup every non-zero by column, keeping batch and pair order within a column.
@@ -89,10 +101,12 @@ void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batc
   u_blocked_.assign(static_cast<size_t>(blocks * pairs * kRows), 0.0f);
   {
     int64_t p = 0;
-    for (const SfBatch* b : batches) {
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const SfBatch* b = batches[bi];
+      const float a = alpha.empty() ? 1.0f : alpha[bi];
       for (int32_t i = 0; i < b->count; ++i, ++p) {
         const float* u = b->u.data() + static_cast<int64_t>(i) * J;
-        for (int64_t j = 0; j < J; ++j) u_blocked_[static_cast<size_t>(((j / kRows) * pairs + p) * kRows + j % kRows)] = u[j];
+        for (int64_t j = 0; j < J; ++j) u_blocked_[static_cast<size_t>(((j / kRows) * pairs + p) * kRows + j % kRows)] = a * u[j];
       }
     }
   }

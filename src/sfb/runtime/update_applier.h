@@ -27,14 +27,15 @@ namespace sfb::runtime {
 class UpdateApplier {
  public:
   explicit UpdateApplier(int threads) : threads_(threads) {}
-  void apply(Matrix& W, std::span<const SfBatch* const> batches);
+  // alpha (empty, or one per batch): batch b's update is multiplied by alpha[b].
+  void apply(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha = {});
   void apply(Matrix& W, const SfBatch& b) {
     const SfBatch* one[1] = {&b};
     apply(W, one);
   }
 
  private:
-  void apply_sparse(Matrix& W, std::span<const SfBatch* const> batches);
+  void apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha);
   int threads_;
   // Reused across calls: no allocation once they have grown.
   Matrix u_stack_, v_stack_;

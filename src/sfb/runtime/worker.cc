@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include "sfb/runtime/bounded_queue.h"
 
+#include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
@@ -45,11 +46,11 @@ std::vector<int64_t> pack_stats(const RankStats& s) {
   int64_t checksum = 0;
   std::memcpy(&checksum, &s.checksum, 8);
   return {s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, checksum, s.bytes_sent, s.bytes_received,
-          to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s), s.max_lead};
+          to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s), s.max_lead, s.bytes_from_servers};
 }
 
 RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
-  if (v.size() != 11) throw CommError(fmt::format("DONE from rank {}: {} statistics words, expected 11", rank, v.size()));
+  if (v.size() != 12) throw CommError(fmt::format("DONE from rank {}: {} statistics words, expected 12", rank, v.size()));
   RankStats s;
   s.rank = rank;
   s.clocks = v[0];
@@ -63,15 +64,31 @@ RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
   s.update_s = to_s(v[8]);
   s.wait_s = to_s(v[9]);
   s.max_lead = v[10];
+  s.bytes_from_servers = v[11];
   return s;
 }
 
 }  // namespace
 
+int worker_count(const Config& cfg, int ranks) {
+  if (cfg.scheme != "fms") return ranks;
+  SFB_CHECK(ranks > cfg.fms_servers, "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
+            "run mpirun -np P+S", cfg.fms_servers, cfg.fms_servers, ranks);
+  return ranks - static_cast<int>(cfg.fms_servers);
+}
+
+namespace {
+comm::Topology make_topology(const Config& cfg, int workers) {
+  if (cfg.scheme == "sfb" && cfg.broadcast == "halton") return comm::Topology::halton(workers, static_cast<int>(cfg.halton_q));
+  return comm::Topology::full(workers);
+}
+}  // namespace
+
 struct Worker::State {
-  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m, WorkerHooks h)
-      : cfg(c), t(tr), train(tn), test(te), model(m), hooks(std::move(h)), rank(tr.rank()), P(tr.size()),
-        topo(comm::Topology::full(tr.size())) {}
+  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m, WorkerHooks h,
+        Exchange* ex)
+      : cfg(c), t(tr), train(tn), test(te), model(m), hooks(std::move(h)), exchange(ex), rank(tr.rank()),
+        P(worker_count(c, tr.size())), topo(make_topology(c, P)) {}
 
   const Config& cfg;
   comm::Transport& t;
@@ -79,8 +96,9 @@ struct Worker::State {
   const io::Dataset* test;
   api::Model& model;
   WorkerHooks hooks;
+  Exchange* exchange;  // null: SFB (the communication thread broadcasts the SFs itself)
   const int rank;
-  const int P;
+  const int P;         // workers (the ranks after them, if any, are parameter servers)
   comm::Topology topo;
   std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
   int threads = 1;
@@ -89,8 +107,12 @@ struct Worker::State {
   std::vector<const SfBatch*> apply_raw;       // update thread only: reused by apply()
 
   // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
+  // The true parameters are w_scale * W: a model whose prox is a pure shrinkage (L2) has it
+  // applied in O(1) to w_scale (Model::prox_scale); for every other model w_scale stays 1.
   Matrix W;
+  float w_scale = 1.0f;
   std::shared_mutex w_mu;
+  std::vector<float> apply_alpha;  // update thread: per batch multiplier 1 / w_scale
 
   // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
   // A null pointer in in_q only wakes the update thread.
@@ -138,6 +160,7 @@ struct Worker::State {
     in_q.abort();
     in_q.try_push(nullptr);
     if (monitor) monitor->abort();
+    if (exchange) exchange->abort();
     std::lock_guard lock(mu);
     cv.notify_all();
   }
@@ -155,8 +178,9 @@ struct Worker::State {
   // buffers (unexpected MPI messages) and memory grows without limit: found by scripts/soak.sh
   // with 8 ranks on 2 cores. So ASP keeps a flow-control window of runtime.asp_window clocks.
   int64_t bound() const { return cfg.asp() ? cfg.asp_window : cfg.staleness; }
+  // The baselines have no read-my-writes: a worker's own update comes back with everyone's.
   bool allowed(int64_t c) const {
-    if (applied[static_cast<size_t>(rank)] < c) return false;
+    if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
     for (int q : sources)
       if (applied[static_cast<size_t>(q)] < c - bound()) return false;
     return true;
@@ -179,7 +203,7 @@ struct Worker::State {
     if (paused) return "no STOP_AT from rank 0 after its stop query";
     std::vector<std::string> late;
     for (int q : sources) {
-      const int64_t need = q == rank ? c : c - bound();
+      const int64_t need = (q == rank && !exchange) ? c : c - bound();
       // Under BSP complete clocks are applied together: the late ranks are those whose batches
       // have not even arrived.
       if (applied[static_cast<size_t>(q)] < need && received[static_cast<size_t>(q)] < need)
@@ -189,10 +213,24 @@ struct Worker::State {
     return fmt::format("no progress from {}; is it alive?", fmt::join(late, ", "));
   }
 
+  // The true parameters w_scale * W as a new matrix (a copy of W when w_scale is 1).
+  Matrix materialized() const {
+    if (w_scale == 1.0f) return W;
+    return w_scale * W;
+  }
+  // Folds w_scale into W. Called with w_mu held exclusively (or after the threads have ended).
+  void fold_scale() {
+    if (w_scale == 1.0f) return;
+    W *= w_scale;
+    w_scale = 1.0f;
+  }
+  bool scaling_prox = false;  // the model's prox_scale is not constantly 1
+
   void compute_loop();
   void update_loop();
   void comm_loop();
   void apply(std::span<const SfBatchPtr> batches);
+  void apply_dense(const SfBatch& item);
   void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
   RankStats collect_stats();
 };
@@ -207,7 +245,9 @@ void Worker::State::compute_loop() {
   // commit() runs inside compute_sf, under the shared lock on W: the batch is queued only after
   // the lock is released, or a full in-queue would block us while the update thread waits for W.
   SfBatchPtr committed;
-  api::SfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
+  api::BatchSfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
+  const bool gradient = model.update_rule() == api::UpdateRule::kGradientStep;
+  const bool sparse_v = model.sparse_v();
   for (int64_t c = start_clock;; ++c) {
     {
       std::unique_lock lock(mu);
@@ -233,10 +273,10 @@ void Worker::State::compute_loop() {
     sampler.next(K, rows);
     api::gather(train, rows, batch);
     batch.clock = c;
-    writer.begin(rank, c, K, -step(c) / static_cast<float>(K), train.sparse);
+    writer.begin(rank, c, K, gradient ? -step(c) / static_cast<float>(K) : 1.0f, sparse_v);
     {
       std::shared_lock lock(w_mu);
-      model.compute_sf(W, batch, writer);
+      model.compute_sf(api::Weights{W, w_scale}, batch, writer);
     }
     SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
               model.name(), c);
@@ -261,10 +301,32 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
   Stopwatch sw;
   {
     std::unique_lock lock(w_mu);
-    // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
-    applier_ptr->apply(W, raw);
-    if (model.has_prox())
-      for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+    if (!scaling_prox) {
+      // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
+      applier_ptr->apply(W, raw);
+      if (model.has_prox())
+        for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+    } else {
+      // W_true = w_scale * W. Batch b adds dW_b, then shrinks by c_b = prox_scale(eta_b):
+      // W += dW_b / w_scale; w_scale *= c_b. All batches still go in one sweep, each with its own
+      // multiplier; W is rescaled only when w_scale drifts far from 1 (rarely), so a prox step is O(1).
+      apply_alpha.clear();
+      float s = w_scale;
+      for (const SfBatch* b : raw) {
+        apply_alpha.push_back(1.0f / s);
+        s *= static_cast<float>(model.prox_scale(step(b->clock)));
+      }
+      applier_ptr->apply(W, raw, apply_alpha);
+      w_scale = s;
+      if (w_scale < 1e-3f || w_scale > 1e3f) {
+        W *= w_scale;
+        w_scale = 1.0f;
+      }
+      if (model.has_prox()) {
+        fold_scale();
+        for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+      }
+    }
   }
   update_ns += to_ns(sw.seconds());
   std::lock_guard lock(mu);
@@ -276,6 +338,44 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
       throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
                                   b->clock, b->sender, applied[static_cast<size_t>(b->sender)]));
     ++applied[static_cast<size_t>(b->sender)];
+  }
+  cv.notify_all();
+}
+
+void Worker::State::apply_dense(const SfBatch& item) {
+  SFB_ENFORCE(item.dense && item.dense->rows() == J && item.dense->cols() == D, "dense item of clock {}", item.clock);
+  Stopwatch sw;
+  {
+    std::unique_lock lock(w_mu);
+    if (item.kind == SfBatch::Kind::kReplaceW) {
+      // The parameter servers' W after every worker's clock item.clock.
+      W = *item.dense;
+      w_scale = 1.0f;
+    } else {
+      // The sum of every worker's update of the clock, then one proximal step per worker's batch
+      // (as SFB applies one per batch).
+      const double eta = step(item.clock);
+      if (!scaling_prox) {
+        W += *item.dense;
+      } else {
+        W += (1.0f / w_scale) * *item.dense;
+        for (int q = 0; q < P; ++q) w_scale *= static_cast<float>(model.prox_scale(eta));
+        if (w_scale < 1e-3f || w_scale > 1e3f) fold_scale();
+      }
+      if (model.has_prox()) {
+        fold_scale();
+        for (int q = 0; q < P; ++q) model.prox(W, eta);
+      }
+    }
+  }
+  update_ns += to_ns(sw.seconds());
+  std::lock_guard lock(mu);
+  for (int q : sources) {
+    if (applied[static_cast<size_t>(q)] != item.clock)
+      throw CommError(fmt::format("rank {}: {} update of clock {} out of sequence (expected clock {})", rank,
+                                  exchange ? exchange->name() : "dense", item.clock, applied[static_cast<size_t>(q)]));
+    applied[static_cast<size_t>(q)] = item.clock + 1;
+    pairs_applied_from[static_cast<size_t>(q)] += K;
   }
   cv.notify_all();
 }
@@ -302,7 +402,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
   s->final = final;
   s->evaluate = evaluate;
   s->checkpoint = checkpoint;
-  s->W = W;
+  s->W = materialized();
   auto& r = s->record;
   r.clock = done;
   r.seconds = since_start.seconds();
@@ -319,11 +419,26 @@ void Worker::State::update_loop() {
   int64_t next_ckpt = cfg.checkpoint_every > 0 ? (start_clock / cfg.checkpoint_every + 1) * cfg.checkpoint_every
                                                : std::numeric_limits<int64_t>::max();
   std::vector<SfBatchPtr> group;  // batches applied together
+  // Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
+  if (rank == 0 && monitor) {
+    auto snap = std::make_unique<Snapshot>();
+    snap->W = materialized();
+    snap->record.clock = start_clock;
+    fill_traffic_and_times(snap->record);
+    monitor->submit(std::move(snap));
+  }
   for (;;) {
     SfBatchPtr b;
     in_q.pop(b);
     if (aborted) return;
-    if (b) {
+    if (b && b->kind != SfBatch::Kind::kSf) {
+      apply_dense(*b);
+      if (hooks.on_clock_applied) {
+        std::shared_lock lock(w_mu);
+        hooks.on_clock_applied(b->clock, W);
+      }
+      maybe_snapshot(next_eval, next_ckpt, false);
+    } else if (b) {
       group.clear();
       if (!bsp) {
         // SSP/ASP: apply what has arrived, up to one batch per source, in one sweep.
@@ -375,7 +490,8 @@ RankStats Worker::State::collect_stats() {
   for (auto v : pairs_sent_to) s.pairs_sent += v;
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
-  s.checksum = matrix_checksum(W);
+  s.checksum = matrix_checksum(materialized());
+  for (int q = P; q < t.size(); ++q) s.bytes_from_servers += t.counters(q).bytes_received;
   fill_traffic_and_times(s);
   s.max_lead = max_lead;
   return s;
@@ -423,11 +539,28 @@ void Worker::State::comm_loop() {
     for (int q = 1; q < P; ++q) send_control(q, ControlType::kStopAt, at);
   };
 
+  if (exchange) {
+    ExchangeHost host;
+    host.transport = &t;
+    host.workers = P;
+    host.J = J;
+    host.D = D;
+    host.start_clock = start_clock;
+    host.initial_W = &W;  // the update thread has not started to write it (it waits for batches)
+    host.deliver = [this](SfBatchPtr item) { in_q.push(std::move(item)); };
+    host.fail = [this](std::exception_ptr e) { fail(e); };
+    exchange->start(host);
+  }
   for (int idle = 0; !aborted;) {
     bool progress = false;
-    // 1. Own batches: serialise once, send the same buffer to every out-neighbour.
+    // 1. Own batches: a baseline's exchange takes them; SFB serialises each once and sends the
+    //    same buffer to every out-neighbour.
     SfBatchPtr b;
-    while (out_q.try_pop(b)) {
+    while (exchange && out_q.try_pop(b)) {
+      exchange->send_own(b);
+      progress = true;
+    }
+    while (!exchange && out_q.try_pop(b)) {
       auto buf = std::make_shared<const comm::Bytes>(comm::encode_sf_batch(*b));
       for (int q : out) {
         t.send_shared(q, comm::kTagSf, buf);
@@ -438,8 +571,12 @@ void Worker::State::comm_loop() {
     // 2. Everything that arrived.
     while (auto m = t.try_recv()) {
       progress = true;
+      if (exchange && exchange->handles(m->tag)) {
+        exchange->on_message(std::move(*m));
+        continue;
+      }
       if (m->tag == comm::kTagSf) {
-        if (std::find(in.begin(), in.end(), m->src) == in.end())
+        if (exchange || std::find(in.begin(), in.end(), m->src) == in.end())
           throw CommError(fmt::format("rank {}: SF batch from rank {}, which is not an in-neighbour", rank, m->src));
         auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m->data, {m->src, J, D}));
         pairs_received += batch->count;
@@ -561,18 +698,23 @@ void Worker::State::comm_loop() {
       std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));
     }
   }
+  if (exchange && !aborted) exchange->finish();
   t.flush();
 }
 
 Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-               api::Model& model, WorkerHooks hooks, WorkerStart start)
-    : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks))) {
+               api::Model& model, WorkerHooks hooks, WorkerStart start, Exchange* exchange)
+    : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
   auto& s = *s_;
-  SFB_CHECK(cfg.broadcast == "full", "sfb.broadcast = \"{}\" is not supported; use \"full\"", cfg.broadcast);
+  SFB_CHECK((cfg.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.scheme,
+            exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
+  SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
   s.threads = std::max<int>(1, static_cast<int>(cfg.threads));
   s.applier_ptr = std::make_unique<UpdateApplier>(s.threads);
-  s.J = static_cast<int32_t>(model.rows(train));
-  s.D = static_cast<int32_t>(model.cols(train));
+  s.J = static_cast<int32_t>(model.rows());
+  s.D = static_cast<int32_t>(model.cols());
+  // Probe: a model whose prox_scale(step) is 1 at the first step has no scaling prox.
+  s.scaling_prox = model.prox_scale(s.step(0)) != 1.0;
   s.K = static_cast<int32_t>(cfg.minibatch);
   if (start.W) {
     SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
@@ -643,6 +785,7 @@ WorkerResult Worker::run() {
   WorkerResult r;
   r.seconds = s.since_start.seconds();
   r.self = s.collect_stats();
+  s.fold_scale();
   r.W = std::move(s.W);
   r.pairs_sent_to = s.pairs_sent_to;
   r.pairs_applied_from = s.pairs_applied_from;

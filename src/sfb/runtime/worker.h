@@ -32,6 +32,7 @@
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
 #include "sfb/io/dataset.h"
+#include "sfb/runtime/exchange.h"
 
 namespace sfb::runtime {
 
@@ -61,6 +62,7 @@ struct RankStats {
   int64_t bytes_received = 0;
   double compute_s = 0, update_s = 0, wait_s = 0;
   int64_t max_lead = 0;        // max over clocks and in-neighbours of (clock - applied clocks)
+  int64_t bytes_from_servers = 0;  // fms: bytes received from the parameter servers
 };
 
 struct WorkerResult {
@@ -77,8 +79,9 @@ struct WorkerResult {
 
 class Worker {
  public:
+  // `exchange`: null for comm.scheme = "sfb"; the baseline's Exchange otherwise (sfb/baselines).
   Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-         api::Model& model, WorkerHooks hooks = {}, WorkerStart start = {});
+         api::Model& model, WorkerHooks hooks = {}, WorkerStart start = {}, Exchange* exchange = nullptr);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -90,6 +93,9 @@ class Worker {
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// Ranks that train: all of them, except fms.servers parameter-server ranks under comm.scheme = "fms".
+int worker_count(const Config& cfg, int ranks);
 
 // Effective OpenMP threads for one rank: cfg.threads, or cores / ranks_on_host (at least 1).
 int resolve_threads(const Config& cfg, int ranks_on_host);

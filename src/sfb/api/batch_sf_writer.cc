@@ -1,4 +1,4 @@
-#include "sfb/api/sf_writer.h"
+#include "sfb/api/batch_sf_writer.h"
 
 #include <algorithm>
 
@@ -6,9 +6,9 @@
 
 namespace sfb::api {
 
-SfWriter::SfWriter(int32_t J, int32_t D, Sink sink) : J_(J), D_(D), sink_(std::move(sink)) {}
+BatchSfWriter::BatchSfWriter(int32_t J, int32_t D, Sink sink) : J_(J), D_(D), sink_(std::move(sink)) {}
 
-void SfWriter::begin(int32_t sender, int64_t clock, int32_t count, float u_scale, bool sparse_v) {
+void BatchSfWriter::begin(int32_t sender, int64_t clock, int32_t count, float u_scale, bool sparse_v) {
   SFB_ENFORCE(committed_, "begin() before the previous batch (clock {}) was committed", batch_ ? batch_->clock : -1);
   batch_ = std::make_shared<SfBatch>();
   batch_->sender = sender;
@@ -27,7 +27,7 @@ void SfWriter::begin(int32_t sender, int64_t clock, int32_t count, float u_scale
   committed_ = false;
 }
 
-void SfWriter::write_u(int32_t i, std::span<const float> u) {
+void BatchSfWriter::write_u(int32_t i, std::span<const float> u) {
   SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_u({}): pair index outside [0, {}) or no open batch",
             i, batch_ ? batch_->count : 0);
   SFB_CHECK(static_cast<int32_t>(u.size()) == J_, "write_u({}): u has length {}, the model's J is {}", i, u.size(), J_);
@@ -35,7 +35,7 @@ void SfWriter::write_u(int32_t i, std::span<const float> u) {
   u_done_[static_cast<size_t>(i)] = 1;
 }
 
-void SfWriter::write_v(int32_t i, std::span<const float> v) {
+void BatchSfWriter::write_v(int32_t i, std::span<const float> v) {
   SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_v({}): pair index outside [0, {}) or no open batch",
             i, batch_ ? batch_->count : 0);
   SFB_CHECK(!batch_->sparse_v, "write_v({}): dense v written to a batch declared sparse", i);
@@ -44,7 +44,7 @@ void SfWriter::write_v(int32_t i, std::span<const float> v) {
   v_done_[static_cast<size_t>(i)] = 1;
 }
 
-void SfWriter::write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value) {
+void BatchSfWriter::write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value) {
   SFB_CHECK(!committed_ && batch_->sparse_v, "write_v({}): sparse v needs an open batch declared sparse", i);
   SFB_CHECK(i == next_sparse_row_, "write_v({}): sparse v rows must be written in order, expected row {}", i,
             next_sparse_row_);
@@ -60,21 +60,21 @@ void SfWriter::write_v(int32_t i, std::span<const int32_t> index, std::span<cons
   ++next_sparse_row_;
 }
 
-void SfWriter::write_u_block(const Matrix& u) {
+void BatchSfWriter::write_u_block(const Matrix& u) {
   SFB_CHECK(!committed_ && u.rows() == batch_->count && u.cols() == J_, "write_u_block: U is {}x{}, expected {}x{}",
             u.rows(), u.cols(), batch_ ? batch_->count : 0, J_);
   batch_->u.noalias() = u_scale_ * u;
   std::fill(u_done_.begin(), u_done_.end(), 1);
 }
 
-void SfWriter::write_v_block(const Matrix& v) {
+void BatchSfWriter::write_v_block(const Matrix& v) {
   SFB_CHECK(!committed_ && !batch_->sparse_v && v.rows() == batch_->count && v.cols() == D_,
             "write_v_block: V is {}x{}, expected a dense {}x{}", v.rows(), v.cols(), batch_ ? batch_->count : 0, D_);
   batch_->v = v;
   std::fill(v_done_.begin(), v_done_.end(), 1);
 }
 
-void SfWriter::commit() {
+void BatchSfWriter::commit() {
   SFB_CHECK(!committed_, "commit() without an open batch");
   for (int32_t i = 0; i < batch_->count; ++i) {
     SFB_CHECK(u_done_[static_cast<size_t>(i)] && v_done_[static_cast<size_t>(i)],

@@ -1,0 +1,60 @@
+#pragma once
+// Distance metric learning (Xing et al. 2002, as in the SFB paper): W = L (J x D) defines the
+// distance ||L(x - y)||^2. Similar pairs (same class) are pulled together, dissimilar pairs are
+// pushed until their distance reaches the margin m:
+//   loss(x, y) = ||L d||^2                     (similar),   d = x - y
+//              = max(0, m - ||L d||^2)         (dissimilar)
+// The gradient is +-2 (L d) d^T, so the SF pair of one pair is u = +-2 L d (0 when the hinge is
+// inactive) and v = d. Each minibatch sample x_i is paired with a partner from this rank's
+// partition: of the same class with probability 1/2, else of another class.
+//
+// Evaluation uses model.eval_pairs fixed pairs (half similar) drawn from the evaluated data:
+// objective = mean loss, accuracy = fraction of pairs classified right by distance < m / 2,
+// metrics: pair_auc (AUC of -distance for "similar") on the test pairs.
+#include <vector>
+
+#include "sfb/api/model.h"
+
+namespace sfb::models {
+
+class Dml : public api::Model {
+ public:
+  explicit Dml(const api::ModelContext& ctx);
+  std::string name() const override { return "dml"; }
+  int64_t rows() const override { return J_; }
+  int64_t cols() const override { return D_; }
+  bool sparse_v() const override { return sparse_; }
+  void init(Matrix& W, Rng& rng) override;
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const Matrix& W, const io::Dataset& data) const override;
+  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+                           const io::Dataset* test) const override;
+
+  struct Pair {
+    int64_t a, b;
+    bool similar;
+  };
+  // `count` pairs of rows [0, n) of `data`, half similar, drawn from `seed`.
+  static std::vector<Pair> draw_pairs(const io::Dataset& data, int64_t n, int64_t count, uint64_t seed);
+  // The pairs compute_sf() uses for `batch` (sample i with its partner), a function of
+  // (seed, rank, clock) only.
+  std::vector<Pair> batch_pairs(const api::MiniBatch& batch) const;
+  // Mean loss of `pairs` of rows of `data` under L.
+  double pair_loss(const Matrix& L, const io::Dataset& data, const std::vector<Pair>& pairs) const;
+  // Squared distances ||L(x_a - x_b)||^2 of the pairs.
+  static std::vector<double> distances(const Matrix& L, const io::Dataset& data, const std::vector<Pair>& pairs);
+  double margin() const { return margin_; }
+
+ private:
+  const io::Dataset& train_;
+  int64_t J_, D_;
+  bool sparse_;
+  double margin_;
+  int64_t eval_pairs_;
+  uint64_t seed_;
+  int rank_;
+  std::vector<std::vector<int64_t>> by_class_;  // rows of the partition per class
+};
+
+}  // namespace sfb::models

@@ -1,0 +1,103 @@
+#include "sfb/models/l2mlr.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sfb/core/error.h"
+#include "sfb/models/mlr.h"
+
+namespace sfb::models {
+
+L2Mlr::L2Mlr(const api::ModelContext& ctx)
+    : train_(ctx.train()), J_(ctx.train().classes), D_(ctx.train().dim), sparse_(ctx.train().sparse),
+      lambda_(ctx.param_double("lambda", 1e-4)) {
+  const std::string solver = ctx.param_string("solver", "sgd");
+  SFB_CHECK(solver == "sgd" || solver == "sdca", "model.solver must be \"sgd\" or \"sdca\", got \"{}\"", solver);
+  sdca_ = solver == "sdca";
+  lambda_n_ = lambda_ * static_cast<double>(ctx.train_total());
+  const double sigma = ctx.param_double("sdca_sigma", 0.0);
+  sigma_ = sigma > 0 ? sigma : static_cast<double>(ctx.ranks()) * static_cast<double>(ctx.minibatch());
+  if (sdca_) {
+    SFB_CHECK(lambda_ > 0, "model.solver = \"sdca\" needs model.lambda > 0, got {}", lambda_);
+    alpha_ = Matrix::Zero(train_.n, J_);
+  }
+}
+
+void L2Mlr::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) {
+  Matrix p = Mlr::probabilities(W, batch);
+  const int64_t k = batch.size();
+  if (!sdca_) {
+    for (int64_t i = 0; i < k; ++i) p(i, batch.labels[static_cast<size_t>(i)]) -= 1.0f;
+    out.write_u_block(p);
+  } else {
+    // Dual step towards -grad phi_i = e_y - p_i; u = dalpha / (lambda n).
+    std::lock_guard lock(alpha_mu_);
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t r = batch.rows[static_cast<size_t>(i)];
+      const double sq = batch.sparse ? static_cast<double>(batch.x_csr.row(i).squaredNorm())
+                                     : static_cast<double>(batch.x.row(i).squaredNorm());
+      const auto s = static_cast<float>(lambda_n_ / (lambda_n_ + sigma_ * sq));
+      auto a = alpha_.row(r);
+      auto d = p.row(i);  // becomes dalpha
+      d = -d;
+      d(batch.labels[static_cast<size_t>(i)]) += 1.0f;
+      d = s * (d - a);
+      a += d;
+      d /= static_cast<float>(lambda_n_);
+    }
+    out.write_u_block(p);
+  }
+  Mlr::write_x_as_v(batch, out);
+  out.commit();
+}
+
+double L2Mlr::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
+  return Mlr::cross_entropy(W, data, limit) + 0.5 * lambda_ * static_cast<double>(W.squaredNorm());
+}
+
+double L2Mlr::accuracy(const Matrix& W, const io::Dataset& data) const {
+  return Mlr(J_, D_, sparse_).accuracy(W, data);
+}
+
+Matrix L2Mlr::alpha() const {
+  std::lock_guard lock(alpha_mu_);
+  return alpha_;
+}
+
+double L2Mlr::mean_dual_entropy(int64_t limit) const {
+  std::lock_guard lock(alpha_mu_);
+  const int64_t n = (limit <= 0 || limit > alpha_.rows()) ? alpha_.rows() : limit;
+  if (n == 0) return 0.0;
+  double h = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < J_; ++j) {
+      const double q = (j == train_.labels[static_cast<size_t>(i)] ? 1.0 : 0.0) - alpha_(i, j);
+      if (q > 0) h -= q * std::log(q);
+    }
+  }
+  return h / static_cast<double>(n);
+}
+
+double L2Mlr::duality_gap(const Matrix& W, const io::Dataset& train, int64_t limit) const {
+  SFB_ENFORCE(&train == &train_ || train.n <= train_.n, "duality gap on rows outside this rank's partition");
+  const int64_t n = (limit <= 0 || limit > train.n) ? train.n : limit;
+  if (n == 0) return 0.0;
+  const Matrix p = Mlr::probabilities(W, train, 0, n);
+  std::lock_guard lock(alpha_mu_);
+  double gap = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < J_; ++j) {
+      const double q = (j == train.labels[static_cast<size_t>(i)] ? 1.0 : 0.0) - alpha_(i, j);
+      if (q > 0) gap += q * (std::log(q) - std::log(std::max(static_cast<double>(p(i, j)), 1e-30)));
+    }
+  }
+  return gap / static_cast<double>(n);
+}
+
+api::NamedValues L2Mlr::metrics(const Matrix& W, const io::Dataset& train, int64_t limit, const io::Dataset*) const {
+  api::NamedValues v{{"w_norm", static_cast<double>(W.norm())}};
+  if (sdca_) v.emplace_back("duality_gap", duality_gap(W, train, limit));
+  return v;
+}
+
+}  // namespace sfb::models

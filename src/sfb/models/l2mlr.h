@@ -1,0 +1,63 @@
+#pragma once
+// L2-regularised multiclass logistic regression: mean cross-entropy + (lambda/2) ||W||^2, with
+// two solvers (model.solver):
+//
+//  * "sgd": proximal SGD. The SF pairs are MLR's (u = p - e_y, v = x); the prox of the L2 term is
+//    the shrinkage W <- W / (1 + eta lambda), which the runtime applies in O(1) through a scale
+//    factor (prox_scale, sfb/api/weights.h) instead of touching all J * D entries.
+//  * "sdca": stochastic dual coordinate ascent (Shalev-Shwartz & Zhang 2013). Sample i has a dual
+//    vector alpha_i = e_{y_i} - q_i with q_i on the simplex, and W = (1/(lambda n)) sum_i alpha_i x_i^T.
+//    A dual step for sample i moves alpha_i towards -grad = e_y - p_i by the fraction
+//    s_i = lambda n / (lambda n + sigma ||x_i||^2) (softmax cross-entropy is 1-smooth; sigma = P * K
+//    keeps P * K simultaneous steps a dual ascent), and is broadcast as the SF pair
+//    (u = dalpha_i / (lambda n), v = x_i), applied as written (UpdateRule::kAsWritten).
+//    Convergence measure: the duality gap, which for W = w(alpha) is the mean over samples of
+//    KL(q_i || softmax(W x_i)) >= 0; the metrics report it over rank 0's evaluation rows.
+//
+// Threads: compute_sf() (compute thread) writes alpha under alpha_mu_; metrics() (monitor) reads
+// it under the same lock.
+#include <mutex>
+
+#include "sfb/api/model.h"
+
+namespace sfb::models {
+
+class L2Mlr : public api::Model {
+ public:
+  explicit L2Mlr(const api::ModelContext& ctx);
+  std::string name() const override { return "l2mlr"; }
+  int64_t rows() const override { return J_; }
+  int64_t cols() const override { return D_; }
+  bool sparse_v() const override { return sparse_; }
+  api::UpdateRule update_rule() const override {
+    return sdca_ ? api::UpdateRule::kAsWritten : api::UpdateRule::kGradientStep;
+  }
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
+  double prox_scale(double step) const override { return sdca_ ? 1.0 : 1.0 / (1.0 + step * lambda_); }
+  // Primal objective: mean cross-entropy + (lambda/2) ||W||^2.
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const Matrix& W, const io::Dataset& data) const override;
+  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+                           const io::Dataset* test) const override;
+
+  bool sdca() const { return sdca_; }
+  // SDCA: the dual objective's per-sample part, (1/n_rows) sum over the first `limit` rows of
+  // this rank's data of H(q_i) (entropy), and the gap estimate mean KL(q_i || p_i(W)).
+  double mean_dual_entropy(int64_t limit) const;
+  double duality_gap(const Matrix& W, const io::Dataset& train, int64_t limit) const;
+  // Copy of the dual variables (rows of this rank's partition x J).
+  Matrix alpha() const;
+
+ private:
+  const io::Dataset& train_;
+  int64_t J_, D_;
+  bool sparse_;
+  double lambda_;
+  bool sdca_;
+  double lambda_n_;  // lambda * n over all ranks
+  double sigma_;
+  mutable std::mutex alpha_mu_;
+  Matrix alpha_;     // SDCA: n_local x J
+};
+
+}  // namespace sfb::models

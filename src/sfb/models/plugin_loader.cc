@@ -1,0 +1,40 @@
+#include "sfb/models/plugin_loader.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+
+#include "sfb/core/error.h"
+
+namespace sfb::models {
+
+ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
+  SFB_CHECK(std::filesystem::exists(path), "model.plugin: no such file: {}", path);
+  // A path without a slash would make dlopen search the library path instead of this file.
+  const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+  void* raw = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!raw) throw InvalidArgument(fmt::format("model.plugin: cannot load {}: {}", path, dlerror()));
+  std::shared_ptr<void> lib(raw, [](void* h) { dlclose(h); });
+  auto symbol = [&](const char* name) {
+    dlerror();
+    void* s = dlsym(lib.get(), name);
+    if (!s)
+      throw InvalidArgument(fmt::format("model.plugin: {} does not export {}(); a plugin defines its model with "
+                                        "SFB_DEFINE_PLUGIN(Class) from <sfb/api/plugin.h>",
+                                        path, name));
+    return s;
+  };
+  auto version = reinterpret_cast<api::PluginAbiVersionFn>(symbol(api::kPluginAbiVersionSymbol));
+  auto create = reinterpret_cast<api::PluginCreateFn>(symbol(api::kPluginCreateSymbol));
+  auto destroy = reinterpret_cast<api::PluginDestroyFn>(symbol(api::kPluginDestroySymbol));
+  const int32_t v = version();
+  SFB_CHECK(v == api::kPluginAbiVersion,
+            "model.plugin: {} was built for plugin ABI version {}, this sfbd speaks version {}; rebuild the plugin "
+            "against this sfb's headers",
+            path, v, api::kPluginAbiVersion);
+  api::Model* m = create(&ctx);
+  SFB_CHECK(m != nullptr, "model.plugin: {}: sfb_plugin_create returned no model", path);
+  return ModelPtr(m, ModelDeleter{destroy, std::move(lib)});
+}
+
+}  // namespace sfb::models

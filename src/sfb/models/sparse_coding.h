@@ -1,0 +1,47 @@
+#pragma once
+// Sparse coding / dictionary learning (as in the SFB paper): a dictionary B whose columns are
+// atoms, W = B (rows: data dimension, cols: model.atoms). For a sample x the code a solves the
+// lasso  min_a 0.5 ||x - B a||^2 + gamma ||a||_1  with B fixed, by model.lasso_steps FISTA
+// iterations (step 1 / ||B^T B||_2, computed by power iteration). The loss's gradient in B is
+// (B a - x) a^T, so the SF pair is u = B a - x, v = a (sparse: only the code's non-zeros are sent).
+// The prox projects every column of B onto the unit l2 ball (the constraint ||b_k|| <= 1 that
+// makes the l1 penalty meaningful).
+//
+// Objective: mean of 0.5 ||x - B a||^2 + gamma ||a||_1 with a from the same lasso solve; metrics:
+// relative reconstruction error sum ||x - Ba||^2 / sum ||x||^2 and code sparsity (fraction of zeros).
+#include "sfb/api/model.h"
+
+namespace sfb::models {
+
+class SparseCoding : public api::Model {
+ public:
+  explicit SparseCoding(const api::ModelContext& ctx);
+  std::string name() const override { return "sparse_coding"; }
+  int64_t rows() const override { return dim_; }
+  int64_t cols() const override { return atoms_; }
+  bool sparse_v() const override { return true; }
+  void init(Matrix& W, Rng& rng) override;
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
+  bool has_prox() const override { return true; }
+  void prox(Matrix& W, double step) override;
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const Matrix&, const io::Dataset&) const override { return -1.0; }
+  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+                           const io::Dataset* test) const override;
+
+  // Codes of the rows of X (N x dim) for dictionary B (dim x atoms): N x atoms.
+  Matrix encode(const Matrix& B, const Matrix& X) const;
+  double gamma() const { return gamma_; }
+
+ private:
+  struct Eval {
+    double objective = 0, rel_error = 0, sparsity = 0;
+  };
+  Eval evaluate(const Matrix& B, const io::Dataset& data, int64_t limit) const;
+
+  int64_t dim_, atoms_;
+  double gamma_;
+  int64_t steps_;
+};
+
+}  // namespace sfb::models

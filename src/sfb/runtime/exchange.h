@@ -1,0 +1,43 @@
+#pragma once
+// Exchange: how a worker's updates reach the other workers when the scheme is not SFB. The
+// worker (worker.h) runs the same SF-compute thread, update thread, monitor and stop protocol
+// under every scheme; an Exchange replaces only what its communication thread does with the
+// rank's own batches and with the messages of the tags it claims, and delivers to the update thread
+// dense items (SfBatch::Kind::kDenseSum or kReplaceW) that cover one clock of every worker.
+// Implementations live in src/sfb/baselines (FMS, all-reduce).
+//
+// Threads: start(), send_own(), on_message() and finish() are called by the worker's communication
+// thread; abort() by whichever thread fails first. An implementation may run threads of its own;
+// it reports their errors through ExchangeHost::fail.
+#include <functional>
+
+#include "sfb/comm/transport.h"
+#include "sfb/core/sf_batch.h"
+
+namespace sfb::runtime {
+
+struct ExchangeHost {
+  comm::Transport* transport = nullptr;
+  int workers = 0;             // ranks 0 .. workers-1 train; any further ranks serve
+  int32_t J = 0, D = 0;
+  int64_t start_clock = 0;
+  const Matrix* initial_W = nullptr;           // valid during start()
+  std::function<void(SfBatchPtr)> deliver;     // to the update thread, in clock order
+  std::function<void(std::exception_ptr)> fail;
+};
+
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual std::string name() const = 0;
+  virtual void start(const ExchangeHost& host) = 0;
+  // This rank's batch of its next clock (clock order).
+  virtual void send_own(const SfBatchPtr& batch) = 0;
+  virtual bool handles(comm::Tag tag) const = 0;
+  virtual void on_message(comm::Message&& m) = 0;
+  // After the job's FINAL message: release servers, join threads.
+  virtual void finish() = 0;
+  virtual void abort() = 0;
+};
+
+}  // namespace sfb::runtime

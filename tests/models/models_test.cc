@@ -1,0 +1,490 @@
+// The three models beyond MLR (l2mlr, dml, sparse_coding): their sufficient factors against finite
+// differences, their proximal steps, SDCA's duality gap, and training through the runtime (one
+// rank decreases the objective; four BSP ranks stay bitwise identical).
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/api/batch_sf_writer.h"
+#include "sfb/core/error.h"
+#include "sfb/core/hash.h"
+#include "sfb/io/load_data.h"
+#include "sfb/io/sampler.h"
+#include "sfb/io/synthetic.h"
+#include "sfb/models/config_model_context.h"
+#include "sfb/models/dml.h"
+#include "sfb/models/l2mlr.h"
+#include "sfb/models/mlr.h"
+#include "sfb/models/registry.h"
+#include "sfb/models/sparse_coding.h"
+#include "sfb/runtime/worker.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+api::MiniBatch all_rows(const io::Dataset& data, int64_t clock = 0) {
+  std::vector<int64_t> rows(static_cast<size_t>(data.n));
+  for (int64_t i = 0; i < data.n; ++i) rows[static_cast<size_t>(i)] = i;
+  api::MiniBatch batch;
+  api::gather(data, rows, batch);
+  batch.clock = clock;
+  return batch;
+}
+
+// sum_i u_i v_i^T / K of one compute_sf call (u written unscaled).
+Matrix sf_mean(api::Model& m, const Matrix& W, const api::MiniBatch& batch, float scale = 1.0f) {
+  Matrix G = Matrix::Zero(W.rows(), W.cols());
+  api::BatchSfWriter writer(static_cast<int32_t>(W.rows()), static_cast<int32_t>(W.cols()), [&](SfBatchPtr b) {
+    for (int32_t i = 0; i < b->count; ++i) {
+      if (!b->sparse_v) {
+        G += b->u.row(i).transpose() * b->v.row(i);
+      } else {
+        for (int64_t k = b->v_row_ptr[i]; k < b->v_row_ptr[i + 1]; ++k)
+          G.col(b->v_index[k]) += b->u.row(i).transpose() * b->v_value[k];
+      }
+    }
+  });
+  writer.begin(0, batch.clock, static_cast<int32_t>(batch.size()), 1.0f, m.sparse_v());
+  m.compute_sf(api::Weights{W, scale}, batch, writer);
+  EXPECT_TRUE(writer.committed());
+  return G / static_cast<float>(batch.size());
+}
+
+// Central differences of f at every entry of W.
+template <typename F>
+Matrix finite_diff(const Matrix& W, F f, float eps) {
+  Matrix G(W.rows(), W.cols());
+  for (Eigen::Index j = 0; j < W.rows(); ++j) {
+    for (Eigen::Index d = 0; d < W.cols(); ++d) {
+      Matrix plus = W, minus = W;
+      plus(j, d) += eps;
+      minus(j, d) -= eps;
+      G(j, d) = static_cast<float>((f(plus) - f(minus)) / (2.0 * eps));
+    }
+  }
+  return G;
+}
+
+Config base_config() {
+  Config c;
+  c.data_format = "synthetic";
+  c.features = 12;
+  c.classes = 4;
+  c.synthetic_samples = 400;
+  c.synthetic_test_samples = 200;
+  c.minibatch = 8;
+  c.lr = 0.05;
+  c.eval_every = 10;
+  c.eval_train_sample = 200;
+  c.metrics_file = "";
+  c.model_file = "";
+  c.summary_file = "";
+  c.threads = 1;
+  c.out_dir = "";
+  return c;
+}
+
+struct Trained {
+  std::vector<runtime::WorkerResult> results;
+  std::vector<std::vector<uint64_t>> checksums;  // per rank, per BSP clock
+};
+
+Trained train(int p, const Config& cfg) {
+  Trained t;
+  t.results.resize(static_cast<size_t>(p));
+  t.checksums.resize(static_cast<size_t>(p));
+  testing::run_ranks(p, [&](comm::Transport& tr) {
+    const int r = tr.rank();
+    const auto data = io::load_data(cfg, r, p, r == 0);
+    auto model = make_model(cfg, data.train, data.total_train, r, p);
+    runtime::WorkerHooks hooks;
+    hooks.on_clock_applied = [&t, r](int64_t, const Matrix& W) {
+      t.checksums[static_cast<size_t>(r)].push_back(matrix_checksum(W));
+    };
+    runtime::Worker w(cfg, tr, data.train, &data.test, *model, hooks);
+    t.results[static_cast<size_t>(r)] = w.run();
+  });
+  return t;
+}
+
+// ---- L2-MLR ----------------------------------------------------------------------------------
+
+TEST(L2Mlr, SgdSfsAreTheCrossEntropyGradientAndTheProxIsAShrinkage) {
+  Config cfg = base_config();
+  cfg.model = "l2mlr";
+  cfg.model_lambda = 0.3;
+  io::Dataset data = io::make_synthetic({6, 5, 3, 1.0, 0.0, 11, 0});
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto m = make_model("l2mlr", ctx);
+  const Matrix W = 0.3f * Matrix::Random(3, data.dim);
+  // The SFs carry the loss gradient; the L2 term is the prox's job.
+  const Matrix G = sf_mean(*m, W, all_rows(data));
+  const Matrix fd = finite_diff(W, [&](const Matrix& X) { return Mlr::cross_entropy(X, data, 0); }, 1e-2f);
+  EXPECT_LT((G - fd).cwiseAbs().maxCoeff(), 2e-3f);
+  // objective = cross-entropy + lambda/2 ||W||^2; prox of step eta shrinks by 1 / (1 + eta lambda).
+  EXPECT_NEAR(m->objective(W, data, 0), Mlr::cross_entropy(W, data, 0) + 0.15 * W.squaredNorm(), 1e-5);
+  EXPECT_DOUBLE_EQ(m->prox_scale(0.5), 1.0 / 1.15);
+  // A scaled W reads as scale * stored.
+  const Matrix G2 = sf_mean(*m, W, all_rows(data), 0.5f);
+  const Matrix G2ref = sf_mean(*m, Matrix(0.5f * W), all_rows(data));
+  EXPECT_LT((G2 - G2ref).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+TEST(L2Mlr, OneRankEqualsTheSerialProximalSgdReference) {
+  Config cfg = base_config();
+  cfg.model = "l2mlr";
+  cfg.model_lambda = 0.5;
+  cfg.lr = 0.2;
+  cfg.max_clocks = 300;  // w_scale falls below 1e-3 and is folded into W several times
+  const auto res = train(1, cfg).results;
+  // Reference: W <- (W - eta/K sum u v^T) / (1 + eta lambda) with an explicit O(JD) shrinkage.
+  const auto data = io::load_data(cfg, 0, 1, false);
+  ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
+  auto m = make_model("l2mlr", ctx);
+  Matrix W = Matrix::Zero(m->rows(), m->cols());
+  io::EpochSampler sampler(data.train.n, cfg.seed, 0);
+  std::vector<int64_t> rows;
+  api::MiniBatch batch;
+  for (int64_t c = 0; c < cfg.max_clocks; ++c) {
+    sampler.next(cfg.minibatch, rows);
+    api::gather(data.train, rows, batch);
+    batch.clock = c;
+    const double eta = cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(c));
+    W -= static_cast<float>(eta) * sf_mean(*m, W, batch);
+    W /= static_cast<float>(1.0 + eta * cfg.model_lambda);
+  }
+  EXPECT_LT((res[0].W - W).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, W.cwiseAbs().maxCoeff()));
+  EXPECT_NEAR(res[0].W.norm(), W.norm(), 1e-4 * W.norm());
+}
+
+// A model whose gradient is zero: only the prox acts, so W = W0 * prod_c (1 + eta lambda)^-P.
+class ShrinkOnly : public api::Model {
+ public:
+  ShrinkOnly(int64_t J, int64_t D, double lambda) : J_(J), D_(D), lambda_(lambda) {}
+  std::string name() const override { return "shrink_only"; }
+  int64_t rows() const override { return J_; }
+  int64_t cols() const override { return D_; }
+  void init(Matrix& W, Rng&) override { W.setConstant(2.0f); }
+  void compute_sf(const api::Weights&, const api::MiniBatch& batch, api::SfWriter& out) override {
+    out.write_u_block(Matrix::Zero(batch.size(), J_));
+    out.write_v_block(Matrix::Ones(batch.size(), D_));
+    out.commit();
+  }
+  double prox_scale(double step) const override { return 1.0 / (1.0 + step * lambda_); }
+  double objective(const Matrix& W, const io::Dataset&, int64_t) const override { return W.squaredNorm(); }
+  double accuracy(const Matrix&, const io::Dataset&) const override { return -1; }
+
+ private:
+  int64_t J_, D_;
+  double lambda_;
+};
+
+TEST(L2Mlr, ScalingProxMatchesTheClosedFormNorm) {
+  Config cfg = base_config();
+  cfg.max_clocks = 400;
+  cfg.lr = 0.3;
+  cfg.lr_decay = 0.01;
+  const double lambda = 0.2;
+  const int p = 3;
+  std::vector<runtime::WorkerResult> res(p);
+  testing::run_ranks(p, [&](comm::Transport& tr) {
+    const auto data = io::load_data(cfg, tr.rank(), p, tr.rank() == 0);
+    ShrinkOnly m(4, 13, lambda);
+    runtime::Worker w(cfg, tr, data.train, &data.test, m);
+    res[static_cast<size_t>(tr.rank())] = w.run();
+  });
+  double log_factor = 0;
+  for (int64_t c = 0; c < cfg.max_clocks; ++c)
+    log_factor -= p * std::log1p(lambda * cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(c)));
+  const double expected = 2.0 * std::exp(log_factor) * std::sqrt(4.0 * 13.0);
+  for (const auto& r : res) EXPECT_NEAR(r.W.norm(), expected, 1e-3 * expected);
+}
+
+TEST(L2Mlr, SdcaDualityGapIsNonNegativeAndShrinks) {
+  Config cfg = base_config();
+  cfg.model = "l2mlr";
+  cfg.model_solver = "sdca";
+  cfg.model_lambda = 0.01;
+  cfg.minibatch = 2;  // sigma = P * K = 2: a nearly sequential SDCA
+  io::Dataset data = io::make_synthetic({200, 8, 3, 1.0, 0.05, 5, 0});
+  data.add_bias();
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto base = make_model("l2mlr", ctx);
+  auto& m = dynamic_cast<L2Mlr&>(*base);
+  ASSERT_EQ(m.update_rule(), api::UpdateRule::kAsWritten);
+  Matrix W = Matrix::Zero(3, data.dim);
+  io::EpochSampler sampler(data.n, 7, 0);
+  std::vector<int64_t> rows;
+  api::MiniBatch batch;
+  std::vector<double> gaps;
+  for (int epoch = 0; epoch < 40; ++epoch) {
+    for (int64_t c = 0; c < data.n / cfg.minibatch; ++c) {
+      sampler.next(cfg.minibatch, rows);
+      api::gather(data, rows, batch);
+      W += static_cast<float>(cfg.minibatch) * sf_mean(m, W, batch);  // applied as written
+    }
+    // W = w(alpha) exactly: W is the sum of the dual steps over x_i / (lambda n).
+    const Matrix A = m.alpha();
+    Matrix w_alpha = A.transpose() * data.dense / static_cast<float>(cfg.model_lambda * data.n);
+    ASSERT_LT((w_alpha - W).cwiseAbs().maxCoeff(), 1e-3f);
+    // Gap = primal - dual = mean KL(q_i || p_i) >= 0.
+    const double primal = m.objective(W, data, 0);
+    const double dual = m.mean_dual_entropy(0) - 0.5 * cfg.model_lambda * W.squaredNorm();
+    const double gap = m.duality_gap(W, data, 0);
+    EXPECT_NEAR(primal - dual, gap, 1e-3 * std::max(1.0, gap));
+    EXPECT_GE(gap, -1e-6) << "epoch " << epoch;
+    gaps.push_back(gap);
+  }
+  for (size_t i = 1; i < gaps.size(); ++i) EXPECT_LE(gaps[i], gaps[i - 1] * 1.001 + 1e-7) << "epoch " << i;
+  EXPECT_LT(gaps.back(), 0.1 * gaps.front());
+}
+
+// ---- DML -------------------------------------------------------------------------------------
+
+class DmlGradient : public ::testing::TestWithParam<double> {};
+
+TEST_P(DmlGradient, SfsMatchFiniteDifferencesOfThePairLoss) {
+  Config cfg = base_config();
+  cfg.model = "dml";
+  cfg.model_dim = 3;
+  cfg.model_margin = 4.0;
+  io::Dataset data = io::make_synthetic({10, 6, 2, GetParam(), 0.0, 3, 0});
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto base = make_model("dml", ctx);
+  auto& m = dynamic_cast<Dml&>(*base);
+  Matrix L = Matrix::Zero(3, data.dim);
+  Rng rng = make_rng(1, 2);
+  m.init(L, rng);
+  L *= 1.5f;
+  const auto batch = all_rows(data, 5);
+  const auto pairs = m.batch_pairs(batch);
+  int sim = 0;
+  for (const auto& p : pairs) sim += p.similar ? 1 : 0;
+  EXPECT_GT(sim, 0);
+  EXPECT_LT(sim, static_cast<int>(pairs.size()));
+  const Matrix G = sf_mean(m, L, batch);
+  const Matrix fd = finite_diff(L, [&](const Matrix& X) { return m.pair_loss(X, data, pairs); }, 1e-3f);
+  EXPECT_LT((G - fd).cwiseAbs().maxCoeff(), 2e-2f * std::max(1.0f, fd.cwiseAbs().maxCoeff()));
+}
+
+INSTANTIATE_TEST_SUITE_P(DenseAndSparse, DmlGradient, ::testing::Values(1.0, 0.5));
+
+TEST(Dml, AucIsOneForAPerfectMetricAndAHalfForAConstantOne) {
+  Config cfg = base_config();
+  cfg.model = "dml";
+  cfg.model_dim = 2;
+  // Two classes far apart along feature 0, noise elsewhere.
+  io::Dataset data;
+  data.n = 40;
+  data.dim = 3;
+  data.classes = 2;
+  data.dense.resize(40, 3);
+  Rng rng = make_rng(3, 3);
+  std::normal_distribution<float> g(0, 0.01f);
+  for (int i = 0; i < 40; ++i) {
+    data.labels.push_back(i % 2);
+    data.dense.row(i) << 10.0f * (i % 2) + g(rng), g(rng), g(rng);
+  }
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto m = make_model("dml", ctx);
+  Matrix L = Matrix::Zero(2, 3);
+  L(0, 0) = 1;
+  auto auc = [&](const Matrix& W) {
+    for (const auto& [k, v] : m->metrics(W, data, 0, &data))
+      if (k == "pair_auc") return v;
+    return -2.0;
+  };
+  EXPECT_DOUBLE_EQ(auc(L), 1.0);
+  EXPECT_DOUBLE_EQ(m->accuracy(L, data), 1.0);
+  EXPECT_DOUBLE_EQ(auc(Matrix::Zero(2, 3)), 0.5);  // all distances tie
+}
+
+// ---- Sparse coding ---------------------------------------------------------------------------
+
+TEST(SparseCoding, SfsAreTheReconstructionGradientWithCodesFixed) {
+  Config cfg = base_config();
+  cfg.model = "sparse_coding";
+  cfg.model_atoms = 5;
+  cfg.model_gamma = 0.05;
+  io::Dataset data = io::make_synthetic({7, 6, 2, 1.0, 0.0, 9, 0});
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto base = make_model("sparse_coding", ctx);
+  auto& m = dynamic_cast<SparseCoding&>(*base);
+  EXPECT_EQ(m.rows(), 6);
+  EXPECT_EQ(m.cols(), 5);
+  Matrix B(6, 5);
+  Rng rng = make_rng(4, 4);
+  m.init(B, rng);
+  const auto batch = all_rows(data);
+  const Matrix A = m.encode(B, data.dense);
+  EXPECT_GT((A.array() != 0).count(), 0);
+  const Matrix G = sf_mean(m, B, batch);
+  // d/dB of mean 0.5 ||x - B a||^2 with the codes held at their solution (envelope theorem).
+  const Matrix fd = finite_diff(
+      B, [&](const Matrix& X) { return 0.5 * (data.dense - A * X.transpose()).rowwise().squaredNorm().mean(); }, 1e-2f);
+  EXPECT_LT((G - fd).cwiseAbs().maxCoeff(), 2e-3f * std::max(1.0f, fd.cwiseAbs().maxCoeff()));
+}
+
+TEST(SparseCoding, LassoCodesSatisfyTheOptimalityConditions) {
+  Config cfg = base_config();
+  cfg.model_atoms = 8;
+  cfg.model_gamma = 0.3;
+  cfg.model_lasso_steps = 500;
+  io::Dataset data = io::make_synthetic({5, 10, 2, 1.0, 0.0, 2, 0});
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto base = make_model("sparse_coding", ctx);
+  auto& m = dynamic_cast<SparseCoding&>(*base);
+  Matrix B(10, 8);
+  Rng rng = make_rng(5, 5);
+  m.init(B, rng);
+  const Matrix A = m.encode(B, data.dense);
+  // KKT: g = B^T (x - B a); |g_k| <= gamma where a_k = 0, g_k = gamma * sign(a_k) otherwise.
+  const Matrix Gr = (data.dense - A * B.transpose()) * B;
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    for (Eigen::Index k = 0; k < A.cols(); ++k) {
+      if (A(i, k) == 0) EXPECT_LE(std::abs(Gr(i, k)), 0.3f + 1e-3f);
+      else EXPECT_NEAR(Gr(i, k), 0.3f * (A(i, k) > 0 ? 1 : -1), 1e-3f);
+    }
+  }
+}
+
+TEST(SparseCoding, ProxProjectsColumnsOntoTheUnitBall) {
+  Config cfg = base_config();
+  io::Dataset data = io::make_synthetic({5, 4, 2, 1.0, 0.0, 2, 0});
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto m = make_model("sparse_coding", ctx);
+  Matrix B(4, 3);
+  B << 3, 0.1f, 0, 4, 0.1f, 0, 0, 0.1f, 0, 0, 0.1f, 1;
+  m->prox(B, 0.1);
+  EXPECT_NEAR(B.col(0).norm(), 1.0f, 1e-6f);
+  EXPECT_NEAR(B(0, 0), 0.6f, 1e-6f);
+  EXPECT_NEAR(B.col(1).norm(), 0.2f, 1e-6f);  // inside the ball: unchanged
+  EXPECT_NEAR(B.col(2).norm(), 1.0f, 1e-6f);
+}
+
+// ---- Training through the runtime ------------------------------------------------------------
+
+struct ModelCase {
+  std::string name;
+  std::function<void(Config&)> setup;
+};
+
+class ModelTraining : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ModelTraining, OneRankDecreasesTheObjective) {
+  Config cfg = base_config();
+  GetParam().setup(cfg);
+  cfg.max_clocks = 200;
+  const auto res = train(1, cfg).results;
+  const auto& ev = res[0].evals;
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_LT(ev.back().objective, 0.9 * ev.front().objective) << GetParam().name;
+}
+
+TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
+  Config cfg = base_config();
+  GetParam().setup(cfg);
+  cfg.max_clocks = 60;
+  const auto t = train(4, cfg);
+  for (int r = 1; r < 4; ++r) {
+    ASSERT_EQ(t.checksums[static_cast<size_t>(r)], t.checksums[0]) << GetParam().name << " rank " << r;
+    EXPECT_EQ(t.results[static_cast<size_t>(r)].self.checksum, t.results[0].self.checksum);
+  }
+  EXPECT_EQ(t.checksums[0].size(), 60u);
+  if (GetParam().name == "sparse_coding") {
+    for (Eigen::Index c = 0; c < t.results[0].W.cols(); ++c) EXPECT_LE(t.results[0].W.col(c).norm(), 1.0f + 1e-5f);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ModelTraining,
+    ::testing::Values(
+        ModelCase{"l2mlr_sgd", [](Config& c) { c.model = "l2mlr"; c.model_lambda = 0.01; }},
+        ModelCase{"l2mlr_sdca",
+                  [](Config& c) {
+                    c.model = "l2mlr";
+                    c.model_solver = "sdca";
+                    c.model_lambda = 0.01;
+                  }},
+        ModelCase{"dml",
+                  [](Config& c) {
+                    c.model = "dml";
+                    c.model_dim = 4;
+                    c.model_margin = 20.0;
+                    c.lr = 0.002;
+                    c.model_eval_pairs = 400;
+                  }},
+        ModelCase{"sparse_coding",
+                  [](Config& c) {
+                    c.model = "sparse_coding";
+                    c.model_atoms = 8;
+                    c.model_gamma = 0.1;
+                    c.bias = false;
+                    c.lr = 0.05;
+                  }}),
+    [](const ::testing::TestParamInfo<ModelCase>& i) { return i.param.name; });
+
+// ---- Model parameters and plugins -------------------------------------------------------------
+
+TEST(ModelParams, UnreadPluginParamsAndWrongTypesAreErrors) {
+  Config cfg = parse_config(
+      "[data]\nformat = \"synthetic\"\nfeatures = 4\nclasses = 2\n[model]\nname = \"mlr\"\n"
+      "[model.params]\ntemprature = 2.0\n",
+      "job.toml");
+  io::Dataset data = io::make_synthetic({5, 4, 2, 1.0, 0.0, 2, 0});
+  try {
+    make_model(cfg, data, data.n, 0, 1);
+    FAIL() << "an unread model.params key was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("job.toml:8: unknown key model.params.temprature"));
+  }
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  EXPECT_DOUBLE_EQ(ctx.param_double("temprature", 1.0), 2.0);
+  EXPECT_THROW(ctx.param_string("temprature", "x"), InvalidArgument);
+  EXPECT_THROW(ctx.param_int("temprature", 1), InvalidArgument);
+  EXPECT_EQ(ctx.param_int("missing", 7), 7);
+  // Built-in keys read through the same interface.
+  EXPECT_DOUBLE_EQ(ctx.param_double("lambda", 0), cfg.model_lambda);
+  EXPECT_EQ(ctx.param_string("solver", ""), "sgd");
+}
+
+TEST(Plugins, MissingFileWrongAbiAndMissingSymbolAreRefusedNamingTheFile) {
+  Config cfg = base_config();
+  io::Dataset data = io::make_synthetic({5, 4, 2, 1.0, 0.0, 2, 0});
+  auto error_of = [&](const std::string& path) {
+    cfg.model_plugin = path;
+    try {
+      make_model(cfg, data, data.n, 0, 1);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of("/nonexistent/libnope.so"), HasSubstr("no such file: /nonexistent/libnope.so"));
+  EXPECT_THAT(error_of(SFB_BAD_ABI_PLUGIN),
+              HasSubstr(std::string(SFB_BAD_ABI_PLUGIN) + " was built for plugin ABI version 999"));
+  EXPECT_THAT(error_of(SFB_NO_SYMBOL_PLUGIN),
+              HasSubstr(std::string(SFB_NO_SYMBOL_PLUGIN) + " does not export sfb_plugin_abi_version()"));
+  // A file that is not a shared library at all.
+  EXPECT_THAT(error_of(std::string(SFB_SOURCE_DIR) + "/README.md"), HasSubstr("cannot load"));
+}
+
+TEST(Plugins, TheExamplePluginLoadsTrainsAndReadsItsParams) {
+  Config cfg = base_config();
+  cfg.model_plugin = SFB_EXAMPLE_PLUGIN;
+  cfg.model_params.push_back({"label_smoothing", "0.1", "float", "test"});
+  cfg.max_clocks = 100;
+  const auto t = train(2, cfg);
+  EXPECT_EQ(t.checksums[0], t.checksums[1]);
+  const auto& ev = t.results[0].evals;
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_LT(ev.back().objective, ev.front().objective);
+  EXPECT_GT(ev.back().accuracy, 0.5);
+}
+
+}  // namespace
+}  // namespace sfb::models

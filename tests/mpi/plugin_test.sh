@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The plugin API end to end: install sfb into a temporary prefix, build examples/plugins out of
+# tree with find_package(sfb), train it under `mpirun -np 4 sfbd` on Fashion-MNIST (>= 78% test
+# accuracy, identical replicas), and check that sfbd refuses a plugin of another ABI version and a
+# missing plugin file with exit code 2 and a message naming the file.
+#   plugin_test.sh <sfbd> <source dir> <build dir> <bad-ABI plugin>
+set -euo pipefail
+SFBD=$1
+SRC=$2
+BUILD=$3
+BAD=$4
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+run() { OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" "$@"; }
+field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$OUT/run/summary.json" | tr -d '"'; }
+
+echo "== install sfb into $OUT/prefix"
+cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
+[ -f "$OUT/prefix/include/sfb/api/plugin.h" ] || fail "plugin.h not installed"
+echo "== build examples/plugins out of tree against it"
+cmake -S "$SRC/examples/plugins" -B "$OUT/plugin-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$OUT/prefix" > "$OUT/configure.log" || { cat "$OUT/configure.log"; fail "configure"; }
+cmake --build "$OUT/plugin-build" > "$OUT/build.log" || { cat "$OUT/build.log"; fail "build"; }
+LIB="$OUT/plugin-build/libsmoothed_mlr.so"
+[ -f "$LIB" ] || fail "no $LIB"
+# The plugin must need nothing of sfb at load time: no undefined sfb symbols.
+if nm -DC --undefined-only "$LIB" | grep -q "sfb::"; then
+  nm -DC --undefined-only "$LIB" | grep "sfb::"; fail "the plugin imports sfb symbols"
+fi
+
+echo "== train it: mpirun -np 4 sfbd with model.plugin = $LIB"
+run --config "$SRC/configs/test_fashion_small.toml" --set model.plugin="$LIB" \
+    --set model.params.label_smoothing=0.1 --set output.dir="$OUT/run"
+acc=$(field final_accuracy)
+echo "final accuracy $acc, model $(field model)"
+[ "$(field model)" = "smoothed_mlr" ] || fail "model name $(field model)"
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' || fail "accuracy $acc < 0.78"
+sums=$(sed -n 's/^ *"rank_checksums": \[\(.*\)\],$/\1/p' "$OUT/run/summary.json" | tr -d '" ' | tr ',' '\n' | sort -u | wc -l)
+[ "$sums" = 1 ] || fail "replicas differ"
+
+expect_refused() {  # <expected message> <sfbd args...>
+  local want=$1; shift
+  set +e
+  run --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT/bad" "$@" > "$OUT/bad.log" 2>&1
+  local rc=$?
+  set -e
+  [ $rc = 2 ] || { cat "$OUT/bad.log"; fail "exit code $rc, expected 2"; }
+  grep -qF -- "$want" "$OUT/bad.log" || { cat "$OUT/bad.log"; fail "no '$want' in the error"; }
+  echo "refused: $(grep -F -- "$want" "$OUT/bad.log" | head -1)"
+}
+echo "== bad plugins are refused"
+expect_refused "$BAD was built for plugin ABI version 999" --set model.plugin="$BAD"
+expect_refused "no such file: $OUT/missing.so" --set model.plugin="$OUT/missing.so"
+expect_refused "unknown key model.params.label_smothing" --set model.plugin="$LIB" --set model.params.label_smothing=0.1
+echo "plugin test passed"
