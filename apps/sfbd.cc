@@ -16,6 +16,10 @@
 #include <spdlog/spdlog.h>
 
 #include "sfb/comm/collectives.h"
+#include "sfb/baselines/fms_server.h"
+#include "sfb/baselines/make_exchange.h"
+#include "sfb/baselines/scheme_bytes.h"
+#include "sfb/comm/latency_transport.h"
 #include "sfb/comm/mpi_transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
@@ -51,8 +55,25 @@ int ranks_on_this_host() {
   return n;
 }
 
+double mean_of(const sfb::runtime::WorkerResult& r, double sfb::runtime::RankStats::*m) {
+  double s = 0;
+  for (const auto& x : r.all) s += x.*m;
+  return r.all.empty() ? 0.0 : s / static_cast<double>(r.all.size());
+}
+
+// Network bytes of the whole job: what the workers sent plus what the parameter servers sent them.
+int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
+  int64_t b = 0;
+  for (const auto& s : r.all) b += s.bytes_sent + s.bytes_from_servers;
+  return b;
+}
+
+std::string scheme_name(const sfb::Config& cfg) {
+  return cfg.scheme == "sfb" ? "sfb/" + cfg.broadcast : cfg.scheme;
+}
+
 std::string summary_json(const sfb::Config& cfg, const std::string& model_name, const sfb::runtime::WorkerResult& r, int P,
-                         int threads) {
+                         int threads, int64_t J, int64_t D) {
   std::string ranks, sums;
   bool equal = true;
   for (const auto& s : r.all) {
@@ -69,21 +90,29 @@ std::string summary_json(const sfb::Config& cfg, const std::string& model_name, 
   std::string extra;
   for (const auto& [k, v] : last.extra)
     extra += fmt::format("{}\"{}\": {}", extra.empty() ? "" : ", ", k, std::isfinite(v) ? fmt::format("{:.8g}", v) : "null");
+  const int64_t clocks = r.final_clock - r.start_clock;
+  const double measured = clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
+  const double theory = 4.0 * sfb::baselines::theory_floats_per_clock(cfg, P, J, D);
   return fmt::format(
-      "{{\n  \"config\": \"{}\",\n  \"model\": \"{}\",\n  \"ranks\": {},\n  \"threads_per_rank\": {},\n  \"consistency\": \"{}\",\n"
+      "{{\n  \"config\": \"{}\",\n  \"scheme\": \"{}\",\n  \"staleness\": {},\n  \"J\": {},\n  \"D\": {},\n"
+      "  \"network_bytes\": {},\n  \"bytes_per_clock\": {:.1f},\n  \"theory_bytes_per_clock\": {:.1f},\n"
+      "  \"compute_s_mean\": {:.6f},\n  \"update_s_mean\": {:.6f},\n  \"wait_s_mean\": {:.6f},\n"
+      "  \"model\": \"{}\",\n  \"ranks\": {},\n  \"threads_per_rank\": {},\n  \"consistency\": \"{}\",\n"
       "  \"broadcast\": \"{}\",\n  \"minibatch\": {},\n  \"stop_reason\": \"{}\",\n  \"final_clock\": {},\n"
       "  \"seconds\": {:.6f},\n  \"final_objective\": {:.8g},\n  \"final_accuracy\": {:.6f},\n  \"final_metrics\": {{{}}},\n"
       "  \"samples_per_s\": {:.3f},\n  \"checksums_equal\": {},\n  \"rank_checksums\": [{}],\n"
       "  \"per_rank\": [\n{}  ]\n}}\n",
-      cfg.source, model_name, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
+      cfg.source, scheme_name(cfg), cfg.asp() ? std::string("\"inf\"") : std::to_string(cfg.staleness), J, D,
+      network_bytes(r), measured, theory, mean_of(r, &sfb::runtime::RankStats::compute_s),
+      mean_of(r, &sfb::runtime::RankStats::update_s), mean_of(r, &sfb::runtime::RankStats::wait_s), model_name, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
       r.seconds, last.objective, last.accuracy, extra, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0,
       equal ? "true" : "false", sums, ranks);
 }
 
 void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, int P, int threads) {
   const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
-  fmt::print("\nsfb run: {} | {} ranks x {} thread(s) | {} | {} broadcast | K = {}\n", cfg.source, P, threads,
-             cfg.consistency_name(), cfg.broadcast, cfg.minibatch);
+  fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} | K = {}\n", cfg.source, P, threads,
+             cfg.consistency_name(), scheme_name(cfg), cfg.minibatch);
   fmt::print("  stop reason      {}\n", r.stop_reason);
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
@@ -92,6 +121,10 @@ void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, in
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n",
              r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0);
+  const int64_t clocks = r.final_clock - r.start_clock;
+  if (clocks > 0)
+    fmt::print("  network          {:.3f} MB per clock (all ranks)\n",
+               static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) / 1e6);
   fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
              "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
   for (const auto& s : r.all) {
@@ -149,7 +182,9 @@ int run(int argc, char** argv, int rank, int P) {
   }
   sfb::init_logging(rank, cfg.log_level);
   sfb::runtime::install_stop_signal_handlers();
-  auto transport = sfb::comm::make_mpi_transport(MPI_COMM_WORLD);
+  std::unique_ptr<sfb::comm::Transport> transport = sfb::comm::make_mpi_transport(MPI_COMM_WORLD);
+  if (cfg.inject_latency_us > 0)
+    transport = std::make_unique<sfb::comm::LatencyTransport>(std::move(transport), cfg.inject_latency_us);
   try {
     sfb::comm::check_all_equal(*transport, cfg.fingerprint(), "the config (after --set overrides)");
   } catch (const sfb::InvalidArgument& e) {
@@ -164,9 +199,24 @@ int run(int argc, char** argv, int rank, int P) {
 
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
+  int workers = P;
+  const bool server = [&] {
+    try {
+      workers = sfb::runtime::worker_count(cfg, P);
+    } catch (const sfb::Error& e) {
+      error = e.what();
+    }
+    return rank >= workers;
+  }();
   try {
-    data = sfb::io::load_data(cfg, rank, P, rank == 0);
-    model = sfb::models::make_model(cfg, data.train, data.total_train, rank, P);
+    // Parameter-server ranks (comm.scheme = "fms") hold W's rows only: no data, no model.
+    if (!server && error.empty()) {
+      data = sfb::io::load_data(cfg, rank, workers, rank == 0);
+      model = sfb::models::make_model(cfg, data.train, data.total_train, rank, workers);
+      SFB_CHECK(cfg.scheme != "fms" || (!model->has_prox() && model->prox_scale(cfg.lr) == 1.0),
+                "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not "
+                "apply; use comm.scheme = \"sfb\" or \"allreduce\"", model->name());
+    }
     if (!cfg.out_dir.empty() && rank == 0) std::filesystem::create_directories(cfg.out_dir);
   } catch (const sfb::Error& e) {
     error = e.what();
@@ -175,9 +225,10 @@ int run(int argc, char** argv, int rank, int P) {
     if (!error.empty()) spdlog::error("{}", error);
     return kExitBadInput;
   }
-  spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}",
-               model->name(), model->rows(), model->cols(), data.total_train, data.train.n, data.train.dim, threads,
-               cfg.consistency_name());
+  if (!server)
+    spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}, scheme {}",
+                 model->name(), model->rows(), model->cols(), data.total_train, data.train.n, data.train.dim, threads,
+                 cfg.consistency_name(), cfg.scheme == "sfb" ? "sfb/" + cfg.broadcast : cfg.scheme);
 
   // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
   // (the file need only exist where rank 0 runs).
@@ -210,7 +261,19 @@ int run(int argc, char** argv, int rank, int P) {
     spdlog::info("resuming from {} at clock {} (written by {} ranks)", resume_path, ckpt.clock, ckpt.ranks);
   }
 
-  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model, {}, start);
+  if (server) {
+    sfb::baselines::FmsServer fms(cfg, *transport);
+    const auto st = fms.run();
+    spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
+                 st.bytes_sent / 1e6, st.bytes_received / 1e6, st.apply_s);
+    transport.reset();
+    int diverged = 0;
+    MPI_Bcast(&diverged, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return diverged ? kExitDiverged : 0;
+  }
+  auto exchange = sfb::baselines::make_exchange(cfg);
+  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model, {}, start,
+                              exchange.get());
   sfb::runtime::WorkerResult result = worker.run();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
@@ -218,8 +281,8 @@ int run(int argc, char** argv, int rank, int P) {
     namespace fs = std::filesystem;
     if (!cfg.model_file.empty()) sfb::io::write_model((fs::path(cfg.out_dir) / cfg.model_file).string(), result.W);
     if (!cfg.summary_file.empty())
-      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, model->name(), result, P, threads));
-    print_table(cfg, result, P, threads);
+      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, model->name(), result, workers, threads, model->rows(), model->cols()));
+    print_table(cfg, result, workers, threads);
   }
   transport.reset();
   int diverged = rank == 0 && result.stop_reason == "diverged" ? 1 : 0;

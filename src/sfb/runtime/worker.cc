@@ -284,8 +284,9 @@ void Worker::State::compute_loop() {
       std::lock_guard lock(mu);
       ++received[static_cast<size_t>(rank)];
     }
-    out_q.push(committed);
-    in_q.push(std::move(committed));
+    // SFB applies its own batch like everyone's; a baseline gets it back inside the exchanged update.
+    if (!exchange) in_q.push(committed);
+    out_q.push(std::move(committed));
     compute_ns += to_ns(sw.seconds());
     if (rank == cfg.slow_rank && cfg.slow_ms > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(cfg.slow_ms * 1000)));
@@ -789,6 +790,7 @@ WorkerResult Worker::run() {
   r.W = std::move(s.W);
   r.pairs_sent_to = s.pairs_sent_to;
   r.pairs_applied_from = s.pairs_applied_from;
+  r.start_clock = s.start_clock;
   r.final_clock = s.stop_at;
   if (s.rank == 0) {
     r.all = s.all_stats;

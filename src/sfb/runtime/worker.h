@@ -73,6 +73,7 @@ struct WorkerResult {
   std::vector<RankStats> all;              // rank 0: every rank's statistics, in rank order
   std::vector<EvalRecord> evals;           // rank 0
   std::string stop_reason;                 // rank 0: max_clocks, target_accuracy, signal, ...
+  int64_t start_clock = 0;  // where training started (a checkpoint's clock when resumed)
   int64_t final_clock = 0;
   double seconds = 0;
 };

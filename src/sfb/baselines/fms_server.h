@@ -1,0 +1,35 @@
+#pragma once
+// One FMS parameter server (a rank after the P workers; see fms_exchange.h). It receives its rows
+// of the initial W from rank 0, then for every clock c waits for the PUSH of all P workers, adds
+// them to its rows in worker-rank order (so the result does not depend on arrival order), and
+// sends the new rows (version c + 1) to every worker, one serialised buffer for all. It ends when
+// every worker has said BYE; a worker silent for runtime.peer_timeout_s while the server waits is
+// an error naming it.
+//
+// Threads: run() is the only thread.
+#include <cstdint>
+
+#include "sfb/comm/transport.h"
+#include "sfb/core/config.h"
+
+namespace sfb::baselines {
+
+struct ServerStats {
+  int64_t clocks = 0;
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double apply_s = 0;
+};
+
+class FmsServer {
+ public:
+  FmsServer(const Config& cfg, comm::Transport& transport);
+  ServerStats run();
+
+ private:
+  const Config& cfg_;
+  comm::Transport& t_;
+  int P_, S_, s_;
+};
+
+}  // namespace sfb::baselines

@@ -1,0 +1,16 @@
+#include "sfb/baselines/make_exchange.h"
+
+#include "sfb/baselines/allreduce_exchange.h"
+#include "sfb/baselines/fms_exchange.h"
+#include "sfb/core/error.h"
+
+namespace sfb::baselines {
+
+std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg) {
+  if (cfg.scheme == "sfb") return nullptr;
+  if (cfg.scheme == "allreduce") return std::make_unique<AllreduceExchange>();
+  if (cfg.scheme == "fms") return std::make_unique<FmsExchange>(static_cast<int>(cfg.fms_servers));
+  throw InvalidArgument(fmt::format("comm.scheme: unknown scheme \"{}\"", cfg.scheme));
+}
+
+}  // namespace sfb::baselines

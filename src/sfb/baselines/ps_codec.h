@@ -1,0 +1,43 @@
+#pragma once
+// Wire format of the FMS parameter-server messages (kTagPs): a 48-byte header, then rows x cols
+// floats (row-major) for INIT, PUSH and PULL. Every field is checked against the receiver's
+// expectations before the payload is read.
+//   INIT: rank 0 -> server, the server's initial rows of W (clock = the start clock)
+//   PUSH: worker -> server, the worker's dense update of `clock`, the server's rows
+//   PULL: server -> worker, the server's rows of W after every worker's clock `clock`
+//   BYE:  worker -> server, the job is over (no payload)
+#include <cstdint>
+
+#include "sfb/comm/transport.h"
+#include "sfb/core/tensor.h"
+
+namespace sfb::baselines {
+
+enum class PsType : uint32_t { kInit = 1, kPush = 2, kPull = 3, kBye = 4 };
+
+struct PsHeader {
+  uint32_t magic = 0x53505346;  // "FSPS"
+  PsType type = PsType::kBye;
+  int64_t clock = 0;
+  int64_t row_begin = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t reserved = 0;
+};
+static_assert(sizeof(PsHeader) == 48);
+
+// Header + rows x cols floats from `payload` (null for BYE), labelled as global rows
+// [row_begin, row_begin + rows) of W.
+comm::Bytes encode_ps(PsType type, int64_t clock, int64_t row_begin, int64_t rows, int64_t cols, const float* payload);
+// Checks magic, type, sizes and that the payload is exactly rows x cols floats; `from` names the
+// sender in errors.
+PsHeader decode_ps_header(const comm::Bytes& data, int from);
+// The payload of a decoded message.
+inline const float* ps_payload(const comm::Bytes& data) {
+  return reinterpret_cast<const float*>(data.data() + sizeof(PsHeader));
+}
+
+// Rows of W held by server s of S: [J s / S, J (s + 1) / S).
+inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
+
+}  // namespace sfb::baselines

@@ -1,0 +1,240 @@
+// The communication schemes side by side (DESIGN.md invariant 4): under BSP, SFB (full broadcast),
+// FMS (1 or 2 parameter servers) and the dense ring all-reduce compute the same W from the same
+// samples; Halton partial broadcast sends to exactly its Q out-neighbours; the ring all-reduce and
+// the parameter-server wire format on their own.
+#include <chrono>
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/baselines/allreduce_exchange.h"
+#include "sfb/baselines/fms_server.h"
+#include "sfb/baselines/make_exchange.h"
+#include "sfb/baselines/ps_codec.h"
+#include "sfb/baselines/scheme_bytes.h"
+#include "sfb/comm/latency_transport.h"
+#include "sfb/comm/topology.h"
+#include "sfb/core/error.h"
+#include "sfb/core/hash.h"
+#include "sfb/io/load_data.h"
+#include "sfb/models/registry.h"
+#include "sfb/runtime/worker.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::baselines {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Config small_config() {
+  Config c;
+  c.data_format = "synthetic";
+  c.features = 30;
+  c.classes = 5;
+  c.synthetic_samples = 600;
+  c.synthetic_test_samples = 100;
+  c.minibatch = 6;
+  c.lr = 0.2;
+  c.max_clocks = 40;
+  c.eval_every = 10;
+  c.eval_train_sample = 100;
+  c.metrics_file = "";
+  c.model_file = "";
+  c.summary_file = "";
+  c.out_dir = "";
+  c.threads = 1;
+  c.peer_timeout_s = 60;  // a hang fails the test instead of waiting the default 10 minutes
+  return c;
+}
+
+struct SchemeRun {
+  std::vector<runtime::WorkerResult> workers;
+  std::vector<ServerStats> servers;
+};
+
+// P workers (+ fms.servers server ranks for FMS) as threads over the in-process transport.
+SchemeRun run_scheme(int P, const Config& cfg) {
+  const int S = cfg.scheme == "fms" ? static_cast<int>(cfg.fms_servers) : 0;
+  SchemeRun out;
+  out.workers.resize(static_cast<size_t>(P));
+  out.servers.resize(static_cast<size_t>(S));
+  testing::run_ranks(P + S, [&](comm::Transport& t) {
+    const int r = t.rank();
+    if (r >= P) {
+      FmsServer server(cfg, t);
+      out.servers[static_cast<size_t>(r - P)] = server.run();
+      return;
+    }
+    const auto data = io::load_data(cfg, r, P, r == 0);
+    auto model = models::make_model(cfg, data.train, data.total_train, r, P);
+    auto exchange = make_exchange(cfg);
+    runtime::Worker w(cfg, t, data.train, &data.test, *model, {}, {}, exchange.get());
+    out.workers[static_cast<size_t>(r)] = w.run();
+  });
+  return out;
+}
+
+class BspSchemes : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
+  Config cfg = small_config();
+  if (GetParam()) {  // sparse v on the wire
+    cfg.synthetic_density = 0.2;
+  }
+  const int P = 3;
+  const auto sfb = run_scheme(P, cfg);
+  for (const auto& w : sfb.workers) ASSERT_EQ(w.self.checksum, sfb.workers[0].self.checksum);
+  const Matrix& ref = sfb.workers[0].W;
+  ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f);
+  for (std::string scheme : {"allreduce", "fms1", "fms2"}) {
+    Config c = cfg;
+    c.scheme = scheme.substr(0, scheme.find_first_of("12"));
+    if (scheme == "fms2") c.fms_servers = 2;
+    const auto run = run_scheme(P, c);
+    for (const auto& w : run.workers) {
+      // Replicas of one scheme are bitwise equal; across schemes only the float summation order differs.
+      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << scheme;
+      EXPECT_EQ(w.final_clock, cfg.max_clocks) << scheme;
+      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << scheme;
+    }
+    for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.max_clocks) << scheme;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DenseAndSparse, BspSchemes, ::testing::Values(false, true));
+
+TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
+  Config cfg = small_config();
+  cfg.features = 200;
+  cfg.classes = 40;
+  const int P = 4;
+  for (std::string scheme : {"sfb", "halton", "fms", "allreduce"}) {
+    Config c = cfg;
+    if (scheme == "halton") c.broadcast = "halton";
+    else c.scheme = scheme;
+    const auto run = run_scheme(P, c);
+    int64_t bytes = 0;
+    for (const auto& w : run.workers) bytes += w.self.bytes_sent + w.self.bytes_from_servers;
+    // rank 0 knows every rank's statistics
+    int64_t from_stats = 0;
+    for (const auto& s : run.workers[0].all) from_stats += s.bytes_sent + s.bytes_from_servers;
+    // The statistics are taken before the final handshake's few control bytes.
+    EXPECT_NEAR(static_cast<double>(from_stats), static_cast<double>(bytes), 1e-3 * static_cast<double>(bytes)) << scheme;
+    const double measured = static_cast<double>(bytes) / static_cast<double>(c.max_clocks);
+    const double theory = 4.0 * theory_floats_per_clock(c, P, 40, 201);
+    EXPECT_NEAR(measured / theory, 1.0, 0.02) << scheme << ": " << measured << " vs " << theory;
+  }
+}
+
+TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
+  EXPECT_THAT(comm::Topology::halton_offsets(6, 2), ElementsAre(3, 1));
+  EXPECT_THAT(comm::Topology::halton_offsets(8, 0), ElementsAre(4, 2, 6));  // Q = log2 8
+  EXPECT_THAT(comm::Topology::halton_offsets(5, 4), ElementsAre(2, 1, 3, 4));
+  EXPECT_EQ(comm::Topology::default_halton_q(6), 3);
+  EXPECT_TRUE(comm::Topology::halton_offsets(1, 0).empty());
+  const auto t = comm::Topology::halton(6, 2);
+  EXPECT_THAT(t.out[0], ElementsAre(3, 1));
+  EXPECT_THAT(t.out[5], ElementsAre(2, 0));
+  EXPECT_THAT(t.in[0], ElementsAre(3, 5));
+}
+
+TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
+  Config cfg = small_config();
+  cfg.broadcast = "halton";
+  cfg.halton_q = 2;
+  cfg.staleness = 1;
+  const int P = 6;
+  const auto run = run_scheme(P, cfg);
+  const auto topo = comm::Topology::halton(P, 2);
+  for (int dst = 0; dst < P; ++dst) {
+    const auto& w = run.workers[static_cast<size_t>(dst)];
+    for (int src = 0; src < P; ++src) {
+      const auto& in = topo.in[static_cast<size_t>(dst)];
+      const bool listens = src == dst || std::find(in.begin(), in.end(), src) != in.end();
+      EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)], listens ? cfg.minibatch * cfg.max_clocks : 0)
+          << src << " -> " << dst;
+    }
+    EXPECT_LE(w.self.max_lead, cfg.staleness + 1);
+  }
+}
+
+TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
+  Config cfg = small_config();
+  cfg.scheme = "fms";
+  cfg.staleness = 2;
+  cfg.slow_rank = 1;
+  cfg.slow_ms = 2;
+  const auto run = run_scheme(3, cfg);
+  for (const auto& w : run.workers) {
+    // Clock c starts once every worker's clocks < c - s are in the servers' W: lead <= s + 1.
+    EXPECT_LE(w.self.max_lead, cfg.staleness + 1);
+    EXPECT_EQ(w.final_clock, cfg.max_clocks);
+  }
+}
+
+class RingSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(RingSizes, AllreduceSumsAndEveryRankGetsTheSameBits) {
+  const auto [P, n] = GetParam();
+  std::vector<std::vector<float>> data(static_cast<size_t>(P));
+  std::vector<double> expect(static_cast<size_t>(n), 0.0);
+  for (int r = 0; r < P; ++r) {
+    Rng rng = make_rng(9, static_cast<uint64_t>(r));
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int i = 0; i < n; ++i) {
+      data[static_cast<size_t>(r)].push_back(u(rng));
+      expect[static_cast<size_t>(i)] += data[static_cast<size_t>(r)].back();
+    }
+  }
+  testing::run_ranks(P, [&](comm::Transport& t) {
+    auto& mine = data[static_cast<size_t>(t.rank())];
+    ring_allreduce(t, P, mine, 7, [&t] { return t.recv(comm::kTagReduce); });
+  });
+  for (int i = 0; i < n; ++i) {
+    EXPECT_NEAR(data[0][static_cast<size_t>(i)], expect[static_cast<size_t>(i)], 1e-5);
+    for (int r = 1; r < P; ++r) EXPECT_EQ(data[static_cast<size_t>(r)][static_cast<size_t>(i)], data[0][static_cast<size_t>(i)]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndSizes, RingSizes,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7), ::testing::Values(0, 1, 5, 1000)));
+
+TEST(PsCodec, BadMessagesAreRejectedNamingTheSender) {
+  Matrix m = Matrix::Ones(4, 3);
+  comm::Bytes ok = encode_ps(PsType::kPush, 5, 2, 2, 3, m.data() + 6);
+  const PsHeader h = decode_ps_header(ok, 1);
+  EXPECT_EQ(h.clock, 5);
+  EXPECT_EQ(h.row_begin, 2);
+  comm::Bytes short_msg(ok.begin(), ok.begin() + 20);
+  EXPECT_THAT([&] { decode_ps_header(short_msg, 3); }, ::testing::ThrowsMessage<CommError>(HasSubstr("from rank 3")));
+  comm::Bytes truncated(ok.begin(), ok.end() - 4);
+  EXPECT_THAT([&] { decode_ps_header(truncated, 2); }, ::testing::ThrowsMessage<CommError>(HasSubstr("its header says")));
+  comm::Bytes bad = ok;
+  bad[0] = std::byte{0};
+  EXPECT_THAT([&] { decode_ps_header(bad, 2); }, ::testing::ThrowsMessage<CommError>(HasSubstr("bad magic")));
+}
+
+TEST(LatencyTransport, NoMessageIsDeliveredBeforeItsLatency) {
+  auto group = comm::make_inproc_group(2);
+  comm::LatencyTransport slow(std::move(group[1]), 20000.0);  // 20 ms
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::byte b[1] = {std::byte{7}};
+  group[0]->send(1, comm::kTagControl, b);
+  const comm::Message m = slow.recv(comm::kTagControl);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20));
+  EXPECT_EQ(m.src, 0);
+  EXPECT_EQ(m.data.size(), 1u);
+}
+
+TEST(Schemes, ConfigErrorsNameTheKeys) {
+  Config cfg = small_config();
+  cfg.scheme = "fms";
+  cfg.fms_servers = 3;
+  EXPECT_THAT([&] { runtime::worker_count(cfg, 3); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("fms.servers = 3 needs more than 3 ranks")));
+}
+
+}  // namespace
+}  // namespace sfb::baselines
