@@ -9,7 +9,7 @@ PACKAGES=(
   libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
   dataset-fashion-mnist liblinear-tools
-  gnuplot-nox
+  gnuplot-nox iproute2 binutils util-linux
   clang libclang-rt-14-dev
 )
 

@@ -205,7 +205,11 @@ TEST(Worker, TargetAccuracyStopsEveryRankAtTheSameClock) {
   const auto res = train(3, cfg);
   EXPECT_EQ(res[0].stop_reason, "target_accuracy");
   EXPECT_LT(res[0].final_clock, 1000);
-  EXPECT_GE(res[0].evals.back().accuracy, 0.8);
+  // The evaluation that met the target; the final one, a few clocks later (every rank finishes the
+  // clocks it had started), may be a little below it.
+  double best = 0;
+  for (const auto& e : res[0].evals) best = std::max(best, e.accuracy);
+  EXPECT_GE(best, 0.8);
   for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
   expect_exactly_once(res, cfg.minibatch);
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# sfb-compare end to end on a small synthetic job: all four schemes under BSP, then checks the
+# table (every scheme's measured bytes per clock within 1% of the theory, the same final objective
+# for the BSP-equivalent schemes sfb, fms and allreduce) and that every plot was written.
+#   compare_test.sh <source dir> <build dir>
+set -euo pipefail
+SRC=$1
+export SFB_BUILD=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; cat "$OUT/table.md" 2>/dev/null; exit 1; }
+cat > "$OUT/job.toml" <<TOML
+[data]
+format = "synthetic"
+features = 300
+classes = 50
+synthetic_samples = 4000
+synthetic_test_samples = 0
+[optimizer]
+lr = 0.1
+minibatch = 16
+[eval]
+every = 20
+train_sample = 500
+[stop]
+max_clocks = 100
+TOML
+"$SRC/scripts/sfb-compare.sh" --config "$OUT/job.toml" --np 3 --out "$OUT/cmp" > "$OUT/log" 2>&1 \
+  || { cat "$OUT/log"; fail "sfb-compare failed"; }
+cp "$OUT/cmp/table.md" "$OUT/table.md"
+cat "$OUT/table.md"
+for png in objective_vs_time objective_vs_clock bytes_per_clock time_breakdown; do
+  [ -s "$OUT/cmp/$png.png" ] || fail "no $png.png"
+done
+for run in sfb-s0 halton-s0 fms-s0 allreduce-s0; do
+  row=$(grep "^| $run |" "$OUT/table.md") || fail "no row for $run"
+  ratio=$(echo "$row" | awk -F'|' '{ gsub(/ /, "", $10); print $10 }')
+  awk -v r="$ratio" 'BEGIN { exit !(r >= 0.999 && r <= 1.01) }' || fail "$run: measured/theory = $ratio"
+  [ -s "$OUT/cmp/$run/metrics.jsonl" ] || fail "no metrics for $run"
+done
+obj() { grep "^| $1 |" "$OUT/table.md" | awk -F'|' '{ gsub(/ /, "", $6); print $6 }'; }
+for run in fms-s0 allreduce-s0; do
+  awk -v a="$(obj sfb-s0)" -v b="$(obj $run)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * a) }' \
+    || fail "BSP final objective of $run $(obj $run) differs from sfb's $(obj sfb-s0)"
+done
+echo "compare test passed"
