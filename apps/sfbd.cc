@@ -21,6 +21,7 @@
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/comm/mpi_transport.h"
+#include "sfb/mgwfbp/executor.h"
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
@@ -135,6 +136,73 @@ void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, in
   std::fflush(stdout);
 }
 
+// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/mgwfbp/executor.h).
+int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank, int P) {
+  std::string error;
+  sfb::io::LoadedData data;
+  try {
+    SFB_CHECK(cfg.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
+              cfg.consistency_name());
+    data = sfb::io::load_data(cfg, rank, P, rank == 0);
+  } catch (const sfb::Error& e) {
+    error = e.what();
+  }
+  if (any_rank_failed(!error.empty())) {
+    if (!error.empty()) spdlog::error("{}", error);
+    return kExitBadInput;
+  }
+  sfb::mgwfbp::ExecutorResult r;
+  try {
+    sfb::mgwfbp::Executor ex(cfg, transport, data.train, rank == 0 ? &data.test : nullptr);
+    r = ex.run();
+  } catch (const sfb::InvalidArgument& e) {
+    // Raised alike on every rank before training (network spec, shapes).
+    if (rank == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return kExitBadInput;
+  }
+  const auto sums = sfb::comm::allgather_i64(transport, static_cast<int64_t>(r.checksum));
+  if (rank == 0) {
+    bool equal = true;
+    for (auto c : sums) equal = equal && c == sums[0];
+    auto mean = [&](double sfb::mgwfbp::IterationStats::*m) {
+      double s = 0;
+      int n = 0;
+      for (const auto& it : r.iterations)
+        if (it.predicted_us > 0) s += it.*m, ++n;
+      return n > 0 ? s / n : 0.0;
+    };
+    fmt::print("\nmgwfbp run: {} | {} ranks | planner {} | {} groups | batch {} per rank\n", cfg.source, P,
+               cfg.mg_planner, r.plan.size(), cfg.minibatch);
+    fmt::print("  iterations       {}\n  wall time        {:.2f} s\n  test accuracy    {:.2f} %\n", r.iterations.size(),
+               r.seconds, 100.0 * r.test_accuracy);
+    fmt::print("  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
+               "overlapped {:.2f})\n",
+               mean(&sfb::mgwfbp::IterationStats::iteration_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::predicted_us) / 1e3,
+               mean(&sfb::mgwfbp::IterationStats::forward_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::backward_us) / 1e3,
+               mean(&sfb::mgwfbp::IterationStats::comm_wait_us) / 1e3);
+    fmt::print("  replicas equal   {}\n", equal ? "yes" : "NO");
+    if (!cfg.summary_file.empty() && !cfg.out_dir.empty()) {
+      std::string preds;
+      for (const auto& p : r.predictions)
+        preds += fmt::format("{}{{\"planner\": \"{}\", \"groups\": {}, \"iteration_us\": {:.1f}, \"non_overlapped_us\": {:.1f}}}",
+                             preds.empty() ? "" : ", ", p.planner, p.groups, p.iteration_us, p.non_overlapped_us);
+      const std::string json = fmt::format(
+          "{{\n  \"config\": \"{}\",\n  \"mode\": \"mgwfbp\",\n  \"ranks\": {},\n  \"planner\": \"{}\",\n"
+          "  \"groups\": {},\n  \"plan\": \"{}\",\n  \"a_us\": {:.3f},\n  \"b_us_per_byte\": {:.6e},\n"
+          "  \"iterations\": {},\n  \"seconds\": {:.6f},\n  \"final_accuracy\": {:.6f},\n"
+          "  \"iteration_us\": {:.1f},\n  \"predicted_us\": {:.1f},\n  \"forward_us\": {:.1f},\n  \"backward_us\": {:.1f},\n"
+          "  \"comm_wait_us\": {:.1f},\n  \"replans\": {},\n  \"checksums_equal\": {},\n  \"predictions\": [{}]\n}}\n",
+          cfg.source, P, cfg.mg_planner, r.plan.size(), sfb::mgwfbp::describe(r.plan), r.cost.a_us, r.cost.b_us_per_byte,
+          r.iterations.size(), r.seconds, r.test_accuracy, mean(&sfb::mgwfbp::IterationStats::iteration_us),
+          mean(&sfb::mgwfbp::IterationStats::predicted_us), mean(&sfb::mgwfbp::IterationStats::forward_us),
+          mean(&sfb::mgwfbp::IterationStats::backward_us), mean(&sfb::mgwfbp::IterationStats::comm_wait_us), r.replans,
+          equal ? "true" : "false", preds);
+      sfb::write_file_atomic((std::filesystem::path(cfg.out_dir) / cfg.summary_file).string(), json);
+    }
+  }
+  return 0;
+}
+
 int run(int argc, char** argv, int rank, int P) {
   CLI::App app{"sfbd: sufficient factor broadcasting training daemon"};
   std::string config_path;
@@ -196,6 +264,8 @@ int run(int argc, char** argv, int rank, int P) {
   const int threads = sfb::runtime::resolve_threads(cfg, ranks_on_this_host());
   cfg.threads = threads;
   Eigen::setNbThreads(threads);
+
+  if (cfg.mode == "mgwfbp") return run_mgwfbp(cfg, *transport, rank, P);
 
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;

@@ -177,7 +177,8 @@ TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
 class RingSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(RingSizes, AllreduceSumsAndEveryRankGetsTheSameBits) {
-  const auto [P, n] = GetParam();
+  const int P = std::get<0>(GetParam());
+  const int n = std::get<1>(GetParam());
   std::vector<std::vector<float>> data(static_cast<size_t>(P));
   std::vector<double> expect(static_cast<size_t>(n), 0.0);
   for (int r = 0; r < P; ++r) {

@@ -118,8 +118,28 @@ constexpr double kHuge = 1e300;
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
-    f.push_back(string_field("job.mode", &Config::mode, {"sfb"},
-                             "Training mode. \"sfb\": sufficient factor broadcasting."));
+    f.push_back(string_field("job.mode", &Config::mode, {"sfb", "mgwfbp"},
+                             "Training mode. \"sfb\": sufficient factor broadcasting of a matrix model; "
+                             "\"mgwfbp\": data-parallel CNN training with merged-gradient wait-free "
+                             "backpropagation (docs/mgwfbp.md)."));
+    f.push_back(string_field("device", &Config::device, {"cpu", "cuda"},
+                             "mgwfbp mode: where the CNN layers run (a top-level key: `--set device=cuda`)."));
+    f.push_back(string_field("cnn.layers", &Config::cnn_layers, {},
+                             "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
+                             "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer."));
+    f.push_back(string_field("cnn.input", &Config::cnn_input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
+    f.push_back(float_field("cnn.momentum", &Config::cnn_momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
+    f.push_back(float_field("cnn.weight_decay", &Config::cnn_weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
+    f.push_back(string_field("mgwfbp.planner", &Config::mg_planner, {},
+                             "mgwfbp: merge planner: wfbp, synceasgd, mgwfbp, optimal, ddp, buckets:<MiB>, "
+                             "horovod:<MiB>."));
+    f.push_back(int_field("mgwfbp.profile_iters", &Config::mg_profile_iters, 1, 1 << 20,
+                          "mgwfbp: iterations measured (as SyncEASGD) before the plan is made."));
+    f.push_back(float_field("mgwfbp.replan_threshold", &Config::mg_replan_threshold, 0.0, 100.0,
+                            "mgwfbp: re-profile and re-plan when the backward time drifts from the profile by "
+                            "more than this fraction (0: never)."));
+    f.push_back(int_field("mgwfbp.replan_every", &Config::mg_replan_every, 1, 1 << 30,
+                          "mgwfbp: iterations between drift checks."));
     f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.seed); },
                  [](Config& c, const toml::node& n, const std::string& where) {
                    SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
@@ -270,6 +290,10 @@ const std::vector<Field>& schema() {
                              "Final model file, relative to output.dir (\"\": none)."));
     f.push_back(string_field("output.summary", &Config::summary_file, {},
                              "Run summary JSON, relative to output.dir (\"\": none)."));
+    f.push_back(string_field("output.trace", &Config::trace_file, {},
+                             "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
+                             "planning, relative to output.dir (\"\": none)."));
+    f.push_back(int_field("output.trace_iters", &Config::trace_iters, 1, 1 << 20, "mgwfbp: iterations traced."));
     f.push_back(string_field("output.log_level", &Config::log_level,
                              {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
     return f;
@@ -317,7 +341,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   std::set<std::string> sections;
   for (const auto& field : schema()) {
     known.insert(field.key);
-    sections.insert(field.key.substr(0, field.key.find('.')));
+    if (field.key.find('.') != std::string::npos) sections.insert(field.key.substr(0, field.key.find('.')));
     if (auto node = root.at_path(field.key); node) {
       field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
     }
@@ -326,6 +350,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   for (auto&& [section, value] : root) {
     const std::string s(section.str());
     const auto* tbl = value.as_table();
+    if (!tbl && known.count(s)) continue;  // a top-level key (device)
     if (!tbl || !sections.count(s)) {
       // A section that only an override created is named by that override.
       std::string where = fmt::format("{}:{}", name, section.source().begin.line);

@@ -16,8 +16,21 @@ struct Config {
   std::string source = "<defaults>";  // the file it was read from
 
   // [job]
-  std::string mode = "sfb";
+  std::string mode = "sfb";  // sfb | mgwfbp
   uint64_t seed = 42;
+  std::string device = "cpu";  // top-level key `device`: cpu | cuda (mgwfbp mode)
+
+  // [cnn] (mgwfbp mode)
+  std::string cnn_layers = "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10";
+  std::string cnn_input = "1x28x28";
+  double cnn_momentum = 0.9;
+  double cnn_weight_decay = 0.0;
+
+  // [mgwfbp]
+  std::string mg_planner = "mgwfbp";
+  int64_t mg_profile_iters = 10;
+  double mg_replan_threshold = 0.0;
+  int64_t mg_replan_every = 200;
 
   // [data]
   std::string data_format = "idx";  // idx | libsvm | synthetic
@@ -103,6 +116,8 @@ struct Config {
   std::string model_file = "model.bin";
   std::string summary_file = "summary.json";
   std::string log_level = "info";
+  std::string trace_file = "";  // mgwfbp: Chrome trace, relative to output.dir
+  int64_t trace_iters = 5;
 
   bool asp() const { return staleness == kInfiniteStaleness; }
   std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The CUDA checks, as one script for a machine with a GPU: builds with the CUDA layers, runs the
+# `cuda` tests (CUDA layers against the CPU layers), trains the default CNN for a few hundred
+# iterations on the GPU and on the CPU (one rank each, same seed and batch), and prints a table of
+# step times. Needs nvcc (/usr/local/cuda), cuBLAS and a CUDA device; prints why and exits 1 when
+# no device answers.
+#   scripts/gpu-check.sh [ITERATIONS]        (default 300)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ITERS=${1:-300}
+BUILD=${SFB_GPU_BUILD:-$ROOT/build-gpu}
+OUT=${SFB_GPU_OUT:-$ROOT/runs/gpu-check}
+mkdir -p "$OUT"
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+
+echo "== configure and build with CUDA ($BUILD)"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSFB_WITH_CUDA=ON -DSFB_BUILD_BENCH=OFF > "$OUT/configure.log"
+cmake --build "$BUILD" -j "$(nproc)" --target sfbd sfb_cuda_tests > "$OUT/build.log" || { tail -30 "$OUT/build.log"; exit 1; }
+
+echo "== cuda tests"
+"$BUILD/tests/sfb_cuda_tests" 2>&1 | tee "$OUT/cuda_tests.log" | tail -15
+if grep -q "SKIPPED" "$OUT/cuda_tests.log"; then
+  echo "gpu-check: the cuda tests were skipped (no device answered); nothing to measure"; exit 1
+fi
+grep -q "FAILED" "$OUT/cuda_tests.log" && { echo "gpu-check: cuda tests failed"; exit 1; }
+
+run() {  # <device> <out dir>
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} mpirun --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BUILD/apps/sfbd" \
+    --config "$ROOT/configs/fashion_cnn_mgwfbp.toml" --set device="$1" --set stop.max_clocks="$ITERS" \
+    --set eval.every="$ITERS" --set output.dir="$2" --set output.log_level=warn
+}
+field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"'; }
+echo "== train $ITERS iterations on the GPU, then on the CPU"
+run cuda "$OUT/cuda" | tee "$OUT/cuda.log" | tail -6
+run cpu "$OUT/cpu" | tee "$OUT/cpu.log" | tail -6
+
+echo
+echo "| device | iterations | step (ms) | forward (ms) | backward (ms) | test accuracy |"
+echo "|---|---|---|---|---|---|"
+for d in cuda cpu; do
+  s="$OUT/$d/summary.json"
+  printf '| %s | %s | %.2f | %.2f | %.2f | %.2f %% |\n' "$d" "$(field iterations "$s")" \
+    "$(awk -v x="$(field iteration_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(field forward_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(field backward_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(field final_accuracy "$s")" 'BEGIN { print 100 * x }')"
+done
+gpu=$(field iteration_us "$OUT/cuda/summary.json"); cpu=$(field iteration_us "$OUT/cpu/summary.json")
+awk -v g="$gpu" -v c="$cpu" 'BEGIN { if (g > 0) printf "\nGPU step time is %.2fx faster than the CPU step (batch per rank as in the config)\n", c / g }'

@@ -1,0 +1,80 @@
+#pragma once
+// A feed-forward network of Layers described by a spec string, e.g. the default LeNet-like
+//   "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10"
+// (conv:<channels>:<kernel>[:<pad>], relu, pool:<k>, fc:<outputs>); the loss is softmax
+// cross-entropy on the last layer's outputs.
+//
+// For MG-WFBP the network is seen as its layers with parameters ("param layers", forward order):
+// backward() calls on_ready(p) as soon as param layer p's gradients are final. A parameterless
+// layer's backward time is folded into the next param layer of the backward pass (the one that
+// precedes it in forward order), as MG-WFBP's profile expects.
+//
+// Threads: the training thread; grads of param layer p may be read by another thread once
+// on_ready(p) has been called, until the next backward().
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sfb/mgwfbp/nn/layer.h"
+
+namespace sfb::mgwfbp::nn {
+
+// Runs the layers of a Network on another device (sfb/mgwfbp/cuda/): the Network keeps the host
+// copies of parameters and gradients (what the communication thread and the update use); the
+// backend uploads parameters after params_changed() and downloads each param layer's gradients
+// before reporting it ready.
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual std::string name() const = 0;
+  virtual const Matrix& forward(const Matrix& x) = 0;
+  virtual double backward(const std::vector<int32_t>& labels, const std::function<void(int)>& on_ready,
+                          std::vector<double>* layer_us) = 0;
+  virtual void params_changed() = 0;
+};
+
+class Network {
+ public:
+  Network(const std::string& spec, Shape input);
+  void init(Rng& rng);
+
+  // Forward pass over a batch (N x input.size()); returns the logits.
+  const Matrix& forward(const Matrix& x);
+  // Backward from the mean cross-entropy of the last forward(); returns the loss. on_ready(p) is
+  // called per param layer p, in backward order; layer_us (when not null) gets each layer's
+  // backward time (microseconds, all layers, forward order).
+  double backward(const std::vector<int32_t>& labels, const std::function<void(int)>& on_ready,
+                  std::vector<double>* layer_us = nullptr);
+  // Class predictions of a batch.
+  std::vector<int32_t> predict(const Matrix& x);
+
+  int layers() const { return static_cast<int>(layers_.size()); }
+  Layer& layer(int i) { return *layers_[static_cast<size_t>(i)]; }
+  int param_layers() const { return static_cast<int>(param_layer_.size()); }
+  int param_layer_index(int p) const { return param_layer_[static_cast<size_t>(p)]; }
+  // Parameters (floats) of param layer p.
+  int64_t param_floats(int p);
+  int64_t total_params();
+  // The param layer that a layer's backward time is attributed to (see the class comment); -1
+  // for parameterless layers before the first param layer (their time is still backward time).
+  int owner_param_layer(int layer) const { return owner_[static_cast<size_t>(layer)]; }
+  std::string describe() const;
+  // Moves the computation to a device backend (null: back to the CPU layers).
+  void set_backend(std::unique_ptr<DeviceBackend> backend) { backend_ = std::move(backend); }
+  DeviceBackend* backend() { return backend_.get(); }
+  // The host parameters changed (after an update): a device backend uploads them.
+  void params_changed() {
+    if (backend_) backend_->params_changed();
+  }
+
+ private:
+  std::unique_ptr<DeviceBackend> backend_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<int> param_layer_;  // param layer p -> layer index
+  std::vector<int> owner_;        // layer -> param layer
+  std::vector<Matrix> acts_;      // acts_[0] = input, acts_[i + 1] = output of layer i
+  Matrix grad_, grad_next_;
+};
+
+}  // namespace sfb::mgwfbp::nn

@@ -1,0 +1,92 @@
+// CUDA layers against the CPU layers (label `cuda`): forward logits, every parameter gradient and
+// a few training iterations of the executor agree within float tolerance. Every test skips, with
+// the reason, when no CUDA device answers.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "sfb/mgwfbp/cuda/cuda_backend.h"
+#include "sfb/mgwfbp/executor.h"
+#include "sfb/mgwfbp/nn/network.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::mgwfbp {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (cuda::device_count(&why) == 0) GTEST_SKIP() << "no GPU here: " << why; \
+  } while (0)
+
+Matrix random_batch(int n, int64_t dim, uint64_t seed) {
+  Matrix x(n, dim);
+  Rng rng = make_rng(seed, 2);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = u(rng);
+  return x;
+}
+
+TEST(Cuda, LayersMatchTheCpuLayers) {
+  SKIP_WITHOUT_GPU();
+  const std::string spec = "conv:6:5:2,relu,pool:2,conv:8:3:1,relu,pool:2,fc:32,relu,fc:10";
+  const nn::Shape in{1, 28, 28};
+  nn::Network cpu(spec, in), gpu(spec, in);
+  Rng r1 = make_rng(1, 1), r2 = make_rng(1, 1);
+  cpu.init(r1);
+  gpu.init(r2);
+  gpu.set_backend(cuda::make_backend(gpu, 0));
+  const Matrix x = random_batch(7, in.size(), 3);
+  std::vector<int32_t> labels = {0, 1, 2, 3, 4, 5, 6};
+  const Matrix zc = cpu.forward(x);
+  const Matrix zg = gpu.forward(x);
+  EXPECT_LT((zc - zg).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, zc.cwiseAbs().maxCoeff()));
+  std::vector<int> order_c, order_g;
+  const double lc = cpu.backward(labels, [&](int p) { order_c.push_back(p); });
+  const double lg = gpu.backward(labels, [&](int p) { order_g.push_back(p); });
+  EXPECT_NEAR(lc, lg, 1e-4);
+  EXPECT_EQ(order_c, order_g);
+  for (int p = 0; p < cpu.param_layers(); ++p) {
+    const auto gc = cpu.layer(cpu.param_layer_index(p)).grads();
+    const auto gg = gpu.layer(gpu.param_layer_index(p)).grads();
+    for (size_t k = 0; k < gc.size(); ++k)
+      EXPECT_LT((*gc[k] - *gg[k]).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, gc[k]->cwiseAbs().maxCoeff()))
+          << cpu.layer(cpu.param_layer_index(p)).name() << " gradient " << k;
+  }
+}
+
+TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
+  SKIP_WITHOUT_GPU();
+  io::Dataset d;
+  d.n = 256;
+  d.dim = 64;
+  d.classes = 4;
+  d.dense = random_batch(256, 64, 9);
+  for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
+  Config cfg;
+  cfg.mode = "mgwfbp";
+  cfg.cnn_input = "1x8x8";
+  cfg.cnn_layers = "conv:4:3:1,relu,pool:2,fc:16,relu,fc:4";
+  cfg.minibatch = 16;
+  cfg.max_clocks = 10;
+  cfg.eval_every = 1000;
+  cfg.metrics_file = cfg.summary_file = cfg.out_dir = "";
+  cfg.mg_profile_iters = 2;
+  std::vector<float> w[2];
+  for (int dev = 0; dev < 2; ++dev) {
+    Config c = cfg;
+    c.device = dev ? "cuda" : "cpu";
+    testing::run_ranks(2, [&](comm::Transport& t) {
+      Executor ex(c, t, d, nullptr);
+      auto r = ex.run();
+      if (t.rank() == 0) w[dev] = r.params;
+    });
+  }
+  ASSERT_EQ(w[0].size(), w[1].size());
+  float diff = 0;
+  for (size_t i = 0; i < w[0].size(); ++i) diff = std::max(diff, std::abs(w[0][i] - w[1][i]));
+  EXPECT_LT(diff, 1e-3f);
+}
+
+}  // namespace
+}  // namespace sfb::mgwfbp
