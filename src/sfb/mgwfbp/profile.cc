@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/strings.h"
 #include "sfb/core/metrics.h"
 
 namespace sfb::mgwfbp {
@@ -27,18 +28,6 @@ int64_t Profile::total_params() const {
 }
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) {
-    const auto b = item.find_first_not_of(" \t\r");
-    const auto e = item.find_last_not_of(" \t\r");
-    out.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
-  }
-  return out;
-}
 
 double parse_double(const std::string& tok, const std::string& where, const char* field) {
   double v = 0;
@@ -69,7 +58,7 @@ Profile read_profile_csv(const std::string& path) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
-    const auto cols = split(line, ',');
+    const auto cols = split_trimmed(line, ',');
     const std::string where = fmt::format("{}:{}", path, lineno);
     if (!header) {
       SFB_CHECK_DATA((cols.size() == 3 || cols.size() == 4) && cols[0] == "name" && cols[1] == "params" &&
@@ -120,7 +109,7 @@ std::vector<BcaffeRow> read_bcaffe_rows(const std::string& path) {
     const auto open = line.find("] [");
     const auto close = line.rfind(']');
     if (open == std::string::npos || close == std::string::npos || close <= open + 3) continue;
-    const auto cols = split(line.substr(open + 3, close - open - 3), ',');
+    const auto cols = split_trimmed(line.substr(open + 3, close - open - 3), ',');
     const std::string where = fmt::format("{}:{}", path, lineno);
     SFB_CHECK_DATA(cols.size() >= 4, "{}: expected [id, size, compute, comm, ...], got {} fields", where, cols.size());
     rows.push_back({parse_int(cols[0], where, "param id"), parse_int(cols[1], where, "size"),

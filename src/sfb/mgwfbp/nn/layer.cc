@@ -24,19 +24,16 @@ void he_init(Matrix& w, int64_t fan_in, Rng& rng) {
   for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = g(rng);
 }
 
-class Conv2d final : public Layer {
+// A layer with a weight matrix W (outputs x fan-in, He-initialised) and a bias row b, and their
+// gradients.
+class WeightBiasLayer : public Layer {
  public:
-  Conv2d(Shape in, int out_c, int k, int pad) : in_(in), k_(k), pad_(pad) {
-    out_ = {out_c, in.h + 2 * pad - k + 1, in.w + 2 * pad - k + 1};
-    SFB_CHECK(k >= 1 && pad >= 0 && out_.h >= 1 && out_.w >= 1, "conv:{}:{}:{} does not fit a {}x{}x{} input", out_c, k,
-              pad, in.c, in.h, in.w);
-    W_.resize(out_c, int64_t{in.c} * k * k);
-    b_ = Matrix::Zero(1, out_c);
+  WeightBiasLayer(Shape in, Shape out, int64_t fan_in) : in_(in), out_(out) {
+    W_.resize(out.c, fan_in);
+    b_ = Matrix::Zero(1, out.c);
     dW_ = Matrix::Zero(W_.rows(), W_.cols());
-    db_ = Matrix::Zero(1, out_c);
+    db_ = Matrix::Zero(1, out.c);
   }
-  std::string name() const override { return fmt::format("conv{}x{}x{}", out_.c, k_, k_); }
-  LayerInfo info() const override { return {LayerInfo::Kind::kConv, in_, out_, k_, pad_}; }
   Shape in_shape() const override { return in_; }
   Shape out_shape() const override { return out_; }
   void init(Rng& rng) override {
@@ -45,6 +42,25 @@ class Conv2d final : public Layer {
   }
   std::vector<Matrix*> params() override { return {&W_, &b_}; }
   std::vector<Matrix*> grads() override { return {&dW_, &db_}; }
+
+ protected:
+  Shape in_, out_;
+  Matrix W_, b_, dW_, db_;
+};
+
+Shape conv_out(Shape in, int out_c, int k, int pad) {
+  const Shape out{out_c, in.h + 2 * pad - k + 1, in.w + 2 * pad - k + 1};
+  SFB_CHECK(out_c >= 1 && k >= 1 && pad >= 0 && out.h >= 1 && out.w >= 1, "conv:{}:{}:{} does not fit a {}x{}x{} input",
+            out_c, k, pad, in.c, in.h, in.w);
+  return out;
+}
+
+class Conv2d final : public WeightBiasLayer {
+ public:
+  Conv2d(Shape in, int out_c, int k, int pad)
+      : WeightBiasLayer(in, conv_out(in, out_c, k, pad), int64_t{in.c} * k * k), k_(k), pad_(pad) {}
+  std::string name() const override { return fmt::format("conv{}x{}x{}", out_.c, k_, k_); }
+  LayerInfo info() const override { return {LayerInfo::Kind::kConv, in_, out_, k_, pad_}; }
 
   void forward(const Matrix& x, Matrix& y) override {
     const int64_t n = x.rows(), hw = int64_t{out_.h} * out_.w;
@@ -109,9 +125,7 @@ class Conv2d final : public Layer {
         }
   }
 
-  Shape in_, out_;
   int k_, pad_;
-  Matrix W_, b_, dW_, db_;
   std::vector<Matrix> cols_;  // per sample, from forward
 };
 
@@ -181,25 +195,16 @@ class MaxPool final : public Layer {
   std::vector<int32_t> arg_;
 };
 
-class Linear final : public Layer {
+Shape fc_out(int outputs) {
+  SFB_CHECK(outputs >= 1, "fc:{}: outputs must be >= 1", outputs);
+  return {outputs, 1, 1};
+}
+
+class Linear final : public WeightBiasLayer {
  public:
-  Linear(Shape in, int outputs) : in_(in), out_{outputs, 1, 1} {
-    SFB_CHECK(outputs >= 1, "fc:{}: outputs must be >= 1", outputs);
-    W_.resize(outputs, in.size());
-    b_ = Matrix::Zero(1, outputs);
-    dW_ = Matrix::Zero(W_.rows(), W_.cols());
-    db_ = Matrix::Zero(1, outputs);
-  }
+  Linear(Shape in, int outputs) : WeightBiasLayer(in, fc_out(outputs), in.size()) {}
   std::string name() const override { return fmt::format("fc{}", out_.c); }
   LayerInfo info() const override { return {LayerInfo::Kind::kLinear, in_, out_, 0, 0}; }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return out_; }
-  void init(Rng& rng) override {
-    he_init(W_, W_.cols(), rng);
-    b_.setZero();
-  }
-  std::vector<Matrix*> params() override { return {&W_, &b_}; }
-  std::vector<Matrix*> grads() override { return {&dW_, &db_}; }
   void forward(const Matrix& x, Matrix& y) override {
     y.noalias() = x * W_.transpose();
     y.rowwise() += b_.row(0);
@@ -209,10 +214,6 @@ class Linear final : public Layer {
     db_.row(0) = dy.colwise().sum();
     if (dx) dx->noalias() = dy * W_;
   }
-
- private:
-  Shape in_, out_;
-  Matrix W_, b_, dW_, db_;
 };
 
 }  // namespace

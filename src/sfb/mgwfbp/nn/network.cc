@@ -7,20 +7,10 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/strings.h"
 
 namespace sfb::mgwfbp::nn {
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) {
-    const auto b = item.find_first_not_of(" \t"), e = item.find_last_not_of(" \t");
-    out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
-  }
-  return out;
-}
 
 int number(const std::string& layer, const std::string& text) {
   try {
@@ -36,8 +26,8 @@ int number(const std::string& layer, const std::string& text) {
 
 Network::Network(const std::string& spec, Shape input) {
   Shape s = input;
-  for (const auto& item : split(spec, ',')) {
-    const auto f = split(item, ':');
+  for (const auto& item : split_trimmed(spec, ',')) {
+    const auto f = split_trimmed(item, ':');
     std::unique_ptr<Layer> l;
     if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
       l = make_conv2d(s, number(item, f[1]), number(item, f[2]), f.size() == 4 ? number(item, f[3]) : 0);
