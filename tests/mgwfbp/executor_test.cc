@@ -1,7 +1,10 @@
 // MG-WFBP training mode: every layer's backward against finite differences, data parallelism
 // against one rank with the whole batch, bitwise-equal weights under every planner (DESIGN.md
 // invariant 6), and no all-reduce before its group is ready.
+#include <atomic>
 #include <cmath>
+#include <optional>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -181,6 +184,28 @@ TEST(Executor, EveryPlannerGivesBitwiseTheSameWeights) {
   EXPECT_EQ(live[0].checksum, sums[0]) << "live plan " << describe(live[0].plan);
 }
 
+// Counts the all-reduce messages a rank sends (an instrumented transport around the in-process one).
+class CountingTransport : public comm::Transport {
+ public:
+  explicit CountingTransport(std::unique_ptr<comm::Transport> inner) : inner_(std::move(inner)) {
+    init_counters(inner_->size());
+  }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  void barrier() override { inner_->barrier(); }
+  std::atomic<int64_t> reduce_sends{0};
+
+ protected:
+  void do_send(int dst, comm::Tag tag, comm::SharedBytes data) override {
+    if (tag == comm::kTagReduce) ++reduce_sends;
+    inner_->send_shared(dst, tag, std::move(data));
+  }
+  std::optional<comm::Message> poll() override { return inner_->try_recv(); }
+
+ private:
+  std::unique_ptr<comm::Transport> inner_;
+};
+
 TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
   const io::Dataset data = random_images(120, {1, 8, 8}, 3, 13);
   const Config cfg = cnn_config();
@@ -194,11 +219,20 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
       if (!ready[static_cast<size_t>(p)]) ++violations;
   };
   const int P = 3;
-  const auto res = train(P, cfg, data, h);
+  auto group = comm::make_inproc_group(P);
+  std::vector<std::unique_ptr<CountingTransport>> counted;
+  for (auto& g : group) counted.push_back(std::make_unique<CountingTransport>(std::move(g)));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < P; ++r)
+    threads.emplace_back([&, r] {
+      Executor ex(cfg, *counted[static_cast<size_t>(r)], data, nullptr, h);
+      ex.run();
+    });
+  for (auto& th : threads) th.join();
   EXPECT_EQ(violations.load(), 0);
   EXPECT_EQ(calls.load(), P * cfg.max_clocks * static_cast<int>(plan.size()));
-  // The transport saw exactly one all-reduce per group and iteration: 2 (P - 1) messages each.
-  for (const auto& r : res) EXPECT_GT(r.bytes_sent, 0);
+  // Exactly one all-reduce per group and iteration on the wire: 2 (P - 1) sends per rank each.
+  for (const auto& c : counted) EXPECT_EQ(c->reduce_sends.load(), cfg.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
 }
 
 TEST(RankOrderAllreduce, SumsDoNotDependOnTheChunking) {

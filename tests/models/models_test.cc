@@ -395,6 +395,10 @@ TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
     EXPECT_EQ(t.results[static_cast<size_t>(r)].self.checksum, t.results[0].self.checksum);
   }
   EXPECT_EQ(t.checksums[0].size(), 60u);
+  // And it trains: the objective at the last evaluation is below the starting point's.
+  const auto& ev = t.results[0].evals;
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_LT(ev.back().objective, ev.front().objective) << GetParam().name;
   if (GetParam().name == "sparse_coding") {
     for (Eigen::Index c = 0; c < t.results[0].W.cols(); ++c) EXPECT_LE(t.results[0].W.col(c).norm(), 1.0f + 1e-5f);
   }
