@@ -20,6 +20,7 @@
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/worker.h"
+#include "testing/configs.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::baselines {
@@ -29,22 +30,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 Config small_config() {
-  Config c;
-  c.data_format = "synthetic";
-  c.features = 30;
-  c.classes = 5;
-  c.synthetic_samples = 600;
-  c.synthetic_test_samples = 100;
+  Config c = testing::quiet_synthetic(30, 5, 600, 100);
   c.minibatch = 6;
   c.lr = 0.2;
   c.max_clocks = 40;
   c.eval_every = 10;
   c.eval_train_sample = 100;
-  c.metrics_file = "";
-  c.model_file = "";
-  c.summary_file = "";
-  c.out_dir = "";
-  c.threads = 1;
   c.peer_timeout_s = 60;  // a hang fails the test instead of waiting the default 10 minutes
   return c;
 }

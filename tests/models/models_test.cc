@@ -19,6 +19,7 @@
 #include "sfb/models/registry.h"
 #include "sfb/models/sparse_coding.h"
 #include "sfb/runtime/worker.h"
+#include "testing/configs.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::models {
@@ -70,21 +71,11 @@ Matrix finite_diff(const Matrix& W, F f, float eps) {
 }
 
 Config base_config() {
-  Config c;
-  c.data_format = "synthetic";
-  c.features = 12;
-  c.classes = 4;
-  c.synthetic_samples = 400;
-  c.synthetic_test_samples = 200;
+  Config c = testing::quiet_synthetic(12, 4, 400, 200);
   c.minibatch = 8;
   c.lr = 0.05;
   c.eval_every = 10;
   c.eval_train_sample = 200;
-  c.metrics_file = "";
-  c.model_file = "";
-  c.summary_file = "";
-  c.threads = 1;
-  c.out_dir = "";
   return c;
 }
 

@@ -19,27 +19,20 @@
 #include "sfb/io/sampler.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/signals.h"
+#include "testing/configs.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::runtime {
 namespace {
 
 Config small_config() {
-  Config c;
-  c.data_format = "synthetic";
-  c.features = 12;
-  c.classes = 4;
-  c.synthetic_samples = 700;
-  c.synthetic_test_samples = 300;
+  Config c = testing::quiet_synthetic(12, 4, 700, 300);
+  c.out_dir = "runs/default";
   c.synthetic_noise = 0.05;
   c.minibatch = 8;
   c.lr = 0.5;
   c.max_clocks = 30;
   c.eval_every = 10;
-  c.threads = 1;
-  c.metrics_file = "";
-  c.model_file = "";
-  c.summary_file = "";
   return c;
 }
 
