@@ -137,7 +137,7 @@ ExecutorResult Executor::run() {
   std::exception_ptr comm_error;
   std::vector<std::pair<double, double>> group_times;  // (start, end) us since the iteration start
   Clock::time_point iter_start;
-  Plan active = plan;  // read by the communication thread during an iteration
+  Plan active = plan;  // written by the training thread between iterations, copied under mu by the communication thread
   RankOrderAllreduce allreduce(t_);
 
   std::thread comm([&] {
@@ -145,6 +145,7 @@ ExecutorResult Executor::run() {
       std::vector<float> buf;
       std::vector<char> ready(static_cast<size_t>(L));
       int64_t served = -1;
+      Plan plan_now_serving;  // this iteration's plan: the training thread may re-plan between iterations
       for (;;) {
         int64_t iter;
         {
@@ -152,11 +153,12 @@ ExecutorResult Executor::run() {
           cv.wait(lock, [&] { return stop || comm_iter > served; });
           if (stop) return;
           iter = comm_iter;
+          plan_now_serving = active;
         }
         served = iter;
         std::fill(ready.begin(), ready.end(), 0);
-        for (size_t g = 0; g < active.size(); ++g) {
-          const Group grp = active[g];
+        for (size_t g = 0; g < plan_now_serving.size(); ++g) {
+          const Group grp = plan_now_serving[g];
           // Layers become ready in backward order: wait for the group's last-ready layer.
           while (!ready[static_cast<size_t>(grp.lo)]) {
             int p = -1;
