@@ -67,7 +67,16 @@ expect finished-checkpoint 2 "is at clock 20 and stop.max_clocks is 20" -- "${MP
   --set stop.max_clocks=20 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
 expect missing-checkpoint 2 "cannot open checkpoint" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/none.ck" --set output.dir="$OUT/o9"
 expect check-ok 0 "OK (SSP(s=2), 4 ranks)" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --check
-for d in o1 o2 o3 o4 o5 o6 o7 o8 o9; do
+expect fms-too-few-ranks 2 "fms.servers = 1 needs more than 1 ranks, got 1" -- "${MPI[@]}" -np 1 "$SFBD" --config "$base" \
+  --set comm.scheme=fms --set output.dir="$OUT/o10"
+cnn="$SRC/configs/fashion_cnn_mgwfbp.toml"
+expect cnn-input-mismatch 2 "needs 784 dense features (set data.bias = false)" -- "${MPI[@]}" -np 2 "$SFBD" --config "$cnn" \
+  --set data.bias=true --set output.dir="$OUT/o10"
+expect cnn-unknown-layer 2 "cnn.layers: unknown layer \"foo\"" -- "${MPI[@]}" -np 2 "$SFBD" --config "$cnn" \
+  --set cnn.layers=conv:4:3,foo --set output.dir="$OUT/o10"
+expect plugin-param-typo 2 "unknown key model.params.lamda" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
+  --set model.params.lamda=0.1 --set output.dir="$OUT/o10"
+for d in o1 o2 o3 o4 o5 o6 o7 o8 o9 o10; do
   if [ -n "$(ls -A "$OUT/$d" 2>/dev/null)" ]; then echo "FAIL: $d has files: $(ls "$OUT/$d")"; failures=$((failures + 1)); fi
 done
 echo "$passed passed, $failures failed"
