@@ -73,7 +73,9 @@ TEST_P(Shapes, MergedUpdateEqualsTheSumOfAllPairs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(UpdateApplier, Shapes,
-                         ::testing::Combine(::testing::Values(1, 4, 7), ::testing::Values(1, 9), ::testing::Values(1, 2),
+                         // J >= 8 and many touched columns take the tiled sparse path; D = 300 crosses tiles.
+                         ::testing::Combine(::testing::Values(1, 4, 7, 8, 20), ::testing::Values(1, 9, 300),
+                                            ::testing::Values(1, 2),
                                             ::testing::Values(0, 1, 2)));
 
 }  // namespace

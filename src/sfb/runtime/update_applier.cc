@@ -117,12 +117,41 @@ void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batc
   const float* ev = entry_v_.data();
   const int32_t* used = cols_used_.data();
   const auto n_used = static_cast<int64_t>(cols_used_.size());
+  // When most columns are touched, a block's 8 rows are copied tile by tile into a [column][8]
+  // buffer: the accumulated increments are then added with one vector operation per column, and
+  // W is read and written in sequential runs per row instead of 8 scattered elements per column
+  // (rows of W lie D floats apart and, for D a power of two, share L1 sets).
+  const bool tiled = n_used * 2 > D;
 #pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1)
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const int64_t j0 = blk * kRows;
     const int rows = static_cast<int>(std::min<int64_t>(kRows, J - j0));
     const float* ub = u_blocked_.data() + blk * pairs * kRows;
     float* row = w + j0 * D;
+    if (tiled && rows == kRows) {
+      constexpr int64_t kTile = 128;
+      alignas(64) float buf[kTile * kRows];
+      int64_t n = 0;
+      for (int64_t c0 = 0; c0 < D && n < n_used; c0 += kTile) {
+        const int64_t c1 = std::min(D, c0 + kTile);
+        if (used[n] >= c1) continue;
+        for (int q = 0; q < kRows; ++q) {
+          const float* src = row + q * D;
+          for (int64_t c = c0; c < c1; ++c) buf[(c - c0) * kRows + q] = src[c];
+        }
+        for (; n < n_used && used[n] < c1; ++n) {
+          const int32_t c = used[n];
+          Block acc = Block::Zero();
+          for (int64_t e = cp[c]; e < cp[c + 1]; ++e) acc += ev[e] * Eigen::Map<const Block>(ub + int64_t{ep[e]} * kRows);
+          Eigen::Map<Block, Eigen::Aligned32>(buf + (c - c0) * kRows) += acc;
+        }
+        for (int q = 0; q < kRows; ++q) {
+          float* dst = row + q * D;
+          for (int64_t c = c0; c < c1; ++c) dst[c] = buf[(c - c0) * kRows + q];
+        }
+      }
+      continue;
+    }
     for (int64_t n = 0; n < n_used; ++n) {
       const int32_t c = used[n];
       Block acc = Block::Zero();

@@ -11,7 +11,11 @@
 //     coefficients for all pairs (32 bytes each) sit together in L1. W is then walked in blocks
 //     of 8 rows, split across OpenMP threads, and for every column that appears the 8 rows'
 //     increments sum_i v_ic U(i, j..j+7) are accumulated in registers and added to W once.
-//     Only columns that appear are touched, each once per row.
+//     Only columns that appear are touched, each once per row. When more than half the columns
+//     appear, a block's rows are copied tile by tile (128 columns) into a [column][8] buffer, the
+//     increments are added with one vector operation per column and the tile is written back:
+//     19.6 ms instead of 21.1 ms for J = D = 4096, 1% density, PK = 256 (bench/update_bench.cc,
+//     medians of 3), 42.9% instead of 39.0% of the STREAM roofline.
 //   * Dense batches are stacked only when the sweeps of W saved outweigh copying U and V
 //     ((batches - 1) J D > 2 PK (J + D)); small models apply batch by batch.
 // The float operations depend only on the batches and their order, so replicas that apply the
