@@ -44,7 +44,7 @@ done
 [ -n "$config" ] || { echo "sfb-compare: --config is required" >&2; exit 2; }
 [ -f "$config" ] || { echo "sfb-compare: no such config: $config" >&2; exit 2; }
 command -v gnuplot > /dev/null || { echo "sfb-compare: gnuplot is missing (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 2; }
-sfb_build sfbd
+[ -n "${SFB_NO_BUILD:-}" ] || sfb_build sfbd  # tests run it on an existing build
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
