@@ -1,6 +1,10 @@
 #include "sfb/runtime/update_applier.h"
 
 #include <algorithm>
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 #include <vector>
 
 #include "sfb/core/error.h"
@@ -16,6 +20,50 @@ namespace {
 // since W is then accessed out of order.
 constexpr int kRows = 8;
 using Block = Eigen::Array<float, kRows, 1>;
+
+// buf[(c - c0) * 8 + q] = rows[q * D + c] for c in [c0, c1): 8 rows of W into a [column][8] tile.
+// perf showed the scalar copies at two thirds of the tiled kernel; 4 x 4 SSE transposes (x86-64
+// baseline, no -march needed) move four columns of four rows per step.
+void pack_tile(const float* rows, int64_t D, int64_t c0, int64_t c1, float* buf) {
+  int64_t c = c0;
+#if defined(__SSE2__)
+  for (; c + 4 <= c1; c += 4) {
+    for (int q0 = 0; q0 < kRows; q0 += 4) {
+      __m128 r0 = _mm_loadu_ps(rows + (q0 + 0) * D + c), r1 = _mm_loadu_ps(rows + (q0 + 1) * D + c);
+      __m128 r2 = _mm_loadu_ps(rows + (q0 + 2) * D + c), r3 = _mm_loadu_ps(rows + (q0 + 3) * D + c);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      float* b = buf + (c - c0) * kRows + q0;
+      _mm_storeu_ps(b, r0);
+      _mm_storeu_ps(b + kRows, r1);
+      _mm_storeu_ps(b + 2 * kRows, r2);
+      _mm_storeu_ps(b + 3 * kRows, r3);
+    }
+  }
+#endif
+  for (; c < c1; ++c)
+    for (int q = 0; q < kRows; ++q) buf[(c - c0) * kRows + q] = rows[q * D + c];
+}
+
+// The inverse of pack_tile.
+void unpack_tile(const float* buf, int64_t c0, int64_t c1, float* rows, int64_t D) {
+  int64_t c = c0;
+#if defined(__SSE2__)
+  for (; c + 4 <= c1; c += 4) {
+    for (int q0 = 0; q0 < kRows; q0 += 4) {
+      const float* b = buf + (c - c0) * kRows + q0;
+      __m128 r0 = _mm_loadu_ps(b), r1 = _mm_loadu_ps(b + kRows), r2 = _mm_loadu_ps(b + 2 * kRows),
+             r3 = _mm_loadu_ps(b + 3 * kRows);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(rows + (q0 + 0) * D + c, r0);
+      _mm_storeu_ps(rows + (q0 + 1) * D + c, r1);
+      _mm_storeu_ps(rows + (q0 + 2) * D + c, r2);
+      _mm_storeu_ps(rows + (q0 + 3) * D + c, r3);
+    }
+  }
+#endif
+  for (; c < c1; ++c)
+    for (int q = 0; q < kRows; ++q) rows[q * D + c] = buf[(c - c0) * kRows + q];
+}
 }  // namespace
 
 void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
@@ -135,20 +183,14 @@ void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batc
       for (int64_t c0 = 0; c0 < D && n < n_used; c0 += kTile) {
         const int64_t c1 = std::min(D, c0 + kTile);
         if (used[n] >= c1) continue;
-        for (int q = 0; q < kRows; ++q) {
-          const float* src = row + q * D;
-          for (int64_t c = c0; c < c1; ++c) buf[(c - c0) * kRows + q] = src[c];
-        }
+        pack_tile(row, D, c0, c1, buf);
         for (; n < n_used && used[n] < c1; ++n) {
           const int32_t c = used[n];
           Block acc = Block::Zero();
           for (int64_t e = cp[c]; e < cp[c + 1]; ++e) acc += ev[e] * Eigen::Map<const Block>(ub + int64_t{ep[e]} * kRows);
           Eigen::Map<Block, Eigen::Aligned32>(buf + (c - c0) * kRows) += acc;
         }
-        for (int q = 0; q < kRows; ++q) {
-          float* dst = row + q * D;
-          for (int64_t c = c0; c < c1; ++c) dst[c] = buf[(c - c0) * kRows + q];
-        }
+        unpack_tile(buf, c0, c1, row, D);
       }
       continue;
     }
