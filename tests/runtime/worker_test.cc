@@ -179,12 +179,17 @@ TEST(Worker, SspNeverRunsMoreThanStalenessAheadOfASlowWorker) {
 TEST(Worker, AspFinishesAndConverges) {
   Config cfg = small_config();
   cfg.staleness = kInfiniteStaleness;
+  // Under ASP a rank may compute from a W up to runtime.asp_window clocks behind its peers. With
+  // 4 rank threads on 2 cores and the default window of 64 that happens, and the delayed gradients
+  // made the objective climb again after clock ~150 in about 1 run of 20 (seen: 0.27 at clock 103,
+  // 1.69 at 300). A window of 8 keeps the test about finishing and converging, not about luck.
+  cfg.asp_window = 8;
   cfg.lr = 0.1;
-  cfg.max_clocks = 200;
+  cfg.max_clocks = 300;
   cfg.eval_every = 50;
   const auto res = train(4, cfg);
   ASSERT_FALSE(res[0].evals.empty());
-  EXPECT_EQ(res[0].evals.back().clock, 200);
+  EXPECT_EQ(res[0].evals.back().clock, 300);
   EXPECT_LT(res[0].evals.back().objective, 0.5 * std::log(4.0));
   EXPECT_GT(res[0].evals.back().accuracy, 0.8);
 }
