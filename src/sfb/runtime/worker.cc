@@ -224,6 +224,11 @@ struct Worker::State {
     W *= w_scale;
     w_scale = 1.0f;
   }
+  // Keeps W's magnitude in float range: folds w_scale in once it leaves [1e-3, 1e3] (rarely, so
+  // the prox stays O(1) per batch).
+  void fold_scale_if_far() {
+    if (w_scale < 1e-3f || w_scale > 1e3f) fold_scale();
+  }
   bool scaling_prox = false;  // the model's prox_scale is not constantly 1
 
   void compute_loop();
@@ -319,10 +324,7 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
       }
       applier_ptr->apply(W, raw, apply_alpha);
       w_scale = s;
-      if (w_scale < 1e-3f || w_scale > 1e3f) {
-        W *= w_scale;
-        w_scale = 1.0f;
-      }
+      fold_scale_if_far();
       if (model.has_prox()) {
         fold_scale();
         for (const SfBatch* b : raw) model.prox(W, step(b->clock));
@@ -361,7 +363,7 @@ void Worker::State::apply_dense(const SfBatch& item) {
       } else {
         W += (1.0f / w_scale) * *item.dense;
         for (int q = 0; q < P; ++q) w_scale *= static_cast<float>(model.prox_scale(eta));
-        if (w_scale < 1e-3f || w_scale > 1e3f) fold_scale();
+        fold_scale_if_far();
       }
       if (model.has_prox()) {
         fold_scale();

@@ -1,6 +1,5 @@
 #include "sfb/mgwfbp/nn/network.h"
 
-#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -46,19 +45,13 @@ Network::Network(const std::string& spec, Shape input) {
     layers_.push_back(std::move(l));
   }
   SFB_CHECK(!layers_.empty(), "cnn.layers is empty");
-  owner_.assign(layers_.size(), -1);
-  for (int i = 0; i < layers(); ++i) {
-    if (!layers_[static_cast<size_t>(i)]->params().empty()) param_layer_.push_back(i);
-  }
-  SFB_CHECK(!param_layer_.empty(), "cnn.layers \"{}\" has no layer with parameters", spec);
   // A parameterless layer's backward runs just before the backward of the nearest param layer
   // below it (forward order): its time counts towards that layer's readiness.
-  int owner = -1;
   for (int i = 0; i < layers(); ++i) {
-    if (!layers_[static_cast<size_t>(i)]->params().empty()) owner = static_cast<int>(
-        std::find(param_layer_.begin(), param_layer_.end(), i) - param_layer_.begin());
-    owner_[static_cast<size_t>(i)] = owner;
+    if (!layers_[static_cast<size_t>(i)]->params().empty()) param_layer_.push_back(i);
+    owner_.push_back(static_cast<int>(param_layer_.size()) - 1);
   }
+  SFB_CHECK(!param_layer_.empty(), "cnn.layers \"{}\" has no layer with parameters", spec);
   acts_.resize(layers_.size() + 1);
 }
 
