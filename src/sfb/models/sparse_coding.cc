@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sfb/core/error.h"
+#include "sfb/core/hash.h"
 
 namespace sfb::models {
 namespace {
@@ -101,6 +102,14 @@ void SparseCoding::prox(Matrix& W, double) {
 }
 
 SparseCoding::Eval SparseCoding::evaluate(const Matrix& B, const io::Dataset& data, int64_t limit) const {
+  const uint64_t sum = matrix_checksum(B);
+  std::lock_guard lock(cache_mu_);
+  if (!cache_ || cache_->b_checksum != sum || cache_->data != &data || cache_->limit != limit)
+    cache_ = CachedEval{sum, &data, limit, evaluate_uncached(B, data, limit)};
+  return cache_->eval;
+}
+
+SparseCoding::Eval SparseCoding::evaluate_uncached(const Matrix& B, const io::Dataset& data, int64_t limit) const {
   const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
   Eval e;
   if (n == 0) return e;

@@ -9,6 +9,9 @@
 //
 // Objective: mean of 0.5 ||x - B a||^2 + gamma ||a||_1 with a from the same lasso solve; metrics:
 // relative reconstruction error sum ||x - Ba||^2 / sum ||x||^2 and code sparsity (fraction of zeros).
+#include <mutex>
+#include <optional>
+
 #include "sfb/api/model.h"
 
 namespace sfb::models {
@@ -37,7 +40,19 @@ class SparseCoding : public api::Model {
   struct Eval {
     double objective = 0, rel_error = 0, sparsity = 0;
   };
+  // The lasso solve over the evaluated rows is the expensive part of both objective() and
+  // metrics(), which the monitor calls one after the other on the same snapshot: the last result
+  // is kept, keyed by the content of B, the data set and the row limit.
   Eval evaluate(const Matrix& B, const io::Dataset& data, int64_t limit) const;
+  Eval evaluate_uncached(const Matrix& B, const io::Dataset& data, int64_t limit) const;
+  struct CachedEval {
+    uint64_t b_checksum;
+    const io::Dataset* data;
+    int64_t limit;
+    Eval eval;
+  };
+  mutable std::mutex cache_mu_;
+  mutable std::optional<CachedEval> cache_;
 
   int64_t dim_, atoms_;
   double gamma_;
