@@ -1,36 +1,18 @@
 #include "sfb/models/mlr.h"
 
-#include "sfb/api/batch_sf_writer.h"
-
 #include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "sfb/io/synthetic.h"
+#include "testing/sf_mean.h"
 
 namespace sfb::models {
 namespace {
 
 // Gradient of the mean loss over `data` from the SF pairs: G = U^T V / K (u written unscaled).
 Matrix sf_gradient(Mlr& m, const Matrix& W, const io::Dataset& data) {
-  std::vector<int64_t> rows(static_cast<size_t>(data.n));
-  for (int64_t i = 0; i < data.n; ++i) rows[static_cast<size_t>(i)] = i;
-  api::MiniBatch batch;
-  api::gather(data, rows, batch);
-  Matrix G = Matrix::Zero(W.rows(), W.cols());
-  api::BatchSfWriter writer(static_cast<int32_t>(W.rows()), static_cast<int32_t>(W.cols()), [&](SfBatchPtr b) {
-    for (int32_t i = 0; i < b->count; ++i) {
-      if (!b->sparse_v) {
-        G += b->u.row(i).transpose() * b->v.row(i);
-      } else {
-        for (int64_t k = b->v_row_ptr[i]; k < b->v_row_ptr[i + 1]; ++k) G.col(b->v_index[k]) += b->u.row(i).transpose() * b->v_value[k];
-      }
-    }
-  });
-  writer.begin(0, 0, static_cast<int32_t>(data.n), 1.0f, data.sparse);
-  m.compute_sf(api::Weights{W}, batch, writer);
-  EXPECT_TRUE(writer.committed());
-  return G / static_cast<float>(data.n);
+  return testing::sf_mean(m, W, testing::all_rows(data));
 }
 
 class MlrGradient : public ::testing::TestWithParam<double> {};
@@ -71,9 +53,10 @@ TEST(Mlr, SparseAndDenseDataGiveTheSameSfs) {
   io::Dataset dense = sparse;
   dense.sparse = false;
   dense.dense = Matrix(sparse.csr);
-  Mlr m(3, 20, false);
+  // A model writes v as its data comes (sparse_v is fixed for its life): one model per data set.
+  Mlr on_sparse(3, 20, true), on_dense(3, 20, false);
   const Matrix W = Matrix::Random(3, 20);
-  EXPECT_TRUE(sf_gradient(m, W, sparse).isApprox(sf_gradient(m, W, dense), 1e-5f));
+  EXPECT_TRUE(sf_gradient(on_sparse, W, sparse).isApprox(sf_gradient(on_dense, W, dense), 1e-5f));
 }
 
 }  // namespace
