@@ -7,6 +7,7 @@
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/scripts/common.sh"  # sfb_field
 ITERS=${1:-300}
 BUILD=${SFB_GPU_BUILD:-$ROOT/build-gpu}
 OUT=${SFB_GPU_OUT:-$ROOT/runs/gpu-check}
@@ -29,7 +30,6 @@ run() {  # <device> <out dir>
     --config "$ROOT/configs/fashion_cnn_mgwfbp.toml" --set device="$1" --set stop.max_clocks="$ITERS" \
     --set eval.every="$ITERS" --set output.dir="$2" --set output.log_level=warn
 }
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"'; }
 echo "== train $ITERS iterations on the GPU, then on the CPU"
 run cuda "$OUT/cuda" | tee "$OUT/cuda.log" | tail -6
 run cpu "$OUT/cpu" | tee "$OUT/cpu.log" | tail -6
@@ -39,11 +39,11 @@ echo "| device | iterations | step (ms) | forward (ms) | backward (ms) | test ac
 echo "|---|---|---|---|---|---|"
 for d in cuda cpu; do
   s="$OUT/$d/summary.json"
-  printf '| %s | %s | %.2f | %.2f | %.2f | %.2f %% |\n' "$d" "$(field iterations "$s")" \
-    "$(awk -v x="$(field iteration_us "$s")" 'BEGIN { print x / 1000 }')" \
-    "$(awk -v x="$(field forward_us "$s")" 'BEGIN { print x / 1000 }')" \
-    "$(awk -v x="$(field backward_us "$s")" 'BEGIN { print x / 1000 }')" \
-    "$(awk -v x="$(field final_accuracy "$s")" 'BEGIN { print 100 * x }')"
+  printf '| %s | %s | %.2f | %.2f | %.2f | %.2f %% |\n' "$d" "$(sfb_field iterations "$s")" \
+    "$(awk -v x="$(sfb_field iteration_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(sfb_field forward_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(sfb_field backward_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(sfb_field final_accuracy "$s")" 'BEGIN { print 100 * x }')"
 done
-gpu=$(field iteration_us "$OUT/cuda/summary.json"); cpu=$(field iteration_us "$OUT/cpu/summary.json")
+gpu=$(sfb_field iteration_us "$OUT/cuda/summary.json"); cpu=$(sfb_field iteration_us "$OUT/cpu/summary.json")
 awk -v g="$gpu" -v c="$cpu" 'BEGIN { if (g > 0) printf "\nGPU step time is %.2fx faster than the CPU step (batch per rank as in the config)\n", c / g }'

@@ -22,7 +22,6 @@ while [ $# -gt 0 ]; do
 done
 [ -n "${SFB_NO_BUILD:-}" ] || sfb_build sfbd  # tests run it on an existing build
 mkdir -p "$out"
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"'; }
 rows=()
 for p in $planners; do
   dir="$out/$p"
@@ -35,12 +34,12 @@ for p in $planners; do
     sfb_mpirun -np "$np" "$SFB_BUILD/apps/sfbd" "${args[@]}" > "$dir.log" 2>&1 || { tail "$dir.log"; exit 1; }
   fi
   s="$dir/summary.json"
-  m=$(field iteration_us "$s"); pr=$(field predicted_us "$s")
-  rows+=("$(printf '| %s | %s | %s | %.2f | %.2f | %+.1f %% | %.2f | %.2f | %.2f | %.2f |' "$p" "$(field groups "$s")" "$(field plan "$s" | tr "|" "/")" \
+  m=$(sfb_field iteration_us "$s"); pr=$(sfb_field predicted_us "$s")
+  rows+=("$(printf '| %s | %s | %s | %.2f | %.2f | %+.1f %% | %.2f | %.2f | %.2f | %.2f |' "$p" "$(sfb_field groups "$s")" "$(sfb_field plan "$s" | tr "|" "/")" \
     "$(awk -v x="$m" 'BEGIN{print x/1000}')" "$(awk -v x="$pr" 'BEGIN{print x/1000}')" \
     "$(awk -v a="$m" -v b="$pr" 'BEGIN{ if (b > 0) print 100 * (a - b) / b; else print 0 }')" \
-    "$(awk -v x="$(field forward_us "$s")" 'BEGIN{print x/1000}')" "$(awk -v x="$(field backward_us "$s")" 'BEGIN{print x/1000}')" \
-    "$(awk -v x="$(field comm_wait_us "$s")" 'BEGIN{print x/1000}')" "$(awk -v x="$(field final_accuracy "$s")" 'BEGIN{print 100*x}')")")
+    "$(awk -v x="$(sfb_field forward_us "$s")" 'BEGIN{print x/1000}')" "$(awk -v x="$(sfb_field backward_us "$s")" 'BEGIN{print x/1000}')" \
+    "$(awk -v x="$(sfb_field comm_wait_us "$s")" 'BEGIN{print x/1000}')" "$(awk -v x="$(sfb_field final_accuracy "$s")" 'BEGIN{print 100*x}')")")
 done
 echo
 echo "| planner | groups | plan | measured ms | predicted ms | measured vs predicted | forward ms | backward ms | comm not overlapped ms | test acc % |"

@@ -48,7 +48,6 @@ command -v gnuplot > /dev/null || { echo "sfb-compare: gnuplot is missing (scrip
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"' | head -1; }
 
 runs=()
 for scheme in ${schemes//,/ }; do
@@ -86,7 +85,7 @@ done
 
 # The target: given, or the worst final objective (every run reached it).
 if [ -z "$target" ]; then
-  target=$(for r in "${runs[@]}"; do field final_objective "$out/$r/summary.json"; done | sort -g | tail -1)
+  target=$(for r in "${runs[@]}"; do sfb_field final_objective "$out/$r/summary.json"; done | sort -g | tail -1)
 fi
 
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
@@ -107,11 +106,11 @@ base_ttt=""
     t=$(ttt "$out/$r/curve.dat")
     [ -z "$base_ttt" ] && base_ttt=$t
     ratio=$(awk -v a="$t" -v b="$base_ttt" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2fx", a / b }')
-    m=$(field bytes_per_clock "$sum"); th=$(field theory_bytes_per_clock "$sum")
-    printf '| %s | %s | %s | %s | %s | %.0f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.2f |\n' "$r" "$(field final_clock "$sum")" \
-      "$t" "$ratio" "$(field final_objective "$sum")" "$(field samples_per_s "$sum")" "$(awk -v x="$m" 'BEGIN{print x/1e6}')" \
+    m=$(sfb_field bytes_per_clock "$sum"); th=$(sfb_field theory_bytes_per_clock "$sum")
+    printf '| %s | %s | %s | %s | %s | %.0f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.2f |\n' "$r" "$(sfb_field final_clock "$sum")" \
+      "$t" "$ratio" "$(sfb_field final_objective "$sum")" "$(sfb_field samples_per_s "$sum")" "$(awk -v x="$m" 'BEGIN{print x/1e6}')" \
       "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$(awk -v a="$m" -v b="$th" 'BEGIN{ if (b > 0) print a/b; else print 0 }')" \
-      "$(field compute_s_mean "$sum")" "$(field update_s_mean "$sum")" "$(field wait_s_mean "$sum")" "$(field seconds "$sum")"
+      "$(sfb_field compute_s_mean "$sum")" "$(sfb_field update_s_mean "$sum")" "$(sfb_field wait_s_mean "$sum")" "$(sfb_field seconds "$sum")"
   done
 } > "$out/table.md"
 
@@ -133,7 +132,7 @@ plot_lines "$out/objective_vs_time.png" 1 "seconds"
 plot_lines "$out/objective_vs_clock.png" 2 "clock"
 for r in "${runs[@]}"; do
   sum="$out/$r/summary.json"
-  echo "$r $(field bytes_per_clock "$sum") $(field theory_bytes_per_clock "$sum") $(field compute_s_mean "$sum") $(field update_s_mean "$sum") $(field wait_s_mean "$sum")"
+  echo "$r $(sfb_field bytes_per_clock "$sum") $(sfb_field theory_bytes_per_clock "$sum") $(sfb_field compute_s_mean "$sum") $(sfb_field update_s_mean "$sum") $(sfb_field wait_s_mean "$sum")"
 done > "$out/bars.dat"
 gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/bytes_per_clock.png'; set style data histograms;
   set style histogram clustered gap 1; set style fill solid 0.8; set logscale y; set ylabel 'MB per clock (log)'; set grid ytics;

@@ -12,7 +12,6 @@ if [ ${#configs[@]} -eq 0 ]; then
 fi
 NP=${NP:-4}
 mkdir -p "$SFB_ROOT/runs/models"
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"'; }
 rows=()
 for c in "${configs[@]}"; do
   for s in 0 3 inf; do
@@ -21,9 +20,9 @@ for c in "${configs[@]}"; do
     sfb_mpirun -np "$NP" "$SFB_BUILD/apps/sfbd" --config "$SFB_ROOT/configs/$c.toml" --set sfb.staleness=$s \
       --set output.dir="$out" --set output.log_level=warn > "$out.log" 2>&1 || { cat "$out.log"; exit 1; }
     sum="$out/summary.json"
-    rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s |' "$c" "$(field consistency "$sum")" "$(field final_clock "$sum")" \
-      "$(field final_objective "$sum")" "$(field final_accuracy "$sum")" "$(field final_metrics "$sum" | tr -d '{}')" \
-      "$(printf '%.1f s, %.0f samples/s' "$(field seconds "$sum")" "$(field samples_per_s "$sum")")")")
+    rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s |' "$c" "$(sfb_field consistency "$sum")" "$(sfb_field final_clock "$sum")" \
+      "$(sfb_field final_objective "$sum")" "$(sfb_field final_accuracy "$sum")" "$(sfb_field final_metrics "$sum" | tr -d '{}')" \
+      "$(printf '%.1f s, %.0f samples/s' "$(sfb_field seconds "$sum")" "$(sfb_field samples_per_s "$sum")")")")
   done
 done
 echo
