@@ -180,7 +180,7 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
                mean(&sfb::mgwfbp::IterationStats::iteration_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::predicted_us) / 1e3,
                mean(&sfb::mgwfbp::IterationStats::forward_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::backward_us) / 1e3,
                mean(&sfb::mgwfbp::IterationStats::comm_wait_us) / 1e3);
-    fmt::print("  replicas equal   {}\n", equal ? "yes" : "NO");
+    fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", equal ? "yes" : "NO", r.checksum);
     if (!cfg.summary_file.empty() && !cfg.out_dir.empty()) {
       std::string preds;
       for (const auto& p : r.predictions)
@@ -191,12 +191,13 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
           "  \"groups\": {},\n  \"plan\": \"{}\",\n  \"a_us\": {:.3f},\n  \"b_us_per_byte\": {:.6e},\n"
           "  \"iterations\": {},\n  \"seconds\": {:.6f},\n  \"final_accuracy\": {:.6f},\n"
           "  \"iteration_us\": {:.1f},\n  \"predicted_us\": {:.1f},\n  \"forward_us\": {:.1f},\n  \"backward_us\": {:.1f},\n"
-          "  \"comm_wait_us\": {:.1f},\n  \"replans\": {},\n  \"checksums_equal\": {},\n  \"predictions\": [{}]\n}}\n",
+          "  \"comm_wait_us\": {:.1f},\n  \"replans\": {},\n  \"checksums_equal\": {},\n  \"checksum\": \"{:016x}\",\n"
+          "  \"predictions\": [{}]\n}}\n",
           cfg.source, P, cfg.mg_planner, r.plan.size(), sfb::mgwfbp::describe(r.plan), r.cost.a_us, r.cost.b_us_per_byte,
           r.iterations.size(), r.seconds, r.test_accuracy, mean(&sfb::mgwfbp::IterationStats::iteration_us),
           mean(&sfb::mgwfbp::IterationStats::predicted_us), mean(&sfb::mgwfbp::IterationStats::forward_us),
           mean(&sfb::mgwfbp::IterationStats::backward_us), mean(&sfb::mgwfbp::IterationStats::comm_wait_us), r.replans,
-          equal ? "true" : "false", preds);
+          equal ? "true" : "false", r.checksum, preds);
       sfb::write_file_atomic((std::filesystem::path(cfg.out_dir) / cfg.summary_file).string(), json);
     }
   }
