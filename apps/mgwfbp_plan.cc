@@ -20,7 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
-#include "sfb/core/metrics.h"
+#include "sfb/core/files.h"
 #include "sfb/mgwfbp/allreduce_bench.h"
 #include "sfb/mgwfbp/cost_model.h"
 #include "sfb/mgwfbp/planner.h"

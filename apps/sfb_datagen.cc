@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
-#include "sfb/core/metrics.h"
+#include "sfb/core/files.h"
 #include "sfb/io/synthetic.h"
 
 int main(int argc, char** argv) {

@@ -26,6 +26,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
 #include "sfb/core/log.h"
+#include "sfb/core/files.h"
 #include "sfb/core/metrics.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
@@ -306,7 +307,7 @@ int run(int argc, char** argv, int rank, int P) {
   sfb::io::Checkpoint ckpt;
   sfb::runtime::WorkerStart start;
   if (!resume_path.empty()) {
-    std::string bytes;
+    sfb::Bytes bytes;
     if (rank == 0) {
       try {
         ckpt = sfb::io::read_checkpoint(resume_path);
@@ -326,7 +327,7 @@ int run(int argc, char** argv, int rank, int P) {
       if (!error.empty()) fmt::print(stderr, "sfbd: error: {}\n", error);
       return kExitBadInput;
     }
-    const auto received = sfb::comm::broadcast_bytes(*transport, 0, std::as_bytes(std::span(bytes.data(), bytes.size())));
+    const auto received = sfb::comm::broadcast_bytes(*transport, 0, bytes);
     ckpt = sfb::io::decode_checkpoint(received, resume_path);
     start = {ckpt.clock, &ckpt.W};
     spdlog::info("resuming from {} at clock {} (written by {} ranks)", resume_path, ckpt.clock, ckpt.ranks);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "sfb/baselines/allreduce_exchange.h"
+#include "sfb/comm/ring_allreduce.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
@@ -182,7 +183,7 @@ TEST_P(RingSizes, AllreduceSumsAndEveryRankGetsTheSameBits) {
   }
   testing::run_ranks(P, [&](comm::Transport& t) {
     auto& mine = data[static_cast<size_t>(t.rank())];
-    ring_allreduce(t, P, mine, 7, [&t] { return t.recv(comm::kTagReduce); });
+    comm::ring_allreduce(t, P, mine, 7, [&t] { return t.recv(comm::kTagReduce); });
   });
   for (int i = 0; i < n; ++i) {
     EXPECT_NEAR(data[0][static_cast<size_t>(i)], expect[static_cast<size_t>(i)], 1e-5);

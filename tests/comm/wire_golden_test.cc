@@ -10,14 +10,14 @@
 
 #include <gtest/gtest.h>
 
-#include "sfb/baselines/allreduce_exchange.h"
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/comm/collectives.h"
+#include "sfb/comm/ring_allreduce.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/model_file.h"
-#include "sfb/mgwfbp/det_allreduce.h"
+#include "sfb/comm/rank_order_allreduce.h"
 #include "testing/rank_threads.h"
 
 namespace sfb {
@@ -139,7 +139,7 @@ TEST(WireGolden, Collectives) {
 TEST(WireGolden, RingAllreduce) {
   const auto d = sent_digests([](comm::Transport& t) {
     auto data = data_of(t.rank(), 10);
-    baselines::ring_allreduce(t, 3, data, 5, [&t] { return t.recv(comm::kTagReduce); });
+    comm::ring_allreduce(t, 3, data, 5, [&t] { return t.recv(comm::kTagReduce); });
   });
   EXPECT_EQ(d, (std::vector<uint64_t>{9761786274023598021ULL, 13725533758581268209ULL, 15331658925383531254ULL}));
 }
@@ -147,7 +147,7 @@ TEST(WireGolden, RingAllreduce) {
 TEST(WireGolden, RankOrderAllreduce) {
   const auto d = sent_digests([](comm::Transport& t) {
     auto data = data_of(t.rank(), 10);
-    mgwfbp::RankOrderAllreduce ar(t);
+    comm::RankOrderAllreduce ar(t);
     ar.run(data, 4097);
   });
   EXPECT_EQ(d, (std::vector<uint64_t>{14531069826645088418ULL, 7255573332068497811ULL, 1428741035646048873ULL}));

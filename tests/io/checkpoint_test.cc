@@ -38,7 +38,8 @@ TEST(Checkpoint, RoundTripsThroughAFile) {
 }
 
 TEST(Checkpoint, EveryCorruptionIsRefusedWithItsReason) {
-  const std::string good = encode_checkpoint({7, 1, 5, 2, Matrix::Random(3, 4)});
+  const Bytes encoded = encode_checkpoint({7, 1, 5, 2, Matrix::Random(3, 4)});
+  const std::string good(reinterpret_cast<const char*>(encoded.data()), encoded.size());
   EXPECT_EQ(decode_error(good), "");
   EXPECT_THAT(decode_error(good.substr(0, 50)), HasSubstr("ck.bin: checkpoint is truncated"));
   EXPECT_THAT(decode_error(good.substr(0, good.size() - 4)), HasSubstr("data bytes, a 3 x 4 matrix needs 48"));

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sfb/core/error.h"
-#include "sfb/mgwfbp/det_allreduce.h"
+#include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/mgwfbp/executor.h"
 #include "sfb/mgwfbp/nn/network.h"
 #include "testing/rank_threads.h"
@@ -245,7 +245,7 @@ TEST(RankOrderAllreduce, SumsDoNotDependOnTheChunking) {
     split[static_cast<size_t>(r)] = whole[static_cast<size_t>(r)];
   }
   testing::run_ranks(P, [&](comm::Transport& t) {
-    RankOrderAllreduce ar(t);
+    comm::RankOrderAllreduce ar(t);
     auto& w = whole[static_cast<size_t>(t.rank())];
     ar.run(w, 1);
     auto& s = split[static_cast<size_t>(t.rank())];

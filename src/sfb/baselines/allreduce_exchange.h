@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "sfb/comm/transport.h"
-#include "sfb/runtime/bounded_queue.h"
+#include "sfb/core/bounded_queue.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
@@ -35,15 +35,9 @@ class AllreduceExchange final : public runtime::Exchange {
 
   runtime::ExchangeHost host_;
   int rank_ = 0, P_ = 1;
-  runtime::BoundedQueue<SfBatchPtr> own_;
-  runtime::BoundedQueue<std::shared_ptr<comm::Message>> chunks_;
+  BoundedQueue<SfBatchPtr> own_;
+  BoundedQueue<std::shared_ptr<comm::Message>> chunks_;
   std::thread thread_;
 };
-
-// Ring all-reduce (sum) of `data` over ranks 0..workers-1 of `t` on kTagReduce; `recv_left` yields
-// the next message from the left neighbour. Chunk c of the reduce-scatter holds elements
-// [n c / P, n (c+1) / P). Every rank ends with bitwise the same sums.
-void ring_allreduce(comm::Transport& t, int workers, std::span<float> data, int64_t clock,
-                    const std::function<comm::Message()>& recv_left);
 
 }  // namespace sfb::baselines

@@ -1,44 +1,48 @@
 #include "sfb/baselines/ps_codec.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 
+#include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 
 namespace sfb::baselines {
 
 comm::Bytes encode_ps(PsType type, int64_t clock, int64_t row_begin, int64_t rows, int64_t cols, const float* payload) {
-  PsHeader h;
-  h.type = type;
-  h.clock = clock;
-  h.row_begin = row_begin;
-  h.rows = payload ? rows : 0;
-  h.cols = payload ? cols : 0;
-  const auto bytes = static_cast<size_t>(h.rows * h.cols) * sizeof(float);
-  comm::Bytes out(sizeof(h) + bytes);
-  std::memcpy(out.data(), &h, sizeof(h));
-  if (bytes > 0) std::memcpy(out.data() + sizeof(h), payload, bytes);
-  return out;
+  const int64_t r = payload ? rows : 0, c = payload ? cols : 0;
+  const auto floats = static_cast<size_t>(r * c);
+  ByteWriter w(kPsHeaderBytes + floats * sizeof(float));
+  w.put<uint32_t>(kPsMagic);
+  w.put<uint32_t>(static_cast<uint32_t>(type));
+  w.put<int64_t>(clock);
+  w.put<int64_t>(row_begin);
+  w.put<int64_t>(r);
+  w.put<int64_t>(c);
+  w.put<int64_t>(0);
+  w.put_array(payload, floats);
+  return w.take();
 }
 
 PsHeader decode_ps_header(const comm::Bytes& data, int from) {
+  const std::string what = fmt::format("parameter-server message from rank {}", from);
+  if (data.size() < kPsHeaderBytes)
+    throw CommError(fmt::format("{}: {} bytes, shorter than its 48-byte header", what, data.size()));
+  ByteReader r(data, what, ByteReader::Source::kMessage);
+  const auto magic = r.get<uint32_t>("magic");
+  if (magic != kPsMagic) throw CommError(fmt::format("{}: bad magic {:#x}", what, magic));
+  const auto t = r.get<uint32_t>("type");
+  if (t < 1 || t > 4) throw CommError(fmt::format("{}: unknown type {}", what, t));
   PsHeader h;
-  if (data.size() < sizeof(h))
-    throw CommError(fmt::format("parameter-server message from rank {}: {} bytes, shorter than its 48-byte header",
-                                from, data.size()));
-  std::memcpy(&h, data.data(), sizeof(h));
-  if (h.magic != PsHeader{}.magic)
-    throw CommError(fmt::format("parameter-server message from rank {}: bad magic {:#x}", from, h.magic));
-  const auto t = static_cast<uint32_t>(h.type);
-  if (t < 1 || t > 4) throw CommError(fmt::format("parameter-server message from rank {}: unknown type {}", from, t));
+  h.type = static_cast<PsType>(t);
+  h.clock = r.get<int64_t>("clock");
+  h.row_begin = r.get<int64_t>("row_begin");
+  h.rows = r.get<int64_t>("rows");
+  h.cols = r.get<int64_t>("cols");
+  r.skip(8, "reserved");
   if (h.rows < 0 || h.cols < 0 || h.row_begin < 0 || h.clock < 0 || (h.cols > 0 && h.rows > (int64_t{1} << 40) / h.cols))
-    throw CommError(fmt::format("parameter-server message from rank {}: bad shape rows {} cols {} at row {} clock {}",
-                                from, h.rows, h.cols, h.row_begin, h.clock));
-  const auto want = sizeof(h) + static_cast<size_t>(h.rows * h.cols) * sizeof(float);
-  if (data.size() != want)
-    throw CommError(fmt::format("parameter-server message from rank {}: {} bytes, its header says {}", from,
-                                data.size(), want));
+    throw CommError(fmt::format("{}: bad shape rows {} cols {} at row {} clock {}", what, h.rows, h.cols, h.row_begin,
+                                h.clock));
+  const auto want = kPsHeaderBytes + static_cast<size_t>(h.rows * h.cols) * sizeof(float);
+  if (data.size() != want) throw CommError(fmt::format("{}: {} bytes, its header says {}", what, data.size(), want));
   return h;
 }
 

@@ -15,16 +15,17 @@ namespace sfb::baselines {
 
 enum class PsType : uint32_t { kInit = 1, kPush = 2, kPull = 3, kBye = 4 };
 
+// The header's fields in wire order: u32 magic "FSPS", u32 type, i64 clock, i64 row_begin, i64 rows,
+// i64 cols, i64 reserved (0).
+inline constexpr uint32_t kPsMagic = 0x53505346;
+inline constexpr size_t kPsHeaderBytes = 48;
 struct PsHeader {
-  uint32_t magic = 0x53505346;  // "FSPS"
   PsType type = PsType::kBye;
   int64_t clock = 0;
   int64_t row_begin = 0;
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t reserved = 0;
 };
-static_assert(sizeof(PsHeader) == 48);
 
 // Header + rows x cols floats from `payload` (null for BYE), labelled as global rows
 // [row_begin, row_begin + rows) of W.
@@ -34,7 +35,7 @@ comm::Bytes encode_ps(PsType type, int64_t clock, int64_t row_begin, int64_t row
 PsHeader decode_ps_header(const comm::Bytes& data, int from);
 // The payload of a decoded message.
 inline const float* ps_payload(const comm::Bytes& data) {
-  return reinterpret_cast<const float*>(data.data() + sizeof(PsHeader));
+  return reinterpret_cast<const float*>(data.data() + kPsHeaderBytes);
 }
 
 // Rows of W held by server s of S: [J s / S, J (s + 1) / S).

@@ -1,19 +1,18 @@
 #include "sfb/comm/collectives.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 
 namespace sfb::comm {
 namespace {
 
 Bytes pack(std::span<const int64_t> v) {
-  Bytes b(v.size() * 8);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
+  ByteWriter w(v.size_bytes());
+  w.put_array(v);
+  return w.take();
 }
 
 std::vector<int64_t> unpack(const Message& m, size_t expected, int me) {
@@ -21,7 +20,8 @@ std::vector<int64_t> unpack(const Message& m, size_t expected, int me) {
     throw CommError(fmt::format("rank {}: collective message from rank {} has {} bytes, expected {}", me, m.src,
                                 m.data.size(), expected * 8));
   std::vector<int64_t> v(expected);
-  std::memcpy(v.data(), m.data.data(), m.data.size());
+  ByteReader r(m.data, "collective message", ByteReader::Source::kMessage);
+  r.get_array(v.data(), expected, "values");
   return v;
 }
 

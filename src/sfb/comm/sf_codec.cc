@@ -1,58 +1,32 @@
 #include "sfb/comm/sf_codec.h"
 
-#include <bit>
-#include <cstring>
-
 #include <fmt/format.h>
 
+#include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 
 namespace sfb::comm {
 
-static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
-
 namespace {
 
-class Writer {
- public:
-  explicit Writer(Bytes& out) : out_(out) {}
-  template <typename T>
-  void put(T v) {
-    raw(&v, sizeof(T));
-  }
-  void raw(const void* p, size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-
- private:
-  Bytes& out_;
-};
-
-// memcpy with a null pointer is undefined even for 0 bytes, and empty vectors and matrices have
-// null data() (found by fuzz_wire under UBSan).
-void copy_bytes(void* dst, const void* src, size_t n) {
-  if (n > 0) std::memcpy(dst, src, n);
-}
-
-template <typename T>
-T get(std::span<const std::byte> d, size_t off) {
-  T v;
-  std::memcpy(&v, d.data() + off, sizeof(T));
-  return v;
-}
-
-void check_common(std::span<const std::byte> d, size_t header, uint16_t kind, const char* what) {
-  if (d.size() < header)
-    throw CommError(fmt::format("{}: message of {} bytes is shorter than the {}-byte header", what, d.size(), header));
-  const auto magic = get<uint32_t>(d, 0);
-  if (magic != kWireMagic) throw CommError(fmt::format("{}: bad magic 0x{:08x} (expected 0x{:08x})", what, magic, kWireMagic));
-  const auto version = get<uint16_t>(d, 4);
+// Magic, version and kind: the first 8 bytes of every message of this codec.
+void check_common(ByteReader& r, size_t header, uint16_t kind) {
+  if (r.remaining() < header)
+    r.fail(fmt::format("{}: message of {} bytes is shorter than the {}-byte header", r.what(), r.remaining(), header));
+  const auto magic = r.get<uint32_t>("magic");
+  if (magic != kWireMagic) r.fail(fmt::format("{}: bad magic 0x{:08x} (expected 0x{:08x})", r.what(), magic, kWireMagic));
+  const auto version = r.get<uint16_t>("version");
   if (version != kWireVersion)
-    throw CommError(fmt::format("{}: wire version {} is not supported (expected {}); are all ranks the same sfbd build?",
-                                what, version, kWireVersion));
-  const auto k = get<uint16_t>(d, 6);
-  if (k != kind) throw CommError(fmt::format("{}: message kind {} where kind {} was expected", what, k, kind));
+    r.fail(fmt::format("{}: wire version {} is not supported (expected {}); are all ranks the same sfbd build?", r.what(),
+                       version, kWireVersion));
+  const auto k = r.get<uint16_t>("kind");
+  if (k != kind) r.fail(fmt::format("{}: message kind {} where kind {} was expected", r.what(), k, kind));
+}
+
+void put_common(ByteWriter& w, uint16_t kind) {
+  w.put<uint32_t>(kWireMagic);
+  w.put<uint16_t>(kWireVersion);
+  w.put<uint16_t>(kind);
 }
 
 }  // namespace
@@ -73,12 +47,8 @@ Bytes encode_sf_batch(const SfBatch& b) {
     SFB_ENFORCE(b.v.rows() == b.count && b.v.cols() == b.D, "v is {}x{}, batch {}x{}", b.v.rows(), b.v.cols(), b.count, b.D);
   }
   const int64_t total = encoded_sf_bytes(b);
-  Bytes out;
-  out.reserve(static_cast<size_t>(total));
-  Writer w(out);
-  w.put<uint32_t>(kWireMagic);
-  w.put<uint16_t>(kWireVersion);
-  w.put<uint16_t>(kKindSfBatch);
+  ByteWriter w(static_cast<size_t>(total));
+  put_common(w, kKindSfBatch);
   w.put<int32_t>(b.sender);
   w.put<int32_t>(b.count);
   w.put<int64_t>(b.clock);
@@ -88,29 +58,31 @@ Bytes encode_sf_batch(const SfBatch& b) {
   w.put<uint32_t>(0);
   w.put<int64_t>(b.sparse_v ? static_cast<int64_t>(b.v_index.size()) : 0);
   w.put<int64_t>(total - static_cast<int64_t>(kSfHeaderBytes));
-  w.raw(b.u.data(), static_cast<size_t>(b.u.size()) * 4);
+  w.put_array(b.u.data(), static_cast<size_t>(b.u.size()));
   if (b.sparse_v) {
-    w.raw(b.v_row_ptr.data(), b.v_row_ptr.size() * 8);
-    w.raw(b.v_index.data(), b.v_index.size() * 4);
-    w.raw(b.v_value.data(), b.v_value.size() * 4);
+    w.put_array(std::span<const int64_t>(b.v_row_ptr));
+    w.put_array(std::span<const int32_t>(b.v_index));
+    w.put_array(std::span<const float>(b.v_value));
   } else {
-    w.raw(b.v.data(), static_cast<size_t>(b.v.size()) * 4);
+    w.put_array(b.v.data(), static_cast<size_t>(b.v.size()));
   }
-  SFB_ENFORCE(static_cast<int64_t>(out.size()) == total, "encoded {} bytes, expected {}", out.size(), total);
-  return out;
+  SFB_ENFORCE(static_cast<int64_t>(w.size()) == total, "encoded {} bytes, expected {}", w.size(), total);
+  return w.take();
 }
 
 SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
-  check_common(d, kSfHeaderBytes, kKindSfBatch, "SF batch");
+  ByteReader r(d, "SF batch", ByteReader::Source::kMessage);
+  check_common(r, kSfHeaderBytes, kKindSfBatch);
   SfBatch b;
-  b.sender = get<int32_t>(d, 8);
-  b.count = get<int32_t>(d, 12);
-  b.clock = get<int64_t>(d, 16);
-  b.J = get<int32_t>(d, 24);
-  b.D = get<int32_t>(d, 28);
-  const auto flags = get<uint32_t>(d, 32);
-  const auto nnz = get<int64_t>(d, 40);
-  const auto payload = get<int64_t>(d, 48);
+  b.sender = r.get<int32_t>("sender");
+  b.count = r.get<int32_t>("count");
+  b.clock = r.get<int64_t>("clock");
+  b.J = r.get<int32_t>("J");
+  b.D = r.get<int32_t>("D");
+  const auto flags = r.get<uint32_t>("flags");
+  r.skip(4, "reserved");
+  const auto nnz = r.get<int64_t>("nnz");
+  const auto payload = r.get<int64_t>("payload bytes");
   const auto where = fmt::format("SF batch from rank {} (clock {})", b.sender, b.clock);
   if (ex.sender >= 0 && b.sender != ex.sender)
     throw CommError(fmt::format("{}: header names sender {} but it came from rank {}", where, b.sender, ex.sender));
@@ -127,26 +99,21 @@ SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
   expected += b.sparse_v ? (int64_t{b.count} + 1) * 8 + nnz * 8 : int64_t{b.count} * b.D * 4;
   if (payload != expected)
     throw CommError(fmt::format("{}: header says {} payload bytes, its shape needs {}", where, payload, expected));
-  if (static_cast<int64_t>(d.size()) - static_cast<int64_t>(kSfHeaderBytes) != payload)
-    throw CommError(fmt::format("{}: received {} payload bytes, header says {}", where,
-                                static_cast<int64_t>(d.size()) - static_cast<int64_t>(kSfHeaderBytes), payload));
-  size_t off = kSfHeaderBytes;
+  if (static_cast<int64_t>(r.remaining()) != payload)
+    throw CommError(fmt::format("{}: received {} payload bytes, header says {}", where, r.remaining(), payload));
   b.u.resize(b.count, b.J);
-  copy_bytes(b.u.data(), d.data() + off, static_cast<size_t>(b.u.size()) * 4);
-  off += static_cast<size_t>(b.u.size()) * 4;
+  r.get_array(b.u.data(), static_cast<size_t>(b.u.size()), "u");
   if (!b.sparse_v) {
     b.v.resize(b.count, b.D);
-    copy_bytes(b.v.data(), d.data() + off, static_cast<size_t>(b.v.size()) * 4);
+    r.get_array(b.v.data(), static_cast<size_t>(b.v.size()), "v");
     return b;
   }
   b.v_row_ptr.resize(static_cast<size_t>(b.count) + 1);
-  copy_bytes(b.v_row_ptr.data(), d.data() + off, b.v_row_ptr.size() * 8);
-  off += b.v_row_ptr.size() * 8;
+  r.get_array(b.v_row_ptr.data(), b.v_row_ptr.size(), "v row pointers");
   b.v_index.resize(static_cast<size_t>(nnz));
-  copy_bytes(b.v_index.data(), d.data() + off, b.v_index.size() * 4);
-  off += b.v_index.size() * 4;
+  r.get_array(b.v_index.data(), b.v_index.size(), "v indices");
   b.v_value.resize(static_cast<size_t>(nnz));
-  copy_bytes(b.v_value.data(), d.data() + off, b.v_value.size() * 4);
+  r.get_array(b.v_value.data(), b.v_value.size(), "v values");
   if (b.v_row_ptr.front() != 0 || b.v_row_ptr.back() != nnz)
     throw CommError(fmt::format("{}: sparse row pointers span [{}, {}], expected [0, {}]", where, b.v_row_ptr.front(),
                                 b.v_row_ptr.back(), nnz));
@@ -161,28 +128,26 @@ SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
 }
 
 Bytes encode_control(const ControlMsg& m) {
-  Bytes out;
-  out.reserve(kControlHeaderBytes + m.payload.size() * 8);
-  Writer w(out);
-  w.put<uint32_t>(kWireMagic);
-  w.put<uint16_t>(kWireVersion);
-  w.put<uint16_t>(kKindControl);
+  ByteWriter w(kControlHeaderBytes + m.payload.size() * 8);
+  put_common(w, kKindControl);
   w.put<int32_t>(m.sender);
   w.put<uint32_t>(static_cast<uint32_t>(m.type));
   w.put<int64_t>(m.value);
   w.put<uint32_t>(static_cast<uint32_t>(m.payload.size()));
   w.put<uint32_t>(0);
-  w.raw(m.payload.data(), m.payload.size() * 8);
-  return out;
+  w.put_array(std::span<const int64_t>(m.payload));
+  return w.take();
 }
 
 ControlMsg decode_control(std::span<const std::byte> d, int expected_sender) {
-  check_common(d, kControlHeaderBytes, kKindControl, "control message");
+  ByteReader r(d, "control message", ByteReader::Source::kMessage);
+  check_common(r, kControlHeaderBytes, kKindControl);
   ControlMsg m;
-  m.sender = get<int32_t>(d, 8);
-  const auto type = get<uint32_t>(d, 12);
-  m.value = get<int64_t>(d, 16);
-  const auto n = get<uint32_t>(d, 24);
+  m.sender = r.get<int32_t>("sender");
+  const auto type = r.get<uint32_t>("type");
+  m.value = r.get<int64_t>("value");
+  const auto n = r.get<uint32_t>("payload words");
+  r.skip(4, "reserved");
   if (expected_sender >= 0 && m.sender != expected_sender)
     throw CommError(fmt::format("control message: header names sender {} but it came from rank {}", m.sender,
                                 expected_sender));
@@ -192,7 +157,7 @@ ControlMsg decode_control(std::span<const std::byte> d, int expected_sender) {
     throw CommError(fmt::format("control message from rank {}: {} bytes, header says {} payload words", m.sender,
                                 d.size(), n));
   m.payload.resize(n);
-  copy_bytes(m.payload.data(), d.data() + kControlHeaderBytes, size_t{n} * 8);
+  r.get_array(m.payload.data(), n, "payload");
   return m;
 }
 

@@ -14,6 +14,8 @@
 #include <span>
 #include <vector>
 
+#include "sfb/core/bytes.h"
+
 namespace sfb::comm {
 
 using Tag = int32_t;
@@ -24,7 +26,7 @@ inline constexpr Tag kTagPs = 4;          // parameter server: push, pull, init,
 inline constexpr Tag kTagReduce = 5;      // ring all-reduce chunks (baselines/allreduce)
 inline constexpr Tag kMaxTag = 1000;
 
-using Bytes = std::vector<std::byte>;
+using Bytes = sfb::Bytes;
 using SharedBytes = std::shared_ptr<const Bytes>;
 
 struct Message {

@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 
@@ -44,36 +41,6 @@ void JsonlWriter::write(const std::string& line) {
   if (!f_) return;
   if (std::fputs(line.c_str(), f_) < 0 || std::fputc('\n', f_) < 0 || std::fflush(f_) != 0)
     throw Error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw InvalidArgument(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: fsync/close failed: {}", tmp, std::strerror(err)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: rename to {} failed: {}", tmp, path, std::strerror(err)));
-  }
 }
 
 }  // namespace sfb

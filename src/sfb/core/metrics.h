@@ -42,7 +42,4 @@ class JsonlWriter {
   std::string path_;
 };
 
-// Writes `content` to `path` atomically: a temporary file in the same directory, fsync, rename.
-void write_file_atomic(const std::string& path, const std::string& content);
-
 }  // namespace sfb

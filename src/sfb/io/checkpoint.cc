@@ -1,35 +1,23 @@
 #include "sfb/io/checkpoint.h"
 
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 
+#include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
-#include "sfb/core/metrics.h"
+#include "sfb/core/files.h"
 
 namespace sfb::io {
-
-static_assert(std::endian::native == std::endian::little, "the checkpoint format is little-endian");
 
 namespace {
 constexpr char kMagic[8] = {'S', 'F', 'B', 'C', 'K', 'P', 'T', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kCrcOffset = 64;
 
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-template <typename T>
-T get(std::span<const std::byte> d, size_t off) {
-  T v;
-  std::memcpy(&v, d.data() + off, sizeof(v));
-  return v;
-}
-
+// CRC-32 of the header with its CRC field zeroed, then of the data.
 uint32_t checksum(std::span<const std::byte> header, std::span<const std::byte> data) {
   std::byte h[kCheckpointHeaderBytes];
   std::memcpy(h, header.data(), kCheckpointHeaderBytes);
@@ -38,56 +26,56 @@ uint32_t checksum(std::span<const std::byte> header, std::span<const std::byte> 
 }
 }  // namespace
 
-std::string encode_checkpoint(const Checkpoint& c) {
-  std::string out;
-  out.reserve(kCheckpointHeaderBytes + static_cast<size_t>(c.W.size()) * 4);
-  out.append(kMagic, 8);
-  put<uint32_t>(out, kVersion);
-  put<uint32_t>(out, 1);
-  put<uint64_t>(out, c.fingerprint);
-  put<uint64_t>(out, c.seed);
-  put<int64_t>(out, c.clock);
-  put<int32_t>(out, c.ranks);
-  put<uint32_t>(out, 0);
-  put<int64_t>(out, c.W.rows());
-  put<int64_t>(out, c.W.cols());
-  put<uint32_t>(out, 0);  // CRC, filled below
-  put<uint32_t>(out, 0);
-  out.append(reinterpret_cast<const char*>(c.W.data()), static_cast<size_t>(c.W.size()) * 4);
-  const auto bytes = std::as_bytes(std::span(out.data(), out.size()));
-  const uint32_t crc = checksum(bytes.first(kCheckpointHeaderBytes), bytes.subspan(kCheckpointHeaderBytes));
-  std::memcpy(out.data() + kCrcOffset, &crc, 4);
-  return out;
+Bytes encode_checkpoint(const Checkpoint& c) {
+  ByteWriter w(kCheckpointHeaderBytes + static_cast<size_t>(c.W.size()) * 4);
+  w.put_raw(kMagic, 8);
+  w.put<uint32_t>(kVersion);
+  w.put<uint32_t>(1);  // dtype float32
+  w.put<uint64_t>(c.fingerprint);
+  w.put<uint64_t>(c.seed);
+  w.put<int64_t>(c.clock);
+  w.put<int32_t>(c.ranks);
+  w.put<uint32_t>(0);
+  w.put<int64_t>(c.W.rows());
+  w.put<int64_t>(c.W.cols());
+  w.put<uint32_t>(0);  // CRC, filled below
+  w.put<uint32_t>(0);
+  w.put_array(c.W.data(), static_cast<size_t>(c.W.size()));
+  const auto bytes = w.bytes();
+  w.put_at<uint32_t>(kCrcOffset, checksum(bytes.first(kCheckpointHeaderBytes), bytes.subspan(kCheckpointHeaderBytes)));
+  return w.take();
 }
 
 Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& name) {
   SFB_CHECK_DATA(d.size() >= kCheckpointHeaderBytes, "{}: checkpoint is truncated: {} bytes, the header alone has {}",
                  name, d.size(), kCheckpointHeaderBytes);
-  SFB_CHECK_DATA(std::memcmp(d.data(), kMagic, 8) == 0, "{}: bad magic: not an sfb checkpoint", name);
-  const auto version = get<uint32_t>(d, 8);
+  ByteReader r(d, name, ByteReader::Source::kFile);
+  SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kMagic, 8) == 0, "{}: bad magic: not an sfb checkpoint", name);
+  const auto version = r.get<uint32_t>("version");
   SFB_CHECK_DATA(version == kVersion, "{}: checkpoint version {} is not supported (expected {})", name, version, kVersion);
-  const auto dtype = get<uint32_t>(d, 12);
+  const auto dtype = r.get<uint32_t>("dtype");
   SFB_CHECK_DATA(dtype == 1, "{}: dtype {} is not supported (1 = float32)", name, dtype);
   Checkpoint c;
-  c.fingerprint = get<uint64_t>(d, 16);
-  c.seed = get<uint64_t>(d, 24);
-  c.clock = get<int64_t>(d, 32);
-  c.ranks = get<int32_t>(d, 40);
-  const auto rows = get<int64_t>(d, 48);
-  const auto cols = get<int64_t>(d, 56);
+  c.fingerprint = r.get<uint64_t>("fingerprint");
+  c.seed = r.get<uint64_t>("seed");
+  c.clock = r.get<int64_t>("clock");
+  c.ranks = r.get<int32_t>("ranks");
+  r.skip(4, "reserved");
+  const auto rows = r.get<int64_t>("rows");
+  const auto cols = r.get<int64_t>("cols");
+  const auto stored = r.get<uint32_t>("CRC");
+  r.skip(4, "reserved");
   SFB_CHECK_DATA(c.clock >= 0 && c.ranks >= 1, "{}: clock {} / ranks {} are invalid", name, c.clock, c.ranks);
   SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
                  "{}: implausible shape {} x {}", name, rows, cols);
   const auto data_bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 4;
-  SFB_CHECK_DATA(d.size() - kCheckpointHeaderBytes == data_bytes,
-                 "{}: checkpoint has {} data bytes, a {} x {} matrix needs {}", name, d.size() - kCheckpointHeaderBytes,
-                 rows, cols, data_bytes);
-  const auto stored = get<uint32_t>(d, kCrcOffset);
+  SFB_CHECK_DATA(r.remaining() == data_bytes, "{}: checkpoint has {} data bytes, a {} x {} matrix needs {}", name,
+                 r.remaining(), rows, cols, data_bytes);
   const uint32_t crc = checksum(d.first(kCheckpointHeaderBytes), d.subspan(kCheckpointHeaderBytes));
   SFB_CHECK_DATA(crc == stored, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt",
                  name, stored, crc);
   c.W.resize(rows, cols);
-  if (data_bytes > 0) std::memcpy(c.W.data(), d.data() + kCheckpointHeaderBytes, static_cast<size_t>(data_bytes));
+  r.get_array(c.W.data(), static_cast<size_t>(c.W.size()), "W");
   return c;
 }
 

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 
+#include "sfb/core/bytes.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::io {
@@ -38,7 +39,7 @@ struct Checkpoint {
   Matrix W;
 };
 
-std::string encode_checkpoint(const Checkpoint& c);
+Bytes encode_checkpoint(const Checkpoint& c);
 // Throws DataError naming `name` and the field that is wrong.
 Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string& name);
 void write_checkpoint(const std::string& path, const Checkpoint& c);

@@ -15,14 +15,15 @@
 
 #include "sfb/comm/collectives.h"
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 #include "sfb/core/hash.h"
 #include "sfb/core/rng.h"
 #include "sfb/core/timer.h"
 #include "sfb/io/sampler.h"
 #include "sfb/mgwfbp/cuda/cuda_backend.h"
-#include "sfb/mgwfbp/det_allreduce.h"
+#include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/mgwfbp/nn/network.h"
-#include "sfb/runtime/bounded_queue.h"
+#include "sfb/core/bounded_queue.h"
 
 namespace sfb::mgwfbp {
 namespace {
@@ -127,7 +128,7 @@ ExecutorResult Executor::run() {
   const int64_t profile_iters = hooks_.plan ? 0 : cfg_.mg_profile_iters;
 
   // Communication thread state.
-  runtime::BoundedQueue<int> ready_q;
+  BoundedQueue<int> ready_q;
   ready_q.set_capacity(1 << 16);
   std::mutex mu;
   std::condition_variable cv;
@@ -138,7 +139,7 @@ ExecutorResult Executor::run() {
   std::vector<std::pair<double, double>> group_times;  // (start, end) us since the iteration start
   Clock::time_point iter_start;
   Plan active = plan;  // written by the training thread between iterations, copied under mu by the communication thread
-  RankOrderAllreduce allreduce(t_);
+  comm::RankOrderAllreduce allreduce(t_);
 
   std::thread comm([&] {
     try {

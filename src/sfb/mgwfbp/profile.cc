@@ -11,7 +11,7 @@
 
 #include "sfb/core/error.h"
 #include "sfb/core/strings.h"
-#include "sfb/core/metrics.h"
+#include "sfb/core/files.h"
 
 namespace sfb::mgwfbp {
 

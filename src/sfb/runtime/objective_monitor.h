@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "sfb/runtime/bounded_queue.h"
+#include "sfb/core/bounded_queue.h"
 
 #include "sfb/api/model.h"
 #include "sfb/core/config.h"

@@ -13,7 +13,7 @@
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-#include "sfb/runtime/bounded_queue.h"
+#include "sfb/core/bounded_queue.h"
 
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"

@@ -4,25 +4,28 @@
 // 0, 1, ..., P-1, then the owners send the sums to everyone (reduce-scatter by direct exchange,
 // then all-gather). Bytes per rank are those of a ring, 2 (P-1)/P of the buffer. MG-WFBP merges
 // layers into different messages under different planners; with this all-reduce every planner
-// still produces bitwise the same gradients (DESIGN.md invariant 6).
+// still produces bitwise the same gradients (docs/design.md, invariant 6). Messages on kTagReduce,
+// allreduce_chunks.h (step 0: a contribution to the owner, 1: the owner's sum).
 //
 // Threads: the caller must be the only thread receiving on `t` while it runs.
+#include <deque>
 #include <span>
+#include <vector>
 
 #include "sfb/comm/transport.h"
 
-namespace sfb::mgwfbp {
+namespace sfb::comm {
 
 class RankOrderAllreduce {
  public:
-  explicit RankOrderAllreduce(comm::Transport& t) : t_(t), stash_(static_cast<size_t>(t.size())) {}
+  explicit RankOrderAllreduce(Transport& t) : t_(t), stash_(static_cast<size_t>(t.size())) {}
   // Sums `data` over all ranks of the transport in place; `id` labels the messages (checked).
   void run(std::span<float> data, int64_t id);
 
  private:
-  comm::Message next_from(int src);
-  comm::Transport& t_;
-  std::vector<std::deque<comm::Message>> stash_;  // per source, messages of later calls
+  Message next_from(int src);
+  Transport& t_;
+  std::vector<std::deque<Message>> stash_;  // per source, messages of later calls
 };
 
-}  // namespace sfb::mgwfbp
+}  // namespace sfb::comm
