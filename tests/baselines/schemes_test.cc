@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include "sfb/baselines/allreduce_exchange.h"
-#include "sfb/comm/ring_allreduce.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
@@ -165,34 +164,6 @@ TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
     EXPECT_EQ(w.final_clock, cfg.max_clocks);
   }
 }
-
-class RingSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
-
-TEST_P(RingSizes, AllreduceSumsAndEveryRankGetsTheSameBits) {
-  const int P = std::get<0>(GetParam());
-  const int n = std::get<1>(GetParam());
-  std::vector<std::vector<float>> data(static_cast<size_t>(P));
-  std::vector<double> expect(static_cast<size_t>(n), 0.0);
-  for (int r = 0; r < P; ++r) {
-    Rng rng = make_rng(9, static_cast<uint64_t>(r));
-    std::uniform_real_distribution<float> u(-1, 1);
-    for (int i = 0; i < n; ++i) {
-      data[static_cast<size_t>(r)].push_back(u(rng));
-      expect[static_cast<size_t>(i)] += data[static_cast<size_t>(r)].back();
-    }
-  }
-  testing::run_ranks(P, [&](comm::Transport& t) {
-    auto& mine = data[static_cast<size_t>(t.rank())];
-    comm::ring_allreduce(t, P, mine, 7, [&t] { return t.recv(comm::kTagReduce); });
-  });
-  for (int i = 0; i < n; ++i) {
-    EXPECT_NEAR(data[0][static_cast<size_t>(i)], expect[static_cast<size_t>(i)], 1e-5);
-    for (int r = 1; r < P; ++r) EXPECT_EQ(data[static_cast<size_t>(r)][static_cast<size_t>(i)], data[0][static_cast<size_t>(i)]);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(RanksAndSizes, RingSizes,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7), ::testing::Values(0, 1, 5, 1000)));
 
 TEST(PsCodec, BadMessagesAreRejectedNamingTheSender) {
   Matrix m = Matrix::Ones(4, 3);

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include "sfb/core/error.h"
-#include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/mgwfbp/executor.h"
 #include "sfb/mgwfbp/nn/network.h"
 #include "testing/rank_threads.h"
@@ -233,26 +232,6 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
   EXPECT_EQ(calls.load(), P * cfg.max_clocks * static_cast<int>(plan.size()));
   // Exactly one all-reduce per group and iteration on the wire: 2 (P - 1) sends per rank each.
   for (const auto& c : counted) EXPECT_EQ(c->reduce_sends.load(), cfg.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
-}
-
-TEST(RankOrderAllreduce, SumsDoNotDependOnTheChunking) {
-  const int P = 3;
-  std::vector<std::vector<float>> whole(P), split(P);
-  for (int r = 0; r < P; ++r) {
-    Rng rng = make_rng(1, static_cast<uint64_t>(r));
-    std::normal_distribution<float> g(0, 1e3f);
-    for (int i = 0; i < 101; ++i) whole[static_cast<size_t>(r)].push_back(g(rng));
-    split[static_cast<size_t>(r)] = whole[static_cast<size_t>(r)];
-  }
-  testing::run_ranks(P, [&](comm::Transport& t) {
-    comm::RankOrderAllreduce ar(t);
-    auto& w = whole[static_cast<size_t>(t.rank())];
-    ar.run(w, 1);
-    auto& s = split[static_cast<size_t>(t.rank())];
-    ar.run(std::span<float>(s.data(), 37), 2);
-    ar.run(std::span<float>(s.data() + 37, 64), 3);
-  });
-  for (int r = 0; r < P; ++r) EXPECT_EQ(whole[static_cast<size_t>(r)], split[0]);
 }
 
 TEST(Network, BadSpecsAreRejectedNamingTheLayer) {
