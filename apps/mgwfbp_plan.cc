@@ -8,8 +8,6 @@
 // Prints one row per planner and node count: groups, predicted iteration time, non-overlapped
 // communication, speedup over one node; with --out also writes predictions.csv, speedup.png
 // and timeline.png (gnuplot).
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -19,9 +17,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sfb/comm/mpi_session.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
-#include "sfb/mgwfbp/allreduce_bench.h"
 #include "sfb/mgwfbp/cost_model.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/profile.h"
@@ -170,6 +168,29 @@ void random_trials(int trials, uint64_t seed) {
              gains.empty() ? 0.0 : 100 * gains[gains.size() / 2], 100 * max_gain);
 }
 
+// --measure: times MPI_Allreduce on the live communicator, prints (and writes) an OSU-style log
+// and the fitted a, b.
+int measure_main(int& argc, char**& argv, const sfb::comm::MpiAllreduceBench& bench, int64_t fit_min_bytes,
+                 const std::string& out) {
+  sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kSerialized);
+  const auto timed = mpi.measure_allreduce(bench);
+  if (mpi.rank() != 0) return 0;
+  std::vector<Sample> samples;
+  std::string text = fmt::format("# MPI_Allreduce float sum, {} ranks, median of {} (slowest rank per call)\n"
+                                 "# Size       Avg Latency(us)\n", mpi.size(), bench.repeats);
+  for (const auto& s : timed) {
+    samples.push_back({s.bytes, s.us});
+    text += fmt::format("{},{} {:.3f}\n", mpi.size(), s.bytes, s.us);
+  }
+  if (!out.empty()) sfb::write_file_atomic(out, text);
+  fmt::print("{}", text);
+  const Fit f = fit_cost_model(samples, fit_min_bytes);
+  fmt::print("fit over sizes >= {} B: a = {:.2f} us, b = {:.4e} us/B, R^2 = {:.4f}\n", fit_min_bytes, f.model.a_us,
+             f.model.b_us_per_byte, f.r2);
+  warn_if_unphysical(f);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -181,7 +202,7 @@ int main(int argc, char** argv) {
   bool measure = false;
   int trials = 0, timeline_nodes = 8;
   uint64_t seed = 1;
-  BenchOptions bench;
+  sfb::comm::MpiAllreduceBench bench;
   app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f])");
   app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
   app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)");
@@ -201,26 +222,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    if (measure) {
-      int provided = 0;
-      MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-      int rank = 0, size = 1;
-      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-      MPI_Comm_size(MPI_COMM_WORLD, &size);
-      const auto samples = measure_allreduce(MPI_COMM_WORLD, bench);
-      if (rank == 0) {
-        std::string text = fmt::format("# MPI_Allreduce float sum, {} ranks, median of {} (slowest rank per call)\n# Size       Avg Latency(us)\n", size, bench.repeats);
-        for (const auto& s : samples) text += fmt::format("{},{} {:.3f}\n", size, s.bytes, s.us);
-        if (!out_dir.empty()) sfb::write_file_atomic(out_dir, text);
-        fmt::print("{}", text);
-        const Fit f = fit_cost_model(samples, net.fit_min_bytes);
-        fmt::print("fit over sizes >= {} B: a = {:.2f} us, b = {:.4e} us/B, R^2 = {:.4f}\n", net.fit_min_bytes, f.model.a_us,
-                   f.model.b_us_per_byte, f.r2);
-        warn_if_unphysical(f);
-      }
-      MPI_Finalize();
-      return 0;
-    }
+    if (measure) return measure_main(argc, argv, bench, net.fit_min_bytes, out_dir);
     if (trials > 0) {
       random_trials(trials, seed);
       return 0;

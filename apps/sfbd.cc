@@ -71,7 +71,7 @@ int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
 }
 
 std::string scheme_name(const sfb::Config& cfg) {
-  return cfg.scheme == "sfb" ? "sfb/" + cfg.broadcast : cfg.scheme;
+  return cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme;
 }
 
 std::string summary_json(const sfb::Config& cfg, const std::string& model_name, const sfb::runtime::WorkerResult& r, int P,
@@ -104,17 +104,17 @@ std::string summary_json(const sfb::Config& cfg, const std::string& model_name, 
       "  \"seconds\": {:.6f},\n  \"final_objective\": {:.8g},\n  \"final_accuracy\": {:.6f},\n  \"final_metrics\": {{{}}},\n"
       "  \"samples_per_s\": {:.3f},\n  \"checksums_equal\": {},\n  \"rank_checksums\": [{}],\n"
       "  \"per_rank\": [\n{}  ]\n}}\n",
-      cfg.source, scheme_name(cfg), cfg.asp() ? std::string("\"inf\"") : std::to_string(cfg.staleness), J, D,
+      cfg.source, scheme_name(cfg), cfg.sfb.asp() ? std::string("\"inf\"") : std::to_string(cfg.sfb.staleness), J, D,
       network_bytes(r), measured, theory, mean_of(r, &sfb::runtime::RankStats::compute_s),
-      mean_of(r, &sfb::runtime::RankStats::update_s), mean_of(r, &sfb::runtime::RankStats::wait_s), model_name, P, threads, cfg.consistency_name(), cfg.broadcast, cfg.minibatch, r.stop_reason, r.final_clock,
-      r.seconds, last.objective, last.accuracy, extra, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0,
+      mean_of(r, &sfb::runtime::RankStats::update_s), mean_of(r, &sfb::runtime::RankStats::wait_s), model_name, P, threads, cfg.sfb.consistency_name(), cfg.sfb.broadcast, cfg.optimizer.minibatch, r.stop_reason, r.final_clock,
+      r.seconds, last.objective, last.accuracy, extra, r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.optimizer.minibatch / r.seconds : 0.0,
       equal ? "true" : "false", sums, ranks);
 }
 
 void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, int P, int threads) {
   const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
   fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} | K = {}\n", cfg.source, P, threads,
-             cfg.consistency_name(), scheme_name(cfg), cfg.minibatch);
+             cfg.sfb.consistency_name(), scheme_name(cfg), cfg.optimizer.minibatch);
   fmt::print("  stop reason      {}\n", r.stop_reason);
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
@@ -122,7 +122,7 @@ void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, in
   if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n",
-             r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.minibatch / r.seconds : 0.0);
+             r.seconds > 0 ? static_cast<double>(r.final_clock) * P * cfg.optimizer.minibatch / r.seconds : 0.0);
   const int64_t clocks = r.final_clock - r.start_clock;
   if (clocks > 0)
     fmt::print("  network          {:.3f} MB per clock (all ranks)\n",
@@ -142,8 +142,8 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
   std::string error;
   sfb::io::LoadedData data;
   try {
-    SFB_CHECK(cfg.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
-              cfg.consistency_name());
+    SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
+              cfg.sfb.consistency_name());
     data = sfb::io::load_data(cfg, rank, P, rank == 0);
   } catch (const sfb::Error& e) {
     error = e.what();
@@ -173,7 +173,7 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
       return n > 0 ? s / n : 0.0;
     };
     fmt::print("\nmgwfbp run: {} | {} ranks | planner {} | {} groups | batch {} per rank\n", cfg.source, P,
-               cfg.mg_planner, r.plan.size(), cfg.minibatch);
+               cfg.mgwfbp.planner, r.plan.size(), cfg.optimizer.minibatch);
     fmt::print("  iterations       {}\n  wall time        {:.2f} s\n  test accuracy    {:.2f} %\n", r.iterations.size(),
                r.seconds, 100.0 * r.test_accuracy);
     fmt::print("  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
@@ -182,7 +182,7 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
                mean(&sfb::mgwfbp::IterationStats::forward_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::backward_us) / 1e3,
                mean(&sfb::mgwfbp::IterationStats::comm_wait_us) / 1e3);
     fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", equal ? "yes" : "NO", r.checksum);
-    if (!cfg.summary_file.empty() && !cfg.out_dir.empty()) {
+    if (!cfg.output.summary.empty() && !cfg.output.dir.empty()) {
       std::string preds;
       for (const auto& p : r.predictions)
         preds += fmt::format("{}{{\"planner\": \"{}\", \"groups\": {}, \"iteration_us\": {:.1f}, \"non_overlapped_us\": {:.1f}}}",
@@ -194,12 +194,12 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
           "  \"iteration_us\": {:.1f},\n  \"predicted_us\": {:.1f},\n  \"forward_us\": {:.1f},\n  \"backward_us\": {:.1f},\n"
           "  \"comm_wait_us\": {:.1f},\n  \"replans\": {},\n  \"checksums_equal\": {},\n  \"checksum\": \"{:016x}\",\n"
           "  \"predictions\": [{}]\n}}\n",
-          cfg.source, P, cfg.mg_planner, r.plan.size(), sfb::mgwfbp::describe(r.plan), r.cost.a_us, r.cost.b_us_per_byte,
+          cfg.source, P, cfg.mgwfbp.planner, r.plan.size(), sfb::mgwfbp::describe(r.plan), r.cost.a_us, r.cost.b_us_per_byte,
           r.iterations.size(), r.seconds, r.test_accuracy, mean(&sfb::mgwfbp::IterationStats::iteration_us),
           mean(&sfb::mgwfbp::IterationStats::predicted_us), mean(&sfb::mgwfbp::IterationStats::forward_us),
           mean(&sfb::mgwfbp::IterationStats::backward_us), mean(&sfb::mgwfbp::IterationStats::comm_wait_us), r.replans,
           equal ? "true" : "false", r.checksum, preds);
-      sfb::write_file_atomic((std::filesystem::path(cfg.out_dir) / cfg.summary_file).string(), json);
+      sfb::write_file_atomic((std::filesystem::path(cfg.output.dir) / cfg.output.summary).string(), json);
     }
   }
   return 0;
@@ -247,14 +247,14 @@ int run(int argc, char** argv, int rank, int P) {
     return kExitBadInput;
   }
   if (check_only) {
-    if (rank == 0) fmt::print("{}: OK ({}, {} ranks)\n", config_path, cfg.consistency_name(), P);
+    if (rank == 0) fmt::print("{}: OK ({}, {} ranks)\n", config_path, cfg.sfb.consistency_name(), P);
     return 0;
   }
-  sfb::init_logging(rank, cfg.log_level);
+  sfb::init_logging(rank, cfg.output.log_level);
   sfb::runtime::install_stop_signal_handlers();
   std::unique_ptr<sfb::comm::Transport> transport = sfb::comm::make_mpi_transport(MPI_COMM_WORLD);
-  if (cfg.inject_latency_us > 0)
-    transport = std::make_unique<sfb::comm::LatencyTransport>(std::move(transport), cfg.inject_latency_us);
+  if (cfg.comm.inject_latency_us > 0)
+    transport = std::make_unique<sfb::comm::LatencyTransport>(std::move(transport), cfg.comm.inject_latency_us);
   try {
     sfb::comm::check_all_equal(*transport, cfg.fingerprint(), "the config (after --set overrides)");
   } catch (const sfb::InvalidArgument& e) {
@@ -264,10 +264,10 @@ int run(int argc, char** argv, int rank, int P) {
   }
 
   const int threads = sfb::runtime::resolve_threads(cfg, ranks_on_this_host());
-  cfg.threads = threads;
+  cfg.runtime.threads = threads;
   Eigen::setNbThreads(threads);
 
-  if (cfg.mode == "mgwfbp") return run_mgwfbp(cfg, *transport, rank, P);
+  if (cfg.job.mode == "mgwfbp") return run_mgwfbp(cfg, *transport, rank, P);
 
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
@@ -285,11 +285,11 @@ int run(int argc, char** argv, int rank, int P) {
     if (!server && error.empty()) {
       data = sfb::io::load_data(cfg, rank, workers, rank == 0);
       model = sfb::models::make_model(cfg, data.train, data.total_train, rank, workers);
-      SFB_CHECK(cfg.scheme != "fms" || (!model->has_prox() && model->prox_scale(cfg.lr) == 1.0),
+      SFB_CHECK(cfg.comm.scheme != "fms" || (!model->has_prox() && model->prox_scale(cfg.optimizer.lr) == 1.0),
                 "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not "
                 "apply; use comm.scheme = \"sfb\" or \"allreduce\"", model->name());
     }
-    if (!cfg.out_dir.empty() && rank == 0) std::filesystem::create_directories(cfg.out_dir);
+    if (!cfg.output.dir.empty() && rank == 0) std::filesystem::create_directories(cfg.output.dir);
   } catch (const sfb::Error& e) {
     error = e.what();
   }
@@ -300,7 +300,7 @@ int run(int argc, char** argv, int rank, int P) {
   if (!server)
     spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}, scheme {}",
                  model->name(), model->rows(), model->cols(), data.total_train, data.train.n, data.train.dim, threads,
-                 cfg.consistency_name(), cfg.scheme == "sfb" ? "sfb/" + cfg.broadcast : cfg.scheme);
+                 cfg.sfb.consistency_name(), cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme);
 
   // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
   // (the file need only exist where rank 0 runs).
@@ -315,9 +315,9 @@ int run(int argc, char** argv, int rank, int P) {
                        "{}: the checkpoint was written by a job with other model, data or optimizer settings "
                        "(fingerprint {:016x}, this config {:016x}); resume with the config that wrote it",
                        resume_path, ckpt.fingerprint, cfg.model_fingerprint());
-        SFB_CHECK_DATA(ckpt.clock < cfg.max_clocks,
+        SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
                        "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
-                       "stop.max_clocks", resume_path, ckpt.clock, cfg.max_clocks);
+                       "stop.max_clocks", resume_path, ckpt.clock, cfg.stop.max_clocks);
         bytes = sfb::io::encode_checkpoint(ckpt);
       } catch (const sfb::Error& e) {
         error = e.what();
@@ -351,9 +351,9 @@ int run(int argc, char** argv, int rank, int P) {
                result.self.pairs_received, result.self.pairs_applied);
   if (rank == 0) {
     namespace fs = std::filesystem;
-    if (!cfg.model_file.empty()) sfb::io::write_model((fs::path(cfg.out_dir) / cfg.model_file).string(), result.W);
-    if (!cfg.summary_file.empty())
-      sfb::write_file_atomic((fs::path(cfg.out_dir) / cfg.summary_file).string(), summary_json(cfg, model->name(), result, workers, threads, model->rows(), model->cols()));
+    if (!cfg.output.model.empty()) sfb::io::write_model((fs::path(cfg.output.dir) / cfg.output.model).string(), result.W);
+    if (!cfg.output.summary.empty())
+      sfb::write_file_atomic((fs::path(cfg.output.dir) / cfg.output.summary).string(), summary_json(cfg, model->name(), result, workers, threads, model->rows(), model->cols()));
     print_table(cfg, result, workers, threads);
   }
   transport.reset();

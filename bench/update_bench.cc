@@ -259,7 +259,7 @@ BENCHMARK(BM_MlrComputeSf)->ArgNames({"K", "J", "D"})->Args({32, 10, 785})->Args
 // steady-state heap allocations per clock and rank: the difference between a run of 2N and one of
 // N clocks, divided by N clocks and 4 ranks (start-up allocations cancel).
 int64_t run_4_ranks(sfb::Config cfg, int64_t clocks) {
-  cfg.max_clocks = clocks;
+  cfg.stop.max_clocks = clocks;
   auto group = sfb::comm::make_inproc_group(4);
   std::vector<sfb::io::LoadedData> data;
   for (int r = 0; r < 4; ++r) data.push_back(sfb::io::load_data(cfg, r, 4, false));
@@ -279,16 +279,16 @@ int64_t run_4_ranks(sfb::Config cfg, int64_t clocks) {
 
 void BM_EndToEnd4Ranks(benchmark::State& st) {
   sfb::Config cfg;
-  cfg.data_format = "synthetic";
-  cfg.features = static_cast<int64_t>(st.range(1)) - 1;
-  cfg.classes = st.range(0);
-  cfg.synthetic_samples = 4096;
-  cfg.synthetic_test_samples = 0;
-  cfg.minibatch = st.range(2);
-  cfg.eval_every = 1000000;
-  cfg.threads = 1;
-  cfg.log_level = "warn";
-  cfg.metrics_file = cfg.model_file = cfg.summary_file = "";
+  cfg.data.format = "synthetic";
+  cfg.data.features = static_cast<int64_t>(st.range(1)) - 1;
+  cfg.data.classes = st.range(0);
+  cfg.data.synthetic_samples = 4096;
+  cfg.data.synthetic_test_samples = 0;
+  cfg.optimizer.minibatch = st.range(2);
+  cfg.eval.every = 1000000;
+  cfg.runtime.threads = 1;
+  cfg.output.log_level = "warn";
+  cfg.output.metrics = cfg.output.model = cfg.output.summary = "";
   constexpr int64_t kClocks = 200;
   for (auto _ : st) run_4_ranks(cfg, kClocks);
   st.counters["clocks/s"] = benchmark::Counter(static_cast<double>(kClocks), benchmark::Counter::kIsIterationInvariantRate);

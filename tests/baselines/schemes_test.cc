@@ -31,12 +31,12 @@ using ::testing::HasSubstr;
 
 Config small_config() {
   Config c = testing::quiet_synthetic(30, 5, 600, 100);
-  c.minibatch = 6;
-  c.lr = 0.2;
-  c.max_clocks = 40;
-  c.eval_every = 10;
-  c.eval_train_sample = 100;
-  c.peer_timeout_s = 60;  // a hang fails the test instead of waiting the default 10 minutes
+  c.optimizer.minibatch = 6;
+  c.optimizer.lr = 0.2;
+  c.stop.max_clocks = 40;
+  c.eval.every = 10;
+  c.eval.train_sample = 100;
+  c.runtime.peer_timeout_s = 60;  // a hang fails the test instead of waiting the default 10 minutes
   return c;
 }
 
@@ -47,7 +47,7 @@ struct SchemeRun {
 
 // P workers (+ fms.servers server ranks for FMS) as threads over the in-process transport.
 SchemeRun run_scheme(int P, const Config& cfg) {
-  const int S = cfg.scheme == "fms" ? static_cast<int>(cfg.fms_servers) : 0;
+  const int S = cfg.comm.scheme == "fms" ? static_cast<int>(cfg.fms.servers) : 0;
   SchemeRun out;
   out.workers.resize(static_cast<size_t>(P));
   out.servers.resize(static_cast<size_t>(S));
@@ -72,7 +72,7 @@ class BspSchemes : public ::testing::TestWithParam<bool> {};
 TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
   Config cfg = small_config();
   if (GetParam()) {  // sparse v on the wire
-    cfg.synthetic_density = 0.2;
+    cfg.data.synthetic_density = 0.2;
   }
   const int P = 3;
   const auto sfb = run_scheme(P, cfg);
@@ -81,16 +81,16 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
   ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f);
   for (std::string scheme : {"allreduce", "fms1", "fms2"}) {
     Config c = cfg;
-    c.scheme = scheme.substr(0, scheme.find_first_of("12"));
-    if (scheme == "fms2") c.fms_servers = 2;
+    c.comm.scheme = scheme.substr(0, scheme.find_first_of("12"));
+    if (scheme == "fms2") c.fms.servers = 2;
     const auto run = run_scheme(P, c);
     for (const auto& w : run.workers) {
       // Replicas of one scheme are bitwise equal; across schemes only the float summation order differs.
       EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << scheme;
-      EXPECT_EQ(w.final_clock, cfg.max_clocks) << scheme;
+      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << scheme;
       EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << scheme;
     }
-    for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.max_clocks) << scheme;
+    for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.stop.max_clocks) << scheme;
   }
 }
 
@@ -98,13 +98,13 @@ INSTANTIATE_TEST_SUITE_P(DenseAndSparse, BspSchemes, ::testing::Values(false, tr
 
 TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
   Config cfg = small_config();
-  cfg.features = 200;
-  cfg.classes = 40;
+  cfg.data.features = 200;
+  cfg.data.classes = 40;
   const int P = 4;
   for (std::string scheme : {"sfb", "halton", "fms", "allreduce"}) {
     Config c = cfg;
-    if (scheme == "halton") c.broadcast = "halton";
-    else c.scheme = scheme;
+    if (scheme == "halton") c.sfb.broadcast = "halton";
+    else c.comm.scheme = scheme;
     const auto run = run_scheme(P, c);
     int64_t bytes = 0;
     for (const auto& w : run.workers) bytes += w.self.bytes_sent + w.self.bytes_from_servers;
@@ -113,7 +113,7 @@ TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
     for (const auto& s : run.workers[0].all) from_stats += s.bytes_sent + s.bytes_from_servers;
     // The statistics are taken before the final handshake's few control bytes.
     EXPECT_NEAR(static_cast<double>(from_stats), static_cast<double>(bytes), 1e-3 * static_cast<double>(bytes)) << scheme;
-    const double measured = static_cast<double>(bytes) / static_cast<double>(c.max_clocks);
+    const double measured = static_cast<double>(bytes) / static_cast<double>(c.stop.max_clocks);
     const double theory = 4.0 * theory_floats_per_clock(c, P, 40, 201);
     EXPECT_NEAR(measured / theory, 1.0, 0.02) << scheme << ": " << measured << " vs " << theory;
   }
@@ -133,9 +133,9 @@ TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
 
 TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   Config cfg = small_config();
-  cfg.broadcast = "halton";
-  cfg.halton_q = 2;
-  cfg.staleness = 1;
+  cfg.sfb.broadcast = "halton";
+  cfg.sfb.halton_q = 2;
+  cfg.sfb.staleness = 1;
   const int P = 6;
   const auto run = run_scheme(P, cfg);
   const auto topo = comm::Topology::halton(P, 2);
@@ -144,24 +144,24 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
     for (int src = 0; src < P; ++src) {
       const auto& in = topo.in[static_cast<size_t>(dst)];
       const bool listens = src == dst || std::find(in.begin(), in.end(), src) != in.end();
-      EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)], listens ? cfg.minibatch * cfg.max_clocks : 0)
+      EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)], listens ? cfg.optimizer.minibatch * cfg.stop.max_clocks : 0)
           << src << " -> " << dst;
     }
-    EXPECT_LE(w.self.max_lead, cfg.staleness + 1);
+    EXPECT_LE(w.self.max_lead, cfg.sfb.staleness + 1);
   }
 }
 
 TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
   Config cfg = small_config();
-  cfg.scheme = "fms";
-  cfg.staleness = 2;
-  cfg.slow_rank = 1;
-  cfg.slow_ms = 2;
+  cfg.comm.scheme = "fms";
+  cfg.sfb.staleness = 2;
+  cfg.runtime.slow_rank = 1;
+  cfg.runtime.slow_ms = 2;
   const auto run = run_scheme(3, cfg);
   for (const auto& w : run.workers) {
     // Clock c starts once every worker's clocks < c - s are in the servers' W: lead <= s + 1.
-    EXPECT_LE(w.self.max_lead, cfg.staleness + 1);
-    EXPECT_EQ(w.final_clock, cfg.max_clocks);
+    EXPECT_LE(w.self.max_lead, cfg.sfb.staleness + 1);
+    EXPECT_EQ(w.final_clock, cfg.stop.max_clocks);
   }
 }
 
@@ -194,8 +194,8 @@ TEST(LatencyTransport, NoMessageIsDeliveredBeforeItsLatency) {
 
 TEST(Schemes, ConfigErrorsNameTheKeys) {
   Config cfg = small_config();
-  cfg.scheme = "fms";
-  cfg.fms_servers = 3;
+  cfg.comm.scheme = "fms";
+  cfg.fms.servers = 3;
   EXPECT_THAT([&] { runtime::worker_count(cfg, 3); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("fms.servers = 3 needs more than 3 ranks")));
 }

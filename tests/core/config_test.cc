@@ -31,18 +31,18 @@ std::string error_of(const std::string& text, std::vector<std::string> overrides
 
 TEST(Config, DefaultsAndValues) {
   const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = 3\n[optimizer]\nlr = 1\nminibatch = 8\n", "job.toml");
-  EXPECT_EQ(c.staleness, 3);
-  EXPECT_EQ(c.consistency_name(), "SSP(s=3)");
-  EXPECT_DOUBLE_EQ(c.lr, 1.0);  // an integer is accepted for a float key
-  EXPECT_EQ(c.minibatch, 8);
-  EXPECT_EQ(c.max_clocks, Config{}.max_clocks);
+  EXPECT_EQ(c.sfb.staleness, 3);
+  EXPECT_EQ(c.sfb.consistency_name(), "SSP(s=3)");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1.0);  // an integer is accepted for a float key
+  EXPECT_EQ(c.optimizer.minibatch, 8);
+  EXPECT_EQ(c.stop.max_clocks, Config{}.stop.max_clocks);
 }
 
 TEST(Config, StalenessInfIsAsp) {
   const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = \"inf\"\n", "job.toml");
-  EXPECT_TRUE(c.asp());
-  EXPECT_EQ(c.consistency_name(), "ASP");
-  EXPECT_EQ(parse_config(kBase, "job.toml").consistency_name(), "BSP");
+  EXPECT_TRUE(c.sfb.asp());
+  EXPECT_EQ(c.sfb.consistency_name(), "ASP");
+  EXPECT_EQ(parse_config(kBase, "job.toml").sfb.consistency_name(), "BSP");
 }
 
 TEST(Config, NegativeStalenessNamesLineAndAcceptedValues) {
@@ -78,9 +78,9 @@ TEST(Config, SyntaxErrorNamesLine) {
 
 TEST(Config, OverridesApplyAndAreNamedInErrors) {
   const Config c = parse_config(kBase, "job.toml", {"sfb.staleness=inf", "optimizer.lr=0.5", "output.dir=/tmp/x"});
-  EXPECT_TRUE(c.asp());
-  EXPECT_DOUBLE_EQ(c.lr, 0.5);
-  EXPECT_EQ(c.out_dir, "/tmp/x");
+  EXPECT_TRUE(c.sfb.asp());
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.5);
+  EXPECT_EQ(c.output.dir, "/tmp/x");
   EXPECT_THAT(error_of(kBase, {"optimizer.lr=-1"}), HasSubstr("--set optimizer.lr=-1: optimizer.lr must be in"));
   EXPECT_THAT(error_of(kBase, {"optimizer.typo=1"}), HasSubstr("--set optimizer.typo=1: unknown key"));
   EXPECT_THAT(error_of(kBase, {"nonsense"}), HasSubstr("expected key=value"));

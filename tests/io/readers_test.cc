@@ -211,15 +211,15 @@ TEST(Sampler, EpochIsAPermutationAndDeterministic) {
 
 TEST(LoadData, EmptyPartitionIsAClearError) {
   Config cfg;
-  cfg.data_format = "synthetic";
-  cfg.features = 5;
-  cfg.classes = 2;
-  cfg.synthetic_samples = 2;
+  cfg.data.format = "synthetic";
+  cfg.data.features = 5;
+  cfg.data.classes = 2;
+  cfg.data.synthetic_samples = 2;
   EXPECT_THAT(data_error([&] { load_data(cfg, 0, 3, false); }), HasSubstr("rank 0 of 3 got an empty partition"));
   const LoadedData ok = load_data(cfg, 1, 2, true);
   EXPECT_EQ(ok.train.n, 1);
   EXPECT_EQ(ok.train.dim, 6);  // bias feature
-  EXPECT_EQ(ok.test.n, cfg.synthetic_test_samples);
+  EXPECT_EQ(ok.test.n, cfg.data.synthetic_test_samples);
 }
 
 }  // namespace

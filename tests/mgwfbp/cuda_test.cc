@@ -64,18 +64,18 @@ TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
   d.dense = random_batch(256, 64, 9);
   for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
   Config cfg;
-  cfg.mode = "mgwfbp";
-  cfg.cnn_input = "1x8x8";
-  cfg.cnn_layers = "conv:4:3:1,relu,pool:2,fc:16,relu,fc:4";
-  cfg.minibatch = 16;
-  cfg.max_clocks = 10;
-  cfg.eval_every = 1000;
-  cfg.metrics_file = cfg.summary_file = cfg.out_dir = "";
-  cfg.mg_profile_iters = 2;
+  cfg.job.mode = "mgwfbp";
+  cfg.cnn.input = "1x8x8";
+  cfg.cnn.layers = "conv:4:3:1,relu,pool:2,fc:16,relu,fc:4";
+  cfg.optimizer.minibatch = 16;
+  cfg.stop.max_clocks = 10;
+  cfg.eval.every = 1000;
+  cfg.output.metrics = cfg.output.summary = cfg.output.dir = "";
+  cfg.mgwfbp.profile_iters = 2;
   std::vector<float> w[2];
   for (int dev = 0; dev < 2; ++dev) {
     Config c = cfg;
-    c.device = dev ? "cuda" : "cpu";
+    c.job.device = dev ? "cuda" : "cpu";
     testing::run_ranks(2, [&](comm::Transport& t) {
       Executor ex(c, t, d, nullptr);
       auto r = ex.run();

@@ -102,17 +102,17 @@ TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
 
 Config cnn_config() {
   Config c;
-  c.mode = "mgwfbp";
-  c.cnn_input = "1x8x8";
-  c.cnn_layers = "conv:4:3:1,relu,pool:2,conv:4:3:1,relu,fc:16,relu,fc:3";
-  c.minibatch = 4;
-  c.lr = 0.05;
-  c.max_clocks = 6;
-  c.eval_every = 1000;
-  c.metrics_file = "";
-  c.summary_file = "";
-  c.out_dir = "";
-  c.mg_profile_iters = 2;
+  c.job.mode = "mgwfbp";
+  c.cnn.input = "1x8x8";
+  c.cnn.layers = "conv:4:3:1,relu,pool:2,conv:4:3:1,relu,fc:16,relu,fc:3";
+  c.optimizer.minibatch = 4;
+  c.optimizer.lr = 0.05;
+  c.stop.max_clocks = 6;
+  c.eval.every = 1000;
+  c.output.metrics = "";
+  c.output.summary = "";
+  c.output.dir = "";
+  c.mgwfbp.profile_iters = 2;
   return c;
 }
 
@@ -147,7 +147,7 @@ TEST(Executor, FourRanksEqualOneRankWithTheFourTimesBatch) {
     return out;
   }();
   Config one = cfg;
-  one.minibatch = B * P;
+  one.optimizer.minibatch = B * P;
   ExecutorHooks h1 = many;
   h1.batch = [B, P](int64_t it, std::vector<int64_t>& rows) {
     rows.clear();
@@ -229,9 +229,9 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(violations.load(), 0);
-  EXPECT_EQ(calls.load(), P * cfg.max_clocks * static_cast<int>(plan.size()));
+  EXPECT_EQ(calls.load(), P * cfg.stop.max_clocks * static_cast<int>(plan.size()));
   // Exactly one all-reduce per group and iteration on the wire: 2 (P - 1) sends per rank each.
-  for (const auto& c : counted) EXPECT_EQ(c->reduce_sends.load(), cfg.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
+  for (const auto& c : counted) EXPECT_EQ(c->reduce_sends.load(), cfg.stop.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
 }
 
 TEST(Network, BadSpecsAreRejectedNamingTheLayer) {

@@ -48,10 +48,10 @@ Matrix finite_diff(const Matrix& W, F f, float eps) {
 
 Config base_config() {
   Config c = testing::quiet_synthetic(12, 4, 400, 200);
-  c.minibatch = 8;
-  c.lr = 0.05;
-  c.eval_every = 10;
-  c.eval_train_sample = 200;
+  c.optimizer.minibatch = 8;
+  c.optimizer.lr = 0.05;
+  c.eval.every = 10;
+  c.eval.train_sample = 200;
   return c;
 }
 
@@ -82,8 +82,8 @@ Trained train(int p, const Config& cfg) {
 
 TEST(L2Mlr, SgdSfsAreTheCrossEntropyGradientAndTheProxIsAShrinkage) {
   Config cfg = base_config();
-  cfg.model = "l2mlr";
-  cfg.model_lambda = 0.3;
+  cfg.model.name = "l2mlr";
+  cfg.model.lambda = 0.3;
   io::Dataset data = io::make_synthetic({6, 5, 3, 1.0, 0.0, 11, 0});
   ConfigModelContext ctx(cfg, data, data.n, 0, 1);
   auto m = make_model("l2mlr", ctx);
@@ -103,26 +103,26 @@ TEST(L2Mlr, SgdSfsAreTheCrossEntropyGradientAndTheProxIsAShrinkage) {
 
 TEST(L2Mlr, OneRankEqualsTheSerialProximalSgdReference) {
   Config cfg = base_config();
-  cfg.model = "l2mlr";
-  cfg.model_lambda = 0.5;
-  cfg.lr = 0.2;
-  cfg.max_clocks = 300;  // w_scale falls below 1e-3 and is folded into W several times
+  cfg.model.name = "l2mlr";
+  cfg.model.lambda = 0.5;
+  cfg.optimizer.lr = 0.2;
+  cfg.stop.max_clocks = 300;  // w_scale falls below 1e-3 and is folded into W several times
   const auto res = train(1, cfg).results;
   // Reference: W <- (W - eta/K sum u v^T) / (1 + eta lambda) with an explicit O(JD) shrinkage.
   const auto data = io::load_data(cfg, 0, 1, false);
   ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
   auto m = make_model("l2mlr", ctx);
   Matrix W = Matrix::Zero(m->rows(), m->cols());
-  io::EpochSampler sampler(data.train.n, cfg.seed, 0);
+  io::EpochSampler sampler(data.train.n, cfg.job.seed, 0);
   std::vector<int64_t> rows;
   api::MiniBatch batch;
-  for (int64_t c = 0; c < cfg.max_clocks; ++c) {
-    sampler.next(cfg.minibatch, rows);
+  for (int64_t c = 0; c < cfg.stop.max_clocks; ++c) {
+    sampler.next(cfg.optimizer.minibatch, rows);
     api::gather(data.train, rows, batch);
     batch.clock = c;
-    const double eta = cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(c));
+    const double eta = cfg.optimizer.lr / (1.0 + cfg.optimizer.lr_decay * static_cast<double>(c));
     W -= static_cast<float>(eta) * sf_mean(*m, W, batch);
-    W /= static_cast<float>(1.0 + eta * cfg.model_lambda);
+    W /= static_cast<float>(1.0 + eta * cfg.model.lambda);
   }
   EXPECT_LT((res[0].W - W).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, W.cwiseAbs().maxCoeff()));
   EXPECT_NEAR(res[0].W.norm(), W.norm(), 1e-4 * W.norm());
@@ -152,9 +152,9 @@ class ShrinkOnly : public api::Model {
 
 TEST(L2Mlr, ScalingProxMatchesTheClosedFormNorm) {
   Config cfg = base_config();
-  cfg.max_clocks = 400;
-  cfg.lr = 0.3;
-  cfg.lr_decay = 0.01;
+  cfg.stop.max_clocks = 400;
+  cfg.optimizer.lr = 0.3;
+  cfg.optimizer.lr_decay = 0.01;
   const double lambda = 0.2;
   const int p = 3;
   std::vector<runtime::WorkerResult> res(p);
@@ -165,18 +165,18 @@ TEST(L2Mlr, ScalingProxMatchesTheClosedFormNorm) {
     res[static_cast<size_t>(tr.rank())] = w.run();
   });
   double log_factor = 0;
-  for (int64_t c = 0; c < cfg.max_clocks; ++c)
-    log_factor -= p * std::log1p(lambda * cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(c)));
+  for (int64_t c = 0; c < cfg.stop.max_clocks; ++c)
+    log_factor -= p * std::log1p(lambda * cfg.optimizer.lr / (1.0 + cfg.optimizer.lr_decay * static_cast<double>(c)));
   const double expected = 2.0 * std::exp(log_factor) * std::sqrt(4.0 * 13.0);
   for (const auto& r : res) EXPECT_NEAR(r.W.norm(), expected, 1e-3 * expected);
 }
 
 TEST(L2Mlr, SdcaDualityGapIsNonNegativeAndShrinks) {
   Config cfg = base_config();
-  cfg.model = "l2mlr";
-  cfg.model_solver = "sdca";
-  cfg.model_lambda = 0.01;
-  cfg.minibatch = 2;  // sigma = P * K = 2: a nearly sequential SDCA
+  cfg.model.name = "l2mlr";
+  cfg.model.solver = "sdca";
+  cfg.model.lambda = 0.01;
+  cfg.optimizer.minibatch = 2;  // sigma = P * K = 2: a nearly sequential SDCA
   io::Dataset data = io::make_synthetic({200, 8, 3, 1.0, 0.05, 5, 0});
   data.add_bias();
   ConfigModelContext ctx(cfg, data, data.n, 0, 1);
@@ -189,18 +189,18 @@ TEST(L2Mlr, SdcaDualityGapIsNonNegativeAndShrinks) {
   api::MiniBatch batch;
   std::vector<double> gaps;
   for (int epoch = 0; epoch < 40; ++epoch) {
-    for (int64_t c = 0; c < data.n / cfg.minibatch; ++c) {
-      sampler.next(cfg.minibatch, rows);
+    for (int64_t c = 0; c < data.n / cfg.optimizer.minibatch; ++c) {
+      sampler.next(cfg.optimizer.minibatch, rows);
       api::gather(data, rows, batch);
-      W += static_cast<float>(cfg.minibatch) * sf_mean(m, W, batch);  // applied as written
+      W += static_cast<float>(cfg.optimizer.minibatch) * sf_mean(m, W, batch);  // applied as written
     }
     // W = w(alpha) exactly: W is the sum of the dual steps over x_i / (lambda n).
     const Matrix A = m.alpha();
-    Matrix w_alpha = A.transpose() * data.dense / static_cast<float>(cfg.model_lambda * data.n);
+    Matrix w_alpha = A.transpose() * data.dense / static_cast<float>(cfg.model.lambda * data.n);
     ASSERT_LT((w_alpha - W).cwiseAbs().maxCoeff(), 1e-3f);
     // Gap = primal - dual = mean KL(q_i || p_i) >= 0.
     const double primal = m.objective(W, data, 0);
-    const double dual = m.mean_dual_entropy(0) - 0.5 * cfg.model_lambda * W.squaredNorm();
+    const double dual = m.mean_dual_entropy(0) - 0.5 * cfg.model.lambda * W.squaredNorm();
     const double gap = m.duality_gap(W, data, 0);
     EXPECT_NEAR(primal - dual, gap, 1e-3 * std::max(1.0, gap));
     EXPECT_GE(gap, -1e-6) << "epoch " << epoch;
@@ -216,9 +216,9 @@ class DmlGradient : public ::testing::TestWithParam<double> {};
 
 TEST_P(DmlGradient, SfsMatchFiniteDifferencesOfThePairLoss) {
   Config cfg = base_config();
-  cfg.model = "dml";
-  cfg.model_dim = 3;
-  cfg.model_margin = 4.0;
+  cfg.model.name = "dml";
+  cfg.model.dim = 3;
+  cfg.model.margin = 4.0;
   io::Dataset data = io::make_synthetic({10, 6, 2, GetParam(), 0.0, 3, 0});
   ConfigModelContext ctx(cfg, data, data.n, 0, 1);
   auto base = make_model("dml", ctx);
@@ -242,8 +242,8 @@ INSTANTIATE_TEST_SUITE_P(DenseAndSparse, DmlGradient, ::testing::Values(1.0, 0.5
 
 TEST(Dml, AucIsOneForAPerfectMetricAndAHalfForAConstantOne) {
   Config cfg = base_config();
-  cfg.model = "dml";
-  cfg.model_dim = 2;
+  cfg.model.name = "dml";
+  cfg.model.dim = 2;
   // Two classes far apart along feature 0, noise elsewhere.
   io::Dataset data;
   data.n = 40;
@@ -274,9 +274,9 @@ TEST(Dml, AucIsOneForAPerfectMetricAndAHalfForAConstantOne) {
 
 TEST(SparseCoding, SfsAreTheReconstructionGradientWithCodesFixed) {
   Config cfg = base_config();
-  cfg.model = "sparse_coding";
-  cfg.model_atoms = 5;
-  cfg.model_gamma = 0.05;
+  cfg.model.name = "sparse_coding";
+  cfg.model.atoms = 5;
+  cfg.model.gamma = 0.05;
   io::Dataset data = io::make_synthetic({7, 6, 2, 1.0, 0.0, 9, 0});
   ConfigModelContext ctx(cfg, data, data.n, 0, 1);
   auto base = make_model("sparse_coding", ctx);
@@ -298,9 +298,9 @@ TEST(SparseCoding, SfsAreTheReconstructionGradientWithCodesFixed) {
 
 TEST(SparseCoding, LassoCodesSatisfyTheOptimalityConditions) {
   Config cfg = base_config();
-  cfg.model_atoms = 8;
-  cfg.model_gamma = 0.3;
-  cfg.model_lasso_steps = 500;
+  cfg.model.atoms = 8;
+  cfg.model.gamma = 0.3;
+  cfg.model.lasso_steps = 500;
   io::Dataset data = io::make_synthetic({5, 10, 2, 1.0, 0.0, 2, 0});
   ConfigModelContext ctx(cfg, data, data.n, 0, 1);
   auto base = make_model("sparse_coding", ctx);
@@ -345,7 +345,7 @@ class ModelTraining : public ::testing::TestWithParam<ModelCase> {};
 TEST_P(ModelTraining, OneRankDecreasesTheObjective) {
   Config cfg = base_config();
   GetParam().setup(cfg);
-  cfg.max_clocks = 200;
+  cfg.stop.max_clocks = 200;
   const auto res = train(1, cfg).results;
   const auto& ev = res[0].evals;
   ASSERT_GE(ev.size(), 3u);
@@ -355,7 +355,7 @@ TEST_P(ModelTraining, OneRankDecreasesTheObjective) {
 TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
   Config cfg = base_config();
   GetParam().setup(cfg);
-  cfg.max_clocks = 60;
+  cfg.stop.max_clocks = 60;
   const auto t = train(4, cfg);
   for (int r = 1; r < 4; ++r) {
     ASSERT_EQ(t.checksums[static_cast<size_t>(r)], t.checksums[0]) << GetParam().name << " rank " << r;
@@ -374,28 +374,28 @@ TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
 INSTANTIATE_TEST_SUITE_P(
     Models, ModelTraining,
     ::testing::Values(
-        ModelCase{"l2mlr_sgd", [](Config& c) { c.model = "l2mlr"; c.model_lambda = 0.01; }},
+        ModelCase{"l2mlr_sgd", [](Config& c) { c.model.name = "l2mlr"; c.model.lambda = 0.01; }},
         ModelCase{"l2mlr_sdca",
                   [](Config& c) {
-                    c.model = "l2mlr";
-                    c.model_solver = "sdca";
-                    c.model_lambda = 0.01;
+                    c.model.name = "l2mlr";
+                    c.model.solver = "sdca";
+                    c.model.lambda = 0.01;
                   }},
         ModelCase{"dml",
                   [](Config& c) {
-                    c.model = "dml";
-                    c.model_dim = 4;
-                    c.model_margin = 20.0;
-                    c.lr = 0.002;
-                    c.model_eval_pairs = 400;
+                    c.model.name = "dml";
+                    c.model.dim = 4;
+                    c.model.margin = 20.0;
+                    c.optimizer.lr = 0.002;
+                    c.model.eval_pairs = 400;
                   }},
         ModelCase{"sparse_coding",
                   [](Config& c) {
-                    c.model = "sparse_coding";
-                    c.model_atoms = 8;
-                    c.model_gamma = 0.1;
-                    c.bias = false;
-                    c.lr = 0.05;
+                    c.model.name = "sparse_coding";
+                    c.model.atoms = 8;
+                    c.model.gamma = 0.1;
+                    c.data.bias = false;
+                    c.optimizer.lr = 0.05;
                   }}),
     [](const ::testing::TestParamInfo<ModelCase>& i) { return i.param.name; });
 
@@ -419,7 +419,7 @@ TEST(ModelParams, UnreadPluginParamsAndWrongTypesAreErrors) {
   EXPECT_THROW(ctx.param_int("temprature", 1), InvalidArgument);
   EXPECT_EQ(ctx.param_int("missing", 7), 7);
   // Built-in keys read through the same interface.
-  EXPECT_DOUBLE_EQ(ctx.param_double("lambda", 0), cfg.model_lambda);
+  EXPECT_DOUBLE_EQ(ctx.param_double("lambda", 0), cfg.model.lambda);
   EXPECT_EQ(ctx.param_string("solver", ""), "sgd");
 }
 
@@ -427,7 +427,7 @@ TEST(Plugins, MissingFileWrongAbiAndMissingSymbolAreRefusedNamingTheFile) {
   Config cfg = base_config();
   io::Dataset data = io::make_synthetic({5, 4, 2, 1.0, 0.0, 2, 0});
   auto error_of = [&](const std::string& path) {
-    cfg.model_plugin = path;
+    cfg.model.plugin = path;
     try {
       make_model(cfg, data, data.n, 0, 1);
     } catch (const InvalidArgument& e) {
@@ -446,9 +446,9 @@ TEST(Plugins, MissingFileWrongAbiAndMissingSymbolAreRefusedNamingTheFile) {
 
 TEST(Plugins, TheExamplePluginLoadsTrainsAndReadsItsParams) {
   Config cfg = base_config();
-  cfg.model_plugin = SFB_EXAMPLE_PLUGIN;
-  cfg.model_params.push_back({"label_smoothing", "0.1", "float", "test"});
-  cfg.max_clocks = 100;
+  cfg.model.plugin = SFB_EXAMPLE_PLUGIN;
+  cfg.model.params.push_back({"label_smoothing", "0.1", "float", "test"});
+  cfg.stop.max_clocks = 100;
   const auto t = train(2, cfg);
   EXPECT_EQ(t.checksums[0], t.checksums[1]);
   const auto& ev = t.results[0].evals;

@@ -9,16 +9,16 @@ namespace sfb::testing {
 
 inline Config quiet_synthetic(int64_t features, int64_t classes, int64_t samples, int64_t test_samples) {
   Config c;
-  c.data_format = "synthetic";
-  c.features = features;
-  c.classes = classes;
-  c.synthetic_samples = samples;
-  c.synthetic_test_samples = test_samples;
-  c.threads = 1;
-  c.metrics_file = "";
-  c.model_file = "";
-  c.summary_file = "";
-  c.out_dir = "";
+  c.data.format = "synthetic";
+  c.data.features = features;
+  c.data.classes = classes;
+  c.data.synthetic_samples = samples;
+  c.data.synthetic_test_samples = test_samples;
+  c.runtime.threads = 1;
+  c.output.metrics = "";
+  c.output.model = "";
+  c.output.summary = "";
+  c.output.dir = "";
   return c;
 }
 

@@ -7,10 +7,10 @@
 namespace sfb::baselines {
 
 std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg) {
-  if (cfg.scheme == "sfb") return nullptr;
-  if (cfg.scheme == "allreduce") return std::make_unique<AllreduceExchange>();
-  if (cfg.scheme == "fms") return std::make_unique<FmsExchange>(static_cast<int>(cfg.fms_servers));
-  throw InvalidArgument(fmt::format("comm.scheme: unknown scheme \"{}\"", cfg.scheme));
+  if (cfg.comm.scheme == "sfb") return nullptr;
+  if (cfg.comm.scheme == "allreduce") return std::make_unique<AllreduceExchange>();
+  if (cfg.comm.scheme == "fms") return std::make_unique<FmsExchange>(static_cast<int>(cfg.fms.servers));
+  throw InvalidArgument(fmt::format("comm.scheme: unknown scheme \"{}\"", cfg.comm.scheme));
 }
 
 }  // namespace sfb::baselines

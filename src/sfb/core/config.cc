@@ -59,34 +59,37 @@ struct Field {
 
 std::string fmt_double(double v) { return fmt::format("{}", v); }
 
-Field int_field(std::string key, int64_t Config::*m, int64_t lo, int64_t hi, std::string help) {
-  return {key, "integer", [m](const Config& c) { return std::to_string(c.*m); },
+template <typename S>
+Field int_field(std::string key, S Config::*sec, int64_t S::*m, int64_t lo, int64_t hi, std::string help) {
+  return {key, "integer", [sec, m](const Config& c) { return std::to_string(c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
             SFB_CHECK(n.is_integer(), "{}: {} must be an integer in [{}, {}], got {} {}", where, key,
                       lo, hi, type_name(n), show_node(n));
             const int64_t v = *n.value<int64_t>();
             SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
-            c.*m = v;
+            c.*sec.*m = v;
           },
           std::move(help)};
 }
 
-Field float_field(std::string key, double Config::*m, double lo, double hi, std::string help) {
-  return {key, "float", [m](const Config& c) { return fmt_double(c.*m); },
+template <typename S>
+Field float_field(std::string key, S Config::*sec, double S::*m, double lo, double hi, std::string help) {
+  return {key, "float", [sec, m](const Config& c) { return fmt_double(c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
             SFB_CHECK(n.is_number(), "{}: {} must be a number in [{}, {}], got {} {}", where, key,
                       lo, hi, type_name(n), show_node(n));
             const double v = *n.value<double>();
             SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
-            c.*m = v;
+            c.*sec.*m = v;
           },
           std::move(help)};
 }
 
-Field string_field(std::string key, std::string Config::*m, std::vector<std::string> choices,
+template <typename S>
+Field string_field(std::string key, S Config::*sec, std::string S::*m, std::vector<std::string> choices,
                    std::string help) {
   return {key, choices.empty() ? "string" : fmt::format("one of {}", fmt::join(choices, "|")),
-          [m](const Config& c) { return fmt::format("\"{}\"", c.*m); },
+          [sec, m](const Config& c) { return fmt::format("\"{}\"", c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
             SFB_CHECK(n.is_string(), "{}: {} must be a string, got {} {}", where, key, type_name(n),
                       show_node(n));
@@ -97,17 +100,18 @@ Field string_field(std::string key, std::string Config::*m, std::vector<std::str
               SFB_CHECK(ok, "{}: {} must be one of \"{}\", got \"{}\"", where, key,
                         fmt::join(choices, "\", \""), v);
             }
-            c.*m = std::move(v);
+            c.*sec.*m = std::move(v);
           },
           std::move(help)};
 }
 
-Field bool_field(std::string key, bool Config::*m, std::string help) {
-  return {key, "boolean", [m](const Config& c) { return c.*m ? "true" : "false"; },
+template <typename S>
+Field bool_field(std::string key, S Config::*sec, bool S::*m, std::string help) {
+  return {key, "boolean", [sec, m](const Config& c) { return c.*sec.*m ? "true" : "false"; },
           [=](Config& c, const toml::node& n, const std::string& where) {
             SFB_CHECK(n.is_boolean(), "{}: {} must be true or false, got {} {}", where, key,
                       type_name(n), show_node(n));
-            c.*m = *n.value<bool>();
+            c.*sec.*m = *n.value<bool>();
           },
           std::move(help)};
 }
@@ -118,183 +122,183 @@ constexpr double kHuge = 1e300;
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
-    f.push_back(string_field("job.mode", &Config::mode, {"sfb", "mgwfbp"},
+    f.push_back(string_field("job.mode", &Config::job, &JobConfig::mode, {"sfb", "mgwfbp"},
                              "Training mode. \"sfb\": sufficient factor broadcasting of a matrix model; "
                              "\"mgwfbp\": data-parallel CNN training with merged-gradient wait-free "
                              "backpropagation (docs/mgwfbp.md)."));
-    f.push_back(string_field("device", &Config::device, {"cpu", "cuda"},
+    f.push_back(string_field("device", &Config::job, &JobConfig::device, {"cpu", "cuda"},
                              "mgwfbp mode: where the CNN layers run (a top-level key: `--set device=cuda`)."));
-    f.push_back(string_field("cnn.layers", &Config::cnn_layers, {},
+    f.push_back(string_field("cnn.layers", &Config::cnn, &CnnConfig::layers, {},
                              "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
                              "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer."));
-    f.push_back(string_field("cnn.input", &Config::cnn_input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
-    f.push_back(float_field("cnn.momentum", &Config::cnn_momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
-    f.push_back(float_field("cnn.weight_decay", &Config::cnn_weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
-    f.push_back(string_field("mgwfbp.planner", &Config::mg_planner, {},
+    f.push_back(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
+    f.push_back(float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
+    f.push_back(float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
+    f.push_back(string_field("mgwfbp.planner", &Config::mgwfbp, &MgwfbpConfig::planner, {},
                              "mgwfbp: merge planner: wfbp, synceasgd, mgwfbp, optimal, ddp, buckets:<MiB>, "
                              "horovod:<MiB>."));
-    f.push_back(int_field("mgwfbp.profile_iters", &Config::mg_profile_iters, 1, 1 << 20,
+    f.push_back(int_field("mgwfbp.profile_iters", &Config::mgwfbp, &MgwfbpConfig::profile_iters, 1, 1 << 20,
                           "mgwfbp: iterations measured (as SyncEASGD) before the plan is made."));
-    f.push_back(float_field("mgwfbp.replan_threshold", &Config::mg_replan_threshold, 0.0, 100.0,
+    f.push_back(float_field("mgwfbp.replan_threshold", &Config::mgwfbp, &MgwfbpConfig::replan_threshold, 0.0, 100.0,
                             "mgwfbp: re-profile and re-plan when the backward time drifts from the profile by "
                             "more than this fraction (0: never)."));
-    f.push_back(int_field("mgwfbp.replan_every", &Config::mg_replan_every, 1, 1 << 30,
+    f.push_back(int_field("mgwfbp.replan_every", &Config::mgwfbp, &MgwfbpConfig::replan_every, 1, 1 << 30,
                           "mgwfbp: iterations between drift checks."));
-    f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.seed); },
+    f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.job.seed); },
                  [](Config& c, const toml::node& n, const std::string& where) {
                    SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
                              "{}: job.seed must be an integer >= 0, got {}", where, show_node(n));
-                   c.seed = static_cast<uint64_t>(*n.value<int64_t>());
+                   c.job.seed = static_cast<uint64_t>(*n.value<int64_t>());
                  },
                  "Seed of every random stream (minibatches, synthetic data, init)."});
-    f.push_back(string_field("data.format", &Config::data_format, {"idx", "libsvm", "synthetic"},
+    f.push_back(string_field("data.format", &Config::data, &DataConfig::format, {"idx", "libsvm", "synthetic"},
                              "Training data format."));
-    f.push_back(string_field("data.train_images", &Config::train_images, {},
+    f.push_back(string_field("data.train_images", &Config::data, &DataConfig::train_images, {},
                              "idx: training images (IDX3, optionally gzipped)."));
-    f.push_back(string_field("data.train_labels", &Config::train_labels, {},
+    f.push_back(string_field("data.train_labels", &Config::data, &DataConfig::train_labels, {},
                              "idx: training labels (IDX1, optionally gzipped)."));
-    f.push_back(string_field("data.test_images", &Config::test_images, {},
+    f.push_back(string_field("data.test_images", &Config::data, &DataConfig::test_images, {},
                              "idx: test images; empty disables test accuracy."));
-    f.push_back(string_field("data.test_labels", &Config::test_labels, {}, "idx: test labels."));
-    f.push_back(string_field("data.train", &Config::train_path, {}, "libsvm: training file."));
-    f.push_back(string_field("data.test", &Config::test_path, {},
+    f.push_back(string_field("data.test_labels", &Config::data, &DataConfig::test_labels, {}, "idx: test labels."));
+    f.push_back(string_field("data.train", &Config::data, &DataConfig::train, {}, "libsvm: training file."));
+    f.push_back(string_field("data.test", &Config::data, &DataConfig::test, {},
                              "libsvm: test file; empty disables test accuracy."));
-    f.push_back(int_field("data.features", &Config::features, 0, int64_t{1} << 31,
+    f.push_back(int_field("data.features", &Config::data, &DataConfig::features, 0, int64_t{1} << 31,
                           "libsvm: number of features (indices 1..features); synthetic: D "
                           "before the bias. Required for both."));
-    f.push_back(int_field("data.classes", &Config::classes, 0, int64_t{1} << 31,
+    f.push_back(int_field("data.classes", &Config::data, &DataConfig::classes, 0, int64_t{1} << 31,
                           "Number of classes J. 0: max training label + 1 (idx only)."));
-    f.push_back(int_field("data.label_offset", &Config::label_offset, -kMax, kMax,
+    f.push_back(int_field("data.label_offset", &Config::data, &DataConfig::label_offset, -kMax, kMax,
                           "libsvm: subtracted from every label (1 for labels 1..J)."));
-    f.push_back(bool_field("data.bias", &Config::bias, "Append a constant 1 feature (D grows by 1)."));
-    f.push_back(int_field("data.max_train_samples", &Config::max_train_samples, 0, kMax,
+    f.push_back(bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
+    f.push_back(int_field("data.max_train_samples", &Config::data, &DataConfig::max_train_samples, 0, kMax,
                           "Use only the first N training samples (0: all)."));
-    f.push_back(int_field("data.max_test_samples", &Config::max_test_samples, 0, kMax,
+    f.push_back(int_field("data.max_test_samples", &Config::data, &DataConfig::max_test_samples, 0, kMax,
                           "Use only the first N test samples (0: all)."));
-    f.push_back(int_field("data.synthetic_samples", &Config::synthetic_samples, 1, kMax,
+    f.push_back(int_field("data.synthetic_samples", &Config::data, &DataConfig::synthetic_samples, 1, kMax,
                           "synthetic: training samples."));
-    f.push_back(int_field("data.synthetic_test_samples", &Config::synthetic_test_samples, 0, kMax,
+    f.push_back(int_field("data.synthetic_test_samples", &Config::data, &DataConfig::synthetic_test_samples, 0, kMax,
                           "synthetic: test samples."));
-    f.push_back(float_field("data.synthetic_density", &Config::synthetic_density, 1e-9, 1.0,
+    f.push_back(float_field("data.synthetic_density", &Config::data, &DataConfig::synthetic_density, 1e-9, 1.0,
                             "synthetic: fraction of non-zero features; < 1 gives sparse v."));
-    f.push_back(float_field("data.synthetic_noise", &Config::synthetic_noise, 0.0, 1.0,
+    f.push_back(float_field("data.synthetic_noise", &Config::data, &DataConfig::synthetic_noise, 0.0, 1.0,
                             "synthetic: fraction of labels replaced by a random class."));
-    f.push_back(float_field("data.synthetic_separation", &Config::synthetic_separation, 0.0, 1e6,
+    f.push_back(float_field("data.synthetic_separation", &Config::data, &DataConfig::synthetic_separation, 0.0, 1e6,
                             "synthetic: distance between class prototypes in noise standard deviations."));
-    f.push_back(string_field("model.name", &Config::model, {"mlr", "l2mlr", "dml", "sparse_coding"},
+    f.push_back(string_field("model.name", &Config::model, &ModelConfig::name, {"mlr", "l2mlr", "dml", "sparse_coding"},
                              "Built-in model: \"mlr\" (multiclass logistic regression), \"l2mlr\" (MLR + "
                              "L2, proximal SGD or SDCA), \"dml\" (distance metric learning), "
                              "\"sparse_coding\" (dictionary learning). See docs/models.md."));
-    f.push_back(string_field("model.plugin", &Config::model_plugin, {},
+    f.push_back(string_field("model.plugin", &Config::model, &ModelConfig::plugin, {},
                              "Shared library of a user model (docs/plugins.md); when set, model.name is "
                              "not used. Its own keys go in [model.params]."));
-    f.push_back(float_field("model.lambda", &Config::model_lambda, 0.0, 1e6,
+    f.push_back(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
                             "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
-    f.push_back(string_field("model.solver", &Config::model_solver, {"sgd", "sdca"},
+    f.push_back(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
                              "l2mlr: \"sgd\" (proximal SGD, O(1) prox by a scale factor) or \"sdca\" "
                              "(stochastic dual coordinate ascent; optimizer.lr is not used)."));
-    f.push_back(float_field("model.sdca_sigma", &Config::model_sdca_sigma, 0.0, 1e12,
+    f.push_back(float_field("model.sdca_sigma", &Config::model, &ModelConfig::sdca_sigma, 0.0, 1e12,
                             "l2mlr sdca: damping of the dual step for simultaneous updates; 0: P * K, "
                             "which guarantees dual ascent; smaller is faster but may diverge."));
-    f.push_back(int_field("model.dim", &Config::model_dim, 1, 1 << 24,
+    f.push_back(int_field("model.dim", &Config::model, &ModelConfig::dim, 1, 1 << 24,
                           "dml: rows of L, the dimension of the learned projection."));
-    f.push_back(float_field("model.margin", &Config::model_margin, 1e-12, 1e12,
+    f.push_back(float_field("model.margin", &Config::model, &ModelConfig::margin, 1e-12, 1e12,
                             "dml: dissimilar pairs are pushed until ||L(x-y)||^2 >= margin."));
-    f.push_back(int_field("model.eval_pairs", &Config::model_eval_pairs, 2, 1 << 24,
+    f.push_back(int_field("model.eval_pairs", &Config::model, &ModelConfig::eval_pairs, 2, 1 << 24,
                           "dml: pairs (half similar) drawn from the evaluated data for the objective, "
                           "pair accuracy and AUC."));
-    f.push_back(int_field("model.atoms", &Config::model_atoms, 1, 1 << 24,
+    f.push_back(int_field("model.atoms", &Config::model, &ModelConfig::atoms, 1, 1 << 24,
                           "sparse_coding: dictionary size (columns of B = D of W)."));
-    f.push_back(float_field("model.gamma", &Config::model_gamma, 0.0, 1e6,
+    f.push_back(float_field("model.gamma", &Config::model, &ModelConfig::gamma, 0.0, 1e6,
                             "sparse_coding: l1 weight gamma of the codes."));
-    f.push_back(int_field("model.lasso_steps", &Config::model_lasso_steps, 1, 1 << 20,
+    f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
                           "sparse_coding: FISTA iterations per code (B fixed)."));
-    f.push_back(float_field("optimizer.lr", &Config::lr, 1e-12, 1e6, "Step size eta."));
-    f.push_back(float_field("optimizer.lr_decay", &Config::lr_decay, 0.0, 1e6,
+    f.push_back(float_field("optimizer.lr", &Config::optimizer, &OptimizerConfig::lr, 1e-12, 1e6, "Step size eta."));
+    f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
-    f.push_back(int_field("optimizer.minibatch", &Config::minibatch, 1, 1 << 20,
+    f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,
                           "K: samples (SF pairs) per worker per clock."));
     f.push_back({"sfb.staleness", "integer >= 0 or \"inf\"",
-                 [](const Config& c) { return c.asp() ? std::string("\"inf\"") : std::to_string(c.staleness); },
+                 [](const Config& c) { return c.sfb.asp() ? std::string("\"inf\"") : std::to_string(c.sfb.staleness); },
                  [](Config& c, const toml::node& n, const std::string& where) {
                    // "inf" as a string, or TOML's float inf (what `--set sfb.staleness=inf` parses to).
                    if ((n.is_string() && *n.value<std::string>() == "inf") ||
                        (n.is_floating_point() && std::isinf(*n.value<double>()) && *n.value<double>() > 0)) {
-                     c.staleness = kInfiniteStaleness;
+                     c.sfb.staleness = kInfiniteStaleness;
                      return;
                    }
                    SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
                              "{}: sfb.staleness must be >= 0 or \"inf\", got {}", where, show_node(n));
-                   c.staleness = *n.value<int64_t>();
+                   c.sfb.staleness = *n.value<int64_t>();
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
-    f.push_back(string_field("sfb.broadcast", &Config::broadcast, {"full", "halton"},
+    f.push_back(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton"},
                              "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to the Q peers "
                              "(p + floor(P h_k)) mod P of the Halton sequence h = 1/2, 1/4, 3/4, ..."));
-    f.push_back(int_field("sfb.halton_q", &Config::halton_q, 0, 1 << 20,
+    f.push_back(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
                           "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
-    f.push_back(string_field("comm.scheme", &Config::scheme, {"sfb", "fms", "allreduce"},
+    f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},
                              "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
                              "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": ring "
                              "all-reduce of the dense update matrix every clock."));
-    f.push_back(float_field("comm.inject_latency_us", &Config::inject_latency_us, 0.0, 1e9,
+    f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
-    f.push_back(int_field("fms.servers", &Config::fms_servers, 1, 1 << 20,
+    f.push_back(int_field("fms.servers", &Config::fms, &FmsConfig::servers, 1, 1 << 20,
                           "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
                           "each holding a row shard of W."));
-    f.push_back(int_field("runtime.threads", &Config::threads, 0, 4096,
+    f.push_back(int_field("runtime.threads", &Config::runtime, &RuntimeConfig::threads, 0, 4096,
                           "OpenMP threads per rank for SF computation and updates; 0: cores on "
                           "this host / ranks on this host, at least 1."));
-    f.push_back(int_field("runtime.queue_capacity", &Config::queue_capacity, 1, 1 << 20,
+    f.push_back(int_field("runtime.queue_capacity", &Config::runtime, &RuntimeConfig::queue_capacity, 1, 1 << 20,
                           "Capacity of each SF queue (batches)."));
-    f.push_back(int_field("runtime.asp_window", &Config::asp_window, 1, kMax,
+    f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMax,
                           "ASP flow control: a worker runs at most this many clocks ahead of any "
                           "in-neighbour, so a fast worker cannot flood a slow one's memory."));
-    f.push_back(float_field("runtime.peer_timeout_s", &Config::peer_timeout_s, 0.001, kHuge,
+    f.push_back(float_field("runtime.peer_timeout_s", &Config::runtime, &RuntimeConfig::peer_timeout_s, 0.001, kHuge,
                             "A rank that waits this long for peers without any progress stops with an "
                             "error naming the ranks it waits for (a hung or lost peer)."));
-    f.push_back(int_field("runtime.slow_rank", &Config::slow_rank, -1, 1 << 20,
+    f.push_back(int_field("runtime.slow_rank", &Config::runtime, &RuntimeConfig::slow_rank, -1, 1 << 20,
                           "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
-    f.push_back(float_field("runtime.slow_ms", &Config::slow_ms, 0.0, 1e7,
+    f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
                             "Milliseconds the slow rank sleeps per clock."));
-    f.push_back(int_field("eval.every", &Config::eval_every, 1, kMax,
+    f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMax,
                           "Rank 0 evaluates the objective every this many clocks."));
-    f.push_back(int_field("eval.train_sample", &Config::eval_train_sample, 1, kMax,
+    f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
                           "Training samples of rank 0's partition on which the objective is "
                           "evaluated (fixed, the first N)."));
-    f.push_back(int_field("stop.max_clocks", &Config::max_clocks, 1, kMax,
+    f.push_back(int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax,
                           "Stop after this many clocks."));
-    f.push_back(float_field("stop.max_seconds", &Config::max_seconds, 0.0, kHuge,
+    f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kHuge,
                             "Stop after this many seconds (0: no limit)."));
-    f.push_back(float_field("stop.target_accuracy", &Config::target_accuracy, 0.0, 1.0,
+    f.push_back(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
                             "Stop when test accuracy >= this (0: off)."));
-    f.push_back(float_field("stop.target_objective", &Config::target_objective, 0.0, kHuge,
+    f.push_back(float_field("stop.target_objective", &Config::stop, &StopConfig::target_objective, 0.0, kHuge,
                             "Stop when the training objective <= this (0: off)."));
-    f.push_back(float_field("stop.rel_tol", &Config::rel_tol, 0.0, 1.0,
+    f.push_back(float_field("stop.rel_tol", &Config::stop, &StopConfig::rel_tol, 0.0, 1.0,
                             "Stop when the objective's relative change stays below this for "
                             "`patience` evaluations (0: off)."));
-    f.push_back(int_field("stop.patience", &Config::patience, 1, 1 << 20,
+    f.push_back(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
                           "Evaluations the relative change must stay below rel_tol."));
-    f.push_back(int_field("checkpoint.every", &Config::checkpoint_every, 0, kMax,
+    f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMax,
                           "Rank 0 writes a checkpoint every this many clocks (0: only when the run "
                           "stops). Needs checkpoint.path."));
-    f.push_back(string_field("checkpoint.path", &Config::checkpoint_file, {},
+    f.push_back(string_field("checkpoint.path", &Config::checkpoint, &CheckpointConfig::path, {},
                              "Checkpoint file, relative to output.dir (\"\": no checkpoints). Written "
                              "atomically; resume with sfbd --resume <file>."));
-    f.push_back(string_field("output.dir", &Config::out_dir, {},
+    f.push_back(string_field("output.dir", &Config::output, &OutputConfig::dir, {},
                              "Directory for metrics, model and summary (created)."));
-    f.push_back(string_field("output.metrics", &Config::metrics_file, {},
+    f.push_back(string_field("output.metrics", &Config::output, &OutputConfig::metrics, {},
                              "Metrics JSON lines, relative to output.dir (\"\": none)."));
-    f.push_back(string_field("output.model", &Config::model_file, {},
+    f.push_back(string_field("output.model", &Config::output, &OutputConfig::model, {},
                              "Final model file, relative to output.dir (\"\": none)."));
-    f.push_back(string_field("output.summary", &Config::summary_file, {},
+    f.push_back(string_field("output.summary", &Config::output, &OutputConfig::summary, {},
                              "Run summary JSON, relative to output.dir (\"\": none)."));
-    f.push_back(string_field("output.trace", &Config::trace_file, {},
+    f.push_back(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
                              "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
                              "planning, relative to output.dir (\"\": none)."));
-    f.push_back(int_field("output.trace_iters", &Config::trace_iters, 1, 1 << 20, "mgwfbp: iterations traced."));
-    f.push_back(string_field("output.log_level", &Config::log_level,
+    f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20, "mgwfbp: iterations traced."));
+    f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,
                              {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
     return f;
   }();
@@ -313,8 +317,8 @@ void merge_into(toml::table& dst, const toml::table& src) {
   }
 }
 
-Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
-  Origin origin{name, {}};
+// Applies `--set key=value` overrides to the parsed file; records where each came from.
+void apply_overrides(toml::table& root, const std::vector<std::string>& overrides, Origin& origin) {
   for (const auto& ov : overrides) {
     const auto eq = ov.find('=');
     SFB_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", ov);
@@ -334,86 +338,107 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
     merge_into(root, t);
     origin.overrides[key] = fmt::format("--set {}", ov);
   }
+}
 
-  Config cfg;
-  cfg.source = name;
-  std::set<std::string> known;
-  std::set<std::string> sections;
+// [model.params]: a plugin's own keys, kept as TOML text (checked by the model that reads them).
+void read_model_params(const toml::table& params, Origin& origin, Config& cfg) {
+  for (auto&& [pk, pv] : params) {
+    const std::string pfull = "model.params." + std::string(pk.str());
+    const std::string where = origin.overrides.count(pfull) ? origin.overrides[pfull]
+                                                             : fmt::format("{}:{}", origin.file, pk.source().begin.line);
+    std::string type;
+    switch (pv.type()) {
+      case toml::node_type::integer: type = "integer"; break;
+      case toml::node_type::floating_point: type = "float"; break;
+      case toml::node_type::string: type = "string"; break;
+      case toml::node_type::boolean: type = "boolean"; break;
+      default:
+        throw InvalidArgument(fmt::format("{}: {} must be a string, number or boolean, got {}", where, pfull, type_name(pv)));
+    }
+    cfg.model.params.push_back({std::string(pk.str()), show_node(pv), type, where});
+  }
+}
+
+// Every key of the file must be in the schema: a typo is an error, never silently ignored.
+void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
+  std::set<std::string> known, sections;
   for (const auto& field : schema()) {
     known.insert(field.key);
     if (field.key.find('.') != std::string::npos) sections.insert(field.key.substr(0, field.key.find('.')));
-    if (auto node = root.at_path(field.key); node) {
-      field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
-    }
   }
-  // Every key of the file must be in the schema: a typo is an error, never silently ignored.
   for (auto&& [section, value] : root) {
     const std::string s(section.str());
     const auto* tbl = value.as_table();
     if (!tbl && known.count(s)) continue;  // a top-level key (device)
     if (!tbl || !sections.count(s)) {
       // A section that only an override created is named by that override.
-      std::string where = fmt::format("{}:{}", name, section.source().begin.line);
+      std::string where = fmt::format("{}:{}", origin.file, section.source().begin.line);
       for (const auto& [key, text] : origin.overrides)
         if (key == s || key.rfind(s + ".", 0) == 0) where = text;
-      throw InvalidArgument(fmt::format("{}: unknown {} '{}'; sections are [{}]", where,
-                                        tbl ? "section" : "key", s, fmt::join(sections, "], [")));
+      throw InvalidArgument(fmt::format("{}: unknown {} '{}'; sections are [{}]", where, tbl ? "section" : "key", s,
+                                        fmt::join(sections, "], [")));
     }
     for (auto&& [k, v] : *tbl) {
       const std::string full = s + "." + std::string(k.str());
       if (known.count(full)) continue;
       if (full == "model.params" && v.is_table()) {
-        for (auto&& [pk, pv] : *v.as_table()) {
-          const std::string pfull = full + "." + std::string(pk.str());
-          const std::string where = origin.overrides.count(pfull) ? origin.overrides[pfull]
-                                    : fmt::format("{}:{}", name, pk.source().begin.line);
-          std::string type;
-          switch (pv.type()) {
-            case toml::node_type::integer: type = "integer"; break;
-            case toml::node_type::floating_point: type = "float"; break;
-            case toml::node_type::string: type = "string"; break;
-            case toml::node_type::boolean: type = "boolean"; break;
-            default:
-              throw InvalidArgument(fmt::format("{}: {} must be a string, number or boolean, got {}", where, pfull,
-                                                type_name(pv)));
-          }
-          cfg.model_params.push_back({std::string(pk.str()), show_node(pv), type, where});
-        }
+        read_model_params(*v.as_table(), origin, cfg);
         continue;
       }
       std::vector<std::string> in_section;
       for (const auto& kk : known)
         if (kk.rfind(s + ".", 0) == 0) in_section.push_back(kk.substr(s.size() + 1));
-      std::string where = origin.overrides.count(full) ? origin.overrides[full]
-                          : fmt::format("{}:{}", name, k.source().begin.line);
+      const std::string where = origin.overrides.count(full) ? origin.overrides[full]
+                                                              : fmt::format("{}:{}", origin.file, k.source().begin.line);
       throw InvalidArgument(fmt::format("{}: unknown key '{}'; keys of [{}] are: {}", where, full, s,
                                         fmt::join(in_section, ", ")));
     }
   }
+}
 
-  // Cross-field rules.
-  if (cfg.data_format == "idx") {
-    SFB_CHECK(!cfg.train_images.empty() && !cfg.train_labels.empty(),
+// Rules that involve more than one key.
+void check_cross_field_rules(const Config& cfg, const std::string& name) {
+  SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)", name);
+  if (cfg.data.format == "idx") {
+    SFB_CHECK(!cfg.data.train_images.empty() && !cfg.data.train_labels.empty(),
               "{}: data.format = \"idx\" needs data.train_images and data.train_labels", name);
-    SFB_CHECK(cfg.test_images.empty() == cfg.test_labels.empty(),
+    SFB_CHECK(cfg.data.test_images.empty() == cfg.data.test_labels.empty(),
               "{}: data.test_images and data.test_labels must be given together", name);
-  } else if (cfg.data_format == "libsvm") {
-    SFB_CHECK(!cfg.train_path.empty(), "{}: data.format = \"libsvm\" needs data.train", name);
-    SFB_CHECK(cfg.features > 0, "{}: data.format = \"libsvm\" needs data.features > 0", name);
-    SFB_CHECK(cfg.classes > 1, "{}: data.format = \"libsvm\" needs data.classes >= 2", name);
+  } else if (cfg.data.format == "libsvm") {
+    SFB_CHECK(!cfg.data.train.empty(), "{}: data.format = \"libsvm\" needs data.train", name);
+    SFB_CHECK(cfg.data.features > 0, "{}: data.format = \"libsvm\" needs data.features > 0", name);
+    SFB_CHECK(cfg.data.classes > 1, "{}: data.format = \"libsvm\" needs data.classes >= 2", name);
   } else {
-    SFB_CHECK(cfg.features > 0, "{}: data.format = \"synthetic\" needs data.features > 0", name);
-    SFB_CHECK(cfg.classes > 1, "{}: data.format = \"synthetic\" needs data.classes >= 2", name);
+    SFB_CHECK(cfg.data.features > 0, "{}: data.format = \"synthetic\" needs data.features > 0", name);
+    SFB_CHECK(cfg.data.classes > 1, "{}: data.format = \"synthetic\" needs data.classes >= 2", name);
   }
+}
+
+Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
+  Origin origin{name, {}};
+  apply_overrides(root, overrides, origin);
+  Config cfg;
+  cfg.source = name;
+  for (const auto& field : schema()) {
+    if (auto node = root.at_path(field.key); node) field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
+  }
+  check_keys(root, origin, cfg);
+  check_cross_field_rules(cfg, name);
   return cfg;
 }
 
 }  // namespace
 
-std::string Config::consistency_name() const {
+std::string SfbConfig::consistency_name() const {
   if (staleness == 0) return "BSP";
   if (asp()) return "ASP";
   return fmt::format("SSP(s={})", staleness);
+}
+
+std::string OutputConfig::path(const std::string& file) const {
+  if (file.empty()) return {};
+  if (dir.empty() || file.front() == '/') return file;
+  return dir.back() == '/' ? dir + file : dir + "/" + file;
 }
 
 std::string Config::canonical() const {
@@ -423,7 +448,7 @@ std::string Config::canonical() const {
     if (field.key.rfind("output.", 0) == 0 || field.key.rfind("checkpoint.", 0) == 0) continue;
     out += field.key + "=" + field.show(*this) + "\n";
   }
-  for (const auto& p : model_params) out += "model.params." + p.key + "=" + p.value + "\n";
+  for (const auto& p : model.params) out += "model.params." + p.key + "=" + p.value + "\n";
   return out;
 }
 
@@ -436,7 +461,7 @@ uint64_t Config::model_fingerprint() const {
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
       out += field.key + "=" + field.show(*this) + "\n";
   }
-  for (const auto& p : model_params) out += "model.params." + p.key + "=" + p.value + "\n";
+  for (const auto& p : model.params) out += "model.params." + p.key + "=" + p.value + "\n";
   return fnv1a64(out);
 }
 

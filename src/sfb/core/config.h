@@ -3,6 +3,9 @@
 // schema (config.cc), so every key has a type, a default, a range and a line in
 // configs/README.md. Unknown keys, wrong types and bad ranges throw InvalidArgument with
 // "<file>:<line>: <key> ..." and the accepted values.
+//
+// One struct per TOML section, with the section's key names as member names (`data.train` is
+// cfg.data.train); components get only the sections they use.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -12,30 +15,16 @@ namespace sfb {
 
 inline constexpr int64_t kInfiniteStaleness = std::numeric_limits<int64_t>::max();
 
-struct Config {
-  std::string source = "<defaults>";  // the file it was read from
-
-  // [job]
+struct JobConfig {
   std::string mode = "sfb";  // sfb | mgwfbp
   uint64_t seed = 42;
   std::string device = "cpu";  // top-level key `device`: cpu | cuda (mgwfbp mode)
+};
 
-  // [cnn] (mgwfbp mode)
-  std::string cnn_layers = "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10";
-  std::string cnn_input = "1x28x28";
-  double cnn_momentum = 0.9;
-  double cnn_weight_decay = 0.0;
-
-  // [mgwfbp]
-  std::string mg_planner = "mgwfbp";
-  int64_t mg_profile_iters = 10;
-  double mg_replan_threshold = 0.0;
-  int64_t mg_replan_every = 200;
-
-  // [data]
-  std::string data_format = "idx";  // idx | libsvm | synthetic
+struct DataConfig {
+  std::string format = "idx";  // idx | libsvm | synthetic
   std::string train_images, train_labels, test_images, test_labels;  // idx
-  std::string train_path, test_path;                                 // libsvm
+  std::string train, test;                                           // libsvm
   int64_t features = 0;  // libsvm: feature count (required); synthetic: D without bias
   int64_t classes = 0;   // 0: max label + 1 (idx); required for libsvm and synthetic
   int64_t label_offset = 0;  // libsvm: subtracted from every label
@@ -47,19 +36,20 @@ struct Config {
   double synthetic_density = 1.0;
   double synthetic_noise = 0.1;
   double synthetic_separation = 4.0;
+};
 
-  // [model]
-  std::string model = "mlr";
-  std::string model_plugin;      // shared library; when set, model.name is not used
-  double model_lambda = 1e-4;    // l2mlr: L2 weight
-  std::string model_solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
-  double model_sdca_sigma = 0.0; // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
-  int64_t model_dim = 32;        // dml: rows of L (projection dimension)
-  double model_margin = 1.0;     // dml: dissimilar pairs are pushed past this squared distance
-  int64_t model_eval_pairs = 2000;  // dml: pairs drawn for objective, accuracy and AUC
-  int64_t model_atoms = 64;      // sparse_coding: dictionary size
-  double model_gamma = 0.1;      // sparse_coding: l1 weight of the codes
-  int64_t model_lasso_steps = 30;   // sparse_coding: FISTA iterations per code
+struct ModelConfig {
+  std::string name = "mlr";
+  std::string plugin;         // shared library; when set, name is not used
+  double lambda = 1e-4;       // l2mlr: L2 weight
+  std::string solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
+  double sdca_sigma = 0.0;    // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
+  int64_t dim = 32;           // dml: rows of L (projection dimension)
+  double margin = 1.0;        // dml: dissimilar pairs are pushed past this squared distance
+  int64_t eval_pairs = 2000;  // dml: pairs drawn for objective, accuracy and AUC
+  int64_t atoms = 64;         // sparse_coding: dictionary size
+  double gamma = 0.1;         // sparse_coding: l1 weight of the codes
+  int64_t lasso_steps = 30;   // sparse_coding: FISTA iterations per code
   // [model.params]: a plugin's own keys, kept as TOML text with where they were set.
   struct Param {
     std::string key;
@@ -67,60 +57,106 @@ struct Config {
     std::string type;   // integer | float | string | boolean
     std::string where;  // file:line or --set ...
   };
-  std::vector<Param> model_params;
+  std::vector<Param> params;
+};
 
-  // [optimizer]
+struct OptimizerConfig {
   double lr = 0.1;
   double lr_decay = 0.0;  // eta_c = lr / (1 + lr_decay * c)
   int64_t minibatch = 64;
+  // The step size at clock (or iteration) c.
+  double step(int64_t c) const { return lr / (1.0 + lr_decay * static_cast<double>(c)); }
+};
 
-  // [comm]
-  std::string scheme = "sfb";     // sfb | fms | allreduce
-  double inject_latency_us = 0.0; // added to every message's delivery (latency studies)
+struct CommConfig {
+  std::string scheme = "sfb";      // sfb | fms | allreduce
+  double inject_latency_us = 0.0;  // added to every message's delivery (latency studies)
+};
 
-  // [sfb]
-  int64_t staleness = 0;  // kInfiniteStaleness for ASP
+struct SfbConfig {
+  int64_t staleness = 0;           // kInfiniteStaleness for ASP
   std::string broadcast = "full";  // full | halton
   int64_t halton_q = 0;            // 0: ceil(log2 P)
+  bool asp() const { return staleness == kInfiniteStaleness; }
+  std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"
+};
 
-  // [fms]
-  int64_t fms_servers = 1;  // parameter-server ranks after the P workers
+struct FmsConfig {
+  int64_t servers = 1;  // parameter-server ranks after the P workers
+};
 
-  // [runtime]
+struct RuntimeConfig {
   int64_t threads = 0;  // 0: cores on this host / ranks on this host, at least 1
   int64_t queue_capacity = 64;
-  int64_t asp_window = 64;  // ASP flow control: at most this many clocks ahead of any in-neighbour
+  int64_t asp_window = 64;        // ASP flow control: at most this many clocks ahead of any in-neighbour
   double peer_timeout_s = 600.0;  // waiting this long on peers without progress is an error
-  int64_t slow_rank = -1;  // testing: this rank sleeps slow_ms per clock
+  int64_t slow_rank = -1;         // studies: this rank sleeps slow_ms per clock (runtime/study_hooks.h)
   double slow_ms = 0.0;
+};
 
-  // [eval]
-  int64_t eval_every = 50;
-  int64_t eval_train_sample = 5000;
+struct EvalConfig {
+  int64_t every = 50;
+  int64_t train_sample = 5000;
+};
 
-  // [stop]
+struct StopConfig {
   int64_t max_clocks = 1000;
   double max_seconds = 0.0;
   double target_accuracy = 0.0;
   double target_objective = 0.0;
   double rel_tol = 0.0;
   int64_t patience = 3;
+};
 
-  // [checkpoint]
-  int64_t checkpoint_every = 0;  // clocks; 0: only at the end of a stopped run (when path set)
-  std::string checkpoint_file = "";  // relative to output.dir; "": no checkpoints
+struct CheckpointConfig {
+  int64_t every = 0;  // clocks; 0: only at the end of a stopped run (when path set)
+  std::string path;   // relative to output.dir; "": no checkpoints
+};
 
-  // [output]
-  std::string out_dir = "runs/default";
-  std::string metrics_file = "metrics.jsonl";
-  std::string model_file = "model.bin";
-  std::string summary_file = "summary.json";
+struct OutputConfig {
+  std::string dir = "runs/default";
+  std::string metrics = "metrics.jsonl";
+  std::string model = "model.bin";
+  std::string summary = "summary.json";
   std::string log_level = "info";
-  std::string trace_file = "";  // mgwfbp: Chrome trace, relative to output.dir
+  std::string trace;  // mgwfbp: Chrome trace, relative to dir
   int64_t trace_iters = 5;
+  // `file` under dir ("" when file is ""; file itself when it is absolute or dir is "").
+  std::string path(const std::string& file) const;
+};
 
-  bool asp() const { return staleness == kInfiniteStaleness; }
-  std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"
+struct CnnConfig {
+  std::string layers = "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10";
+  std::string input = "1x28x28";
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+};
+
+struct MgwfbpConfig {
+  std::string planner = "mgwfbp";
+  int64_t profile_iters = 10;
+  double replan_threshold = 0.0;
+  int64_t replan_every = 200;
+};
+
+struct Config {
+  std::string source = "<defaults>";  // the file it was read from
+
+  JobConfig job;
+  DataConfig data;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  CommConfig comm;
+  SfbConfig sfb;
+  FmsConfig fms;
+  RuntimeConfig runtime;
+  EvalConfig eval;
+  StopConfig stop;
+  CheckpointConfig checkpoint;
+  OutputConfig output;
+  CnnConfig cnn;
+  MgwfbpConfig mgwfbp;
+
   // Every resolved value in a fixed order: the fingerprint all ranks must agree on.
   std::string canonical() const;
   uint64_t fingerprint() const;

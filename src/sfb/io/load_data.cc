@@ -27,51 +27,51 @@ Dataset load_idx(const std::string& images, const std::string& labels, int64_t c
 
 LoadedData load_data(const Config& cfg, int rank, int size, bool want_test) {
   LoadedData out;
-  const bool has_test = cfg.data_format == "synthetic" ? cfg.synthetic_test_samples > 0
-                        : cfg.data_format == "idx"     ? !cfg.test_images.empty()
-                                                       : !cfg.test_path.empty();
-  if (cfg.data_format == "idx") {
-    const int64_t n_images = read_idx_header(cfg.train_images).dims.at(0);
-    const int64_t n_labels = read_idx_header(cfg.train_labels).dims.at(0);
-    SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", cfg.train_images, n_images,
-                   cfg.train_labels, n_labels);
-    int64_t classes = cfg.classes;
+  const bool has_test = cfg.data.format == "synthetic" ? cfg.data.synthetic_test_samples > 0
+                        : cfg.data.format == "idx"     ? !cfg.data.test_images.empty()
+                                                       : !cfg.data.test.empty();
+  if (cfg.data.format == "idx") {
+    const int64_t n_images = read_idx_header(cfg.data.train_images).dims.at(0);
+    const int64_t n_labels = read_idx_header(cfg.data.train_labels).dims.at(0);
+    SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", cfg.data.train_images, n_images,
+                   cfg.data.train_labels, n_labels);
+    int64_t classes = cfg.data.classes;
     if (classes == 0) {
       // Labels are small: every rank reads all of them, so all agree on J.
-      const auto all = read_idx_labels(cfg.train_labels);
+      const auto all = read_idx_labels(cfg.data.train_labels);
       classes = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) + 1;
-      SFB_CHECK_DATA(classes >= 2, "{}: need at least 2 classes, found {}", cfg.train_labels, classes);
+      SFB_CHECK_DATA(classes >= 2, "{}: need at least 2 classes, found {}", cfg.data.train_labels, classes);
     }
-    out.total_train = cap(n_images, cfg.max_train_samples);
-    out.train = load_idx(cfg.train_images, cfg.train_labels, classes, partition_range(out.total_train, rank, size));
+    out.total_train = cap(n_images, cfg.data.max_train_samples);
+    out.train = load_idx(cfg.data.train_images, cfg.data.train_labels, classes, partition_range(out.total_train, rank, size));
     if (want_test && has_test) {
-      const int64_t n_test = cap(read_idx_header(cfg.test_images).dims.at(0), cfg.max_test_samples);
-      out.test = load_idx(cfg.test_images, cfg.test_labels, classes, {0, n_test});
+      const int64_t n_test = cap(read_idx_header(cfg.data.test_images).dims.at(0), cfg.data.max_test_samples);
+      out.test = load_idx(cfg.data.test_images, cfg.data.test_labels, classes, {0, n_test});
       SFB_CHECK_DATA(out.test.dim == out.train.dim, "{}: test images have {} pixels, training images {}",
-                     cfg.test_images, out.test.dim, out.train.dim);
+                     cfg.data.test_images, out.test.dim, out.train.dim);
     }
-  } else if (cfg.data_format == "libsvm") {
-    const LibsvmOptions opt{cfg.features, cfg.classes, cfg.label_offset};
-    out.total_train = cap(count_libsvm_rows(cfg.train_path), cfg.max_train_samples);
+  } else if (cfg.data.format == "libsvm") {
+    const LibsvmOptions opt{cfg.data.features, cfg.data.classes, cfg.data.label_offset};
+    out.total_train = cap(count_libsvm_rows(cfg.data.train), cfg.data.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
-    out.train = read_libsvm(cfg.train_path, opt, r.begin, r.end);
+    out.train = read_libsvm(cfg.data.train, opt, r.begin, r.end);
     if (want_test && has_test)
-      out.test = read_libsvm(cfg.test_path, opt, 0, cap(count_libsvm_rows(cfg.test_path), cfg.max_test_samples));
+      out.test = read_libsvm(cfg.data.test, opt, 0, cap(count_libsvm_rows(cfg.data.test), cfg.data.max_test_samples));
   } else {
-    SyntheticSpec spec{cfg.synthetic_samples, cfg.features, cfg.classes, cfg.synthetic_density,
-                       cfg.synthetic_noise, cfg.seed, 0, cfg.synthetic_separation};
-    out.total_train = cap(spec.samples, cfg.max_train_samples);
+    SyntheticSpec spec{cfg.data.synthetic_samples, cfg.data.features, cfg.data.classes, cfg.data.synthetic_density,
+                       cfg.data.synthetic_noise, cfg.job.seed, 0, cfg.data.synthetic_separation};
+    out.total_train = cap(spec.samples, cfg.data.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
     out.train = make_synthetic(spec, r.begin, r.end);
     if (want_test && has_test) {
-      spec.samples = cap(cfg.synthetic_test_samples, cfg.max_test_samples);
+      spec.samples = cap(cfg.data.synthetic_test_samples, cfg.data.max_test_samples);
       spec.stream = 1;
       out.test = make_synthetic(spec);
     }
   }
   SFB_CHECK_DATA(out.train.n > 0, "{}: rank {} of {} got an empty partition ({} training rows in all); use fewer ranks",
                  out.train.name, rank, size, out.total_train);
-  if (cfg.bias) {
+  if (cfg.data.bias) {
     out.train.add_bias();
     if (out.test.n > 0) out.test.add_bias();
   }

@@ -93,20 +93,20 @@ Executor::Executor(const Config& cfg, comm::Transport& transport, const io::Data
 
 ExecutorResult Executor::run() {
   const int rank = t_.rank(), P = t_.size();
-  const nn::Shape input = parse_shape(cfg_.cnn_input);
+  const nn::Shape input = parse_shape(cfg_.cnn.input);
   SFB_CHECK(train_.dim == input.size() && !train_.sparse,
             "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
-            train_.dim, train_.sparse ? "sparse" : "dense", cfg_.cnn_input, input.size(),
+            train_.dim, train_.sparse ? "sparse" : "dense", cfg_.cnn.input, input.size(),
             train_.dim == input.size() + 1 ? " (set data.bias = false)" : "");
-  nn::Network net(cfg_.cnn_layers, input);
+  nn::Network net(cfg_.cnn.layers, input);
   SFB_CHECK(net.layer(net.layers() - 1).out_shape().size() >= train_.classes,
             "cnn.layers ends with {} outputs but the data has {} classes", net.layer(net.layers() - 1).out_shape().size(),
             train_.classes);
   {
-    Rng rng = make_rng(cfg_.seed, 0xC44);  // the same initial weights on every rank
+    Rng rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
     net.init(rng);
   }
-  if (cfg_.device == "cuda") {
+  if (cfg_.job.device == "cuda") {
     // One GPU per rank on a host: Open MPI's local rank picks it.
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     net.set_backend(cuda::make_backend(net, local ? std::atoi(local) : rank));
@@ -125,7 +125,7 @@ ExecutorResult Executor::run() {
   Plan plan = plan_synceasgd(Profile{"init", std::vector<Layer>(static_cast<size_t>(L)), 0.0});
   if (hooks_.plan) plan = *hooks_.plan;
   check_plan(plan, L);
-  const int64_t profile_iters = hooks_.plan ? 0 : cfg_.mg_profile_iters;
+  const int64_t profile_iters = hooks_.plan ? 0 : cfg_.mgwfbp.profile_iters;
 
   // Communication thread state.
   BoundedQueue<int> ready_q;
@@ -203,7 +203,7 @@ ExecutorResult Executor::run() {
     if (comm.joinable()) comm.join();
   };
 
-  io::EpochSampler sampler(train_.n, cfg_.seed, static_cast<uint64_t>(rank));
+  io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));
   std::vector<int64_t> rows;
   Matrix x;
   std::vector<int32_t> labels;
@@ -211,9 +211,9 @@ ExecutorResult Executor::run() {
   std::vector<std::vector<double>> prof_layer_us;  // profiling iterations: per layer
   std::vector<double> prof_forward_us, recent_backward_us;
   JsonlWriter metrics;
-  if (rank == 0 && !cfg_.metrics_file.empty() && !cfg_.out_dir.empty()) {
-    std::filesystem::create_directories(cfg_.out_dir);
-    metrics.open((std::filesystem::path(cfg_.out_dir) / cfg_.metrics_file).string());
+  if (rank == 0 && !cfg_.output.metrics.empty() && !cfg_.output.dir.empty()) {
+    std::filesystem::create_directories(cfg_.output.dir);
+    metrics.open((std::filesystem::path(cfg_.output.dir) / cfg_.output.metrics).string());
   }
   Trace trace;
   int64_t trace_from = -1;
@@ -261,7 +261,7 @@ ExecutorResult Executor::run() {
       cost = fit.model;
       if (cost.a_us < 0) cost.a_us = 0;  // noise on a fast link; a negative start-up is not physical
       if (cost.b_us_per_byte < 0) cost.b_us_per_byte = 0;
-      chosen = make_plan(cfg_.mg_planner, prof, cost);
+      chosen = make_plan(cfg_.mgwfbp.planner, prof, cost);
       spdlog::info("{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; all-reduce fit a = {:.1f} us, b = {:.3e} "
                    "us/B (R^2 {:.3f})",
                    replan ? "re-" : "", prof.forward_us, prof.backward_us(), L, cost.a_us, cost.b_us_per_byte, fit.r2);
@@ -269,7 +269,7 @@ ExecutorResult Executor::run() {
       for (const auto& pr : res.predictions)
         spdlog::info("  planner {:<10} {:>3} groups, predicted iteration {:>9.0f} us, non-overlapped comm {:>8.0f} us",
                      pr.planner, pr.groups, pr.iteration_us, pr.non_overlapped_us);
-      spdlog::info("plan ({}): {}", cfg_.mg_planner, describe(chosen));
+      spdlog::info("plan ({}): {}", cfg_.mgwfbp.planner, describe(chosen));
     }
     const std::string enc = rank == 0 ? encode_plan(chosen, cost) : std::string();
     const comm::Bytes got = comm::broadcast_bytes(t_, 0, std::as_bytes(std::span(enc.data(), enc.size())));
@@ -280,18 +280,18 @@ ExecutorResult Executor::run() {
     predicted_us = simulate(prof, cost, active).iteration_us;
   };
 
-  const int64_t iters = cfg_.max_clocks;
+  const int64_t iters = cfg_.stop.max_clocks;
   try {
     for (int64_t it = 0; it < iters; ++it) {
       // Re-plan on drift (rank 0 decides, everyone learns it in the same collective).
       if (!hooks_.plan && it == profile_iters && profile_iters > 0) {
         plan_now(false);
         trace_from = it;
-      } else if (!hooks_.plan && cfg_.mg_replan_threshold > 0 && it > profile_iters && it % cfg_.mg_replan_every == 0) {
+      } else if (!hooks_.plan && cfg_.mgwfbp.replan_threshold > 0 && it > profile_iters && it % cfg_.mgwfbp.replan_every == 0) {
         int64_t flag = 0;
         if (rank == 0) {
           const double now = median(recent_backward_us), then = res.profile.backward_us();
-          flag = then > 0 && std::abs(now - then) / then > cfg_.mg_replan_threshold ? 1 : 0;
+          flag = then > 0 && std::abs(now - then) / then > cfg_.mgwfbp.replan_threshold ? 1 : 0;
         }
         const auto flags = comm::allgather_i64(t_, flag);
         if (flags[0]) {
@@ -302,7 +302,7 @@ ExecutorResult Executor::run() {
       const bool profiling = it < profile_iters;
       // The minibatch.
       if (hooks_.batch) hooks_.batch(it, rows);
-      else sampler.next(cfg_.minibatch, rows);
+      else sampler.next(cfg_.optimizer.minibatch, rows);
       x.resize(static_cast<int64_t>(rows.size()), train_.dim);
       labels.resize(rows.size());
       for (size_t i = 0; i < rows.size(); ++i) {
@@ -329,14 +329,14 @@ ExecutorResult Executor::run() {
       }
       const auto t3 = Clock::now();
       // SGD with momentum and weight decay on the averaged gradients.
-      const float lr = static_cast<float>(cfg_.lr / (1.0 + cfg_.lr_decay * static_cast<double>(it)));
+      const float lr = static_cast<float>(cfg_.optimizer.lr / (1.0 + cfg_.optimizer.lr_decay * static_cast<double>(it)));
       for (int p = 0; p < L; ++p) {
         auto& layer = net.layer(net.param_layer_index(p));
         const auto ps = layer.params();
         const auto gs = layer.grads();
         for (size_t k = 0; k < ps.size(); ++k) {
           Matrix& v = velocity[static_cast<size_t>(p)][k];
-          v = static_cast<float>(cfg_.cnn_momentum) * v + *gs[k] + static_cast<float>(cfg_.cnn_weight_decay) * *ps[k];
+          v = static_cast<float>(cfg_.cnn.momentum) * v + *gs[k] + static_cast<float>(cfg_.cnn.weight_decay) * *ps[k];
           *ps[k] -= lr * v;
         }
       }
@@ -358,7 +358,7 @@ ExecutorResult Executor::run() {
       recent_backward_us.push_back(st.backward_us);
       if (recent_backward_us.size() > 50) recent_backward_us.erase(recent_backward_us.begin());
       // The timeline of the first traced iterations: forward, backward per layer, each group.
-      if (rank == 0 && trace_from >= 0 && it < trace_from + cfg_.trace_iters) {
+      if (rank == 0 && trace_from >= 0 && it < trace_from + cfg_.output.trace_iters) {
         const double base = us_since(Clock::time_point{}, t0);
         trace.add(fmt::format("forward {}", it), 0, base, st.forward_us, rank);
         double at = base + st.forward_us;
@@ -374,7 +374,7 @@ ExecutorResult Executor::run() {
       }
       // Progress and metrics.
       const bool last = it + 1 == iters;
-      if (rank == 0 && ((it + 1) % cfg_.eval_every == 0 || last)) {
+      if (rank == 0 && ((it + 1) % cfg_.eval.every == 0 || last)) {
         double acc = -1;
         if (test_ && test_->n > 0) {
           int64_t right = 0;
@@ -391,7 +391,7 @@ ExecutorResult Executor::run() {
         // Means over the iterations since the last report (after profiling).
         double f = 0, bw = 0, w = 0, itu = 0;
         int cnt = 0;
-        for (auto r = res.iterations.rbegin(); r != res.iterations.rend() && cnt < cfg_.eval_every; ++r, ++cnt) {
+        for (auto r = res.iterations.rbegin(); r != res.iterations.rend() && cnt < cfg_.eval.every; ++r, ++cnt) {
           f += r->forward_us;
           bw += r->backward_us;
           w += r->comm_wait_us;
@@ -418,11 +418,11 @@ ExecutorResult Executor::run() {
     for (Matrix* m : net.layer(net.param_layer_index(p)).params()) res.params.insert(res.params.end(), m->data(), m->data() + m->size());
   res.checksum = fnv1a64(std::string_view(reinterpret_cast<const char*>(res.params.data()), res.params.size() * sizeof(float)));
   res.bytes_sent = t_.total_counters().bytes_sent;
-  if (rank == 0 && !cfg_.trace_file.empty() && !cfg_.out_dir.empty() && !trace.events.empty()) {
+  if (rank == 0 && !cfg_.output.trace.empty() && !cfg_.output.dir.empty() && !trace.events.empty()) {
     std::string json = "{\"traceEvents\": [\n";
     for (size_t i = 0; i < trace.events.size(); ++i) json += trace.events[i] + (i + 1 < trace.events.size() ? ",\n" : "\n");
     json += "], \"displayTimeUnit\": \"ms\", \"otherData\": {\"tracks\": \"tid 0: forward and update, 1: backward per layer, 2: all-reduce per group\"}}\n";
-    write_file_atomic((std::filesystem::path(cfg_.out_dir) / cfg_.trace_file).string(), json);
+    write_file_atomic((std::filesystem::path(cfg_.output.dir) / cfg_.output.trace).string(), json);
   }
   return res;
 }

@@ -11,7 +11,7 @@ namespace sfb::models {
 
 ConfigModelContext::Found ConfigModelContext::find(std::string_view key) const {
   read_.emplace(key);
-  for (const auto& p : cfg_.model_params)
+  for (const auto& p : cfg_.model.params)
     if (p.key == key) return {p.value, p.type, p.where};
   const std::string full = fmt::format("model.{}", key);
   std::string text = config_value(cfg_, full);
@@ -58,7 +58,7 @@ bool ConfigModelContext::param_bool(std::string_view key, bool fallback) const {
 
 void ConfigModelContext::check_all_params_read(const std::string& model_name) const {
   std::vector<std::string> asked(read_.begin(), read_.end());
-  for (const auto& p : cfg_.model_params)
+  for (const auto& p : cfg_.model.params)
     SFB_CHECK(read_.count(p.key) > 0, "{}: unknown key model.params.{}: model \"{}\" reads {}", p.where, p.key,
               model_name, asked.empty() ? std::string("no parameters") : fmt::format("{}", fmt::join(asked, ", ")));
 }

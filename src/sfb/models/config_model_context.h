@@ -20,10 +20,10 @@ class ConfigModelContext final : public api::ModelContext {
 
   int rank() const override { return rank_; }
   int ranks() const override { return ranks_; }
-  uint64_t seed() const override { return cfg_.seed; }
+  uint64_t seed() const override { return cfg_.job.seed; }
   const io::Dataset& train() const override { return train_; }
   int64_t train_total() const override { return train_total_; }
-  int64_t minibatch() const override { return cfg_.minibatch; }
+  int64_t minibatch() const override { return cfg_.optimizer.minibatch; }
   double param_double(std::string_view key, double fallback) const override;
   int64_t param_int(std::string_view key, int64_t fallback) const override;
   std::string param_string(std::string_view key, std::string_view fallback) const override;

@@ -36,8 +36,8 @@ ModelPtr make_model(const std::string& name, const api::ModelContext& ctx) {
 
 ModelPtr make_model(const Config& cfg, const io::Dataset& train, int64_t train_total, int rank, int ranks) {
   ConfigModelContext ctx(cfg, train, train_total, rank, ranks);
-  ModelPtr m = cfg.model_plugin.empty() ? make_model(cfg.model, ctx) : load_plugin(cfg.model_plugin, ctx);
-  ctx.check_all_params_read(cfg.model_plugin.empty() ? cfg.model : cfg.model_plugin);
+  ModelPtr m = cfg.model.plugin.empty() ? make_model(cfg.model.name, ctx) : load_plugin(cfg.model.plugin, ctx);
+  ctx.check_all_params_read(cfg.model.plugin.empty() ? cfg.model.name : cfg.model.plugin);
   SFB_CHECK(m->rows() > 0 && m->cols() > 0 && m->rows() < (int64_t{1} << 31) && m->cols() < (int64_t{1} << 31),
             "model \"{}\" declares a {} x {} parameter matrix; both sides must be in [1, 2^31)", m->name(), m->rows(),
             m->cols());

@@ -12,10 +12,10 @@ namespace sfb::runtime {
 ObjectiveMonitor::ObjectiveMonitor(const Config& cfg, const api::Model& model, const io::Dataset& train,
                                    const io::Dataset* test, int world_size)
     : cfg_(cfg), model_(model), train_(train), test_(test), world_size_(world_size) {
-  if (!cfg.out_dir.empty() && (!cfg.metrics_file.empty() || !cfg.checkpoint_file.empty()))
-    std::filesystem::create_directories(cfg.out_dir);
-  if (!cfg.metrics_file.empty()) {
-    metrics_.open((std::filesystem::path(cfg.out_dir) / cfg.metrics_file).string());
+  if (!cfg.output.dir.empty() && (!cfg.output.metrics.empty() || !cfg.checkpoint.path.empty()))
+    std::filesystem::create_directories(cfg.output.dir);
+  if (!cfg.output.metrics.empty()) {
+    metrics_.open((std::filesystem::path(cfg.output.dir) / cfg.output.metrics).string());
   }
   queue_.set_capacity(4);
 }
@@ -55,9 +55,9 @@ std::vector<EvalRecord> ObjectiveMonitor::records() const {
 
 EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
   EvalRecord r = s.record;
-  r.objective = model_.objective(s.W, train_, cfg_.eval_train_sample);
+  r.objective = model_.objective(s.W, train_, cfg_.eval.train_sample);
   r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(s.W, *test_) : -1.0;
-  r.extra = model_.metrics(s.W, train_, cfg_.eval_train_sample, test_ && test_->n > 0 ? test_ : nullptr);
+  r.extra = model_.metrics(s.W, train_, cfg_.eval.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
@@ -67,20 +67,20 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
   if (!stop_reason_.empty()) return;
   if (!std::isfinite(r.objective)) {
     stop_reason_ = "diverged";
-  } else if (cfg_.target_accuracy > 0 && r.accuracy >= cfg_.target_accuracy) {
+  } else if (cfg_.stop.target_accuracy > 0 && r.accuracy >= cfg_.stop.target_accuracy) {
     stop_reason_ = "target_accuracy";
-  } else if (cfg_.target_objective > 0 && r.objective <= cfg_.target_objective) {
+  } else if (cfg_.stop.target_objective > 0 && r.objective <= cfg_.stop.target_objective) {
     stop_reason_ = "target_objective";
-  } else if (cfg_.rel_tol > 0 && std::isfinite(prev)) {
+  } else if (cfg_.stop.rel_tol > 0 && std::isfinite(prev)) {
     const double rel = std::abs(prev - r.objective) / std::max(std::abs(prev), 1e-12);
-    below_tol_ = rel < cfg_.rel_tol ? below_tol_ + 1 : 0;
-    if (below_tol_ >= cfg_.patience) stop_reason_ = "converged";
+    below_tol_ = rel < cfg_.stop.rel_tol ? below_tol_ + 1 : 0;
+    if (below_tol_ >= cfg_.stop.patience) stop_reason_ = "converged";
   }
 }
 
 void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
-  const std::string path = (std::filesystem::path(cfg_.out_dir) / cfg_.checkpoint_file).string();
-  io::write_checkpoint(path, {cfg_.model_fingerprint(), cfg_.seed, s.record.clock, world_size_, s.W});
+  const std::string path = (std::filesystem::path(cfg_.output.dir) / cfg_.checkpoint.path).string();
+  io::write_checkpoint(path, {cfg_.model_fingerprint(), cfg_.job.seed, s.record.clock, world_size_, s.W});
   spdlog::info("checkpoint at clock {} written to {}", s.record.clock, path);
 }
 
@@ -108,11 +108,11 @@ void ObjectiveMonitor::loop() {
         }
         if (metrics_.is_open()) metrics_.write(to_json(r));
         const double per_clock = r.clock > 0 ? r.seconds / static_cast<double>(r.clock) : 0.0;
-        const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, cfg_.max_clocks - r.clock));
+        const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, cfg_.stop.max_clocks - r.clock));
         std::string extra;
         for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
         spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
-                     r.clock, cfg_.max_clocks, r.objective,
+                     r.clock, cfg_.stop.max_clocks, r.objective,
                      r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,
                      r.samples_per_s, static_cast<double>(r.bytes_sent) / 1e6, eta);
         decide(r);

@@ -32,7 +32,7 @@ using comm::ControlMsg;
 using comm::ControlType;
 
 int resolve_threads(const Config& cfg, int ranks_on_host) {
-  if (cfg.threads > 0) return static_cast<int>(cfg.threads);
+  if (cfg.runtime.threads > 0) return static_cast<int>(cfg.runtime.threads);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / std::max(1, ranks_on_host));
 }
@@ -71,15 +71,15 @@ RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
 }  // namespace
 
 int worker_count(const Config& cfg, int ranks) {
-  if (cfg.scheme != "fms") return ranks;
-  SFB_CHECK(ranks > cfg.fms_servers, "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
-            "run mpirun -np P+S", cfg.fms_servers, cfg.fms_servers, ranks);
-  return ranks - static_cast<int>(cfg.fms_servers);
+  if (cfg.comm.scheme != "fms") return ranks;
+  SFB_CHECK(ranks > cfg.fms.servers, "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
+            "run mpirun -np P+S", cfg.fms.servers, cfg.fms.servers, ranks);
+  return ranks - static_cast<int>(cfg.fms.servers);
 }
 
 namespace {
 comm::Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.scheme == "sfb" && cfg.broadcast == "halton") return comm::Topology::halton(workers, static_cast<int>(cfg.halton_q));
+  if (cfg.comm.scheme == "sfb" && cfg.sfb.broadcast == "halton") return comm::Topology::halton(workers, static_cast<int>(cfg.sfb.halton_q));
   return comm::Topology::full(workers);
 }
 }  // namespace
@@ -166,7 +166,7 @@ struct Worker::State {
   }
 
   float step(int64_t clock) const {
-    return static_cast<float>(cfg.lr / (1.0 + cfg.lr_decay * static_cast<double>(clock)));
+    return static_cast<float>(cfg.optimizer.lr / (1.0 + cfg.optimizer.lr_decay * static_cast<double>(clock)));
   }
 
   // SSP rule (DESIGN.md): clock c may start once every in-neighbour's batches of clocks
@@ -177,7 +177,7 @@ struct Worker::State {
   // ASP has no staleness bound, but without any bound a fast worker floods a slow one's network
   // buffers (unexpected MPI messages) and memory grows without limit: found by scripts/soak.sh
   // with 8 ranks on 2 cores. So ASP keeps a flow-control window of runtime.asp_window clocks.
-  int64_t bound() const { return cfg.asp() ? cfg.asp_window : cfg.staleness; }
+  int64_t bound() const { return cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness; }
   // The baselines have no read-my-writes: a worker's own update comes back with everyone's.
   bool allowed(int64_t c) const {
     if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
@@ -241,7 +241,7 @@ struct Worker::State {
 };
 
 void Worker::State::compute_loop() {
-  io::EpochSampler sampler(train.n, cfg.seed, static_cast<uint64_t>(rank));
+  io::EpochSampler sampler(train.n, cfg.job.seed, static_cast<uint64_t>(rank));
   // The minibatches are a function of (seed, rank, clock): a resumed run draws what an
   // uninterrupted one would have drawn from here on.
   sampler.skip(start_clock * K);
@@ -258,11 +258,11 @@ void Worker::State::compute_loop() {
       std::unique_lock lock(mu);
       Stopwatch waited;
       auto ready = [&] { return aborted || c >= stop_at || (!paused && allowed(c)); };
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.peer_timeout_s);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.runtime.peer_timeout_s);
       while (!ready()) {
         if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready())
           throw CommError(fmt::format("rank {}: waited {} s (runtime.peer_timeout_s) to start clock {}: {}", rank,
-                                      cfg.peer_timeout_s, c, waiting_for(c)));
+                                      cfg.runtime.peer_timeout_s, c, waiting_for(c)));
       }
       wait_ns += to_ns(waited.seconds());
       if (aborted) return;
@@ -293,8 +293,8 @@ void Worker::State::compute_loop() {
     if (!exchange) in_q.push(committed);
     out_q.push(std::move(committed));
     compute_ns += to_ns(sw.seconds());
-    if (rank == cfg.slow_rank && cfg.slow_ms > 0)
-      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(cfg.slow_ms * 1000)));
+    if (rank == cfg.runtime.slow_rank && cfg.runtime.slow_ms > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(cfg.runtime.slow_ms * 1000)));
   }
   in_q.push(nullptr);
 }
@@ -385,7 +385,7 @@ void Worker::State::apply_dense(const SfBatch& item) {
 
 void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
   if (rank != 0 || !monitor) return;
-  const bool checkpoints = !cfg.checkpoint_file.empty();
+  const bool checkpoints = !cfg.checkpoint.path.empty();
   int64_t done;
   {
     std::lock_guard lock(mu);
@@ -398,8 +398,8 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
     evaluate = done >= next_eval;
     checkpoint = checkpoints && done >= next_ckpt;
     if (!evaluate && !checkpoint) return;
-    while (next_eval <= done) next_eval += cfg.eval_every;
-    while (checkpoint && next_ckpt <= done) next_ckpt += cfg.checkpoint_every;
+    while (next_eval <= done) next_eval += cfg.eval.every;
+    while (checkpoint && next_ckpt <= done) next_ckpt += cfg.checkpoint.every;
   }
   auto s = std::make_unique<Snapshot>();
   s->final = final;
@@ -415,11 +415,11 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
 }
 
 void Worker::State::update_loop() {
-  const bool bsp = cfg.staleness == 0;
+  const bool bsp = cfg.sfb.staleness == 0;
   std::map<std::pair<int64_t, int>, SfBatchPtr> pending;  // BSP: (clock, sender) -> batch
   int64_t next_clock = start_clock;
-  int64_t next_eval = (start_clock / cfg.eval_every + 1) * cfg.eval_every;
-  int64_t next_ckpt = cfg.checkpoint_every > 0 ? (start_clock / cfg.checkpoint_every + 1) * cfg.checkpoint_every
+  int64_t next_eval = (start_clock / cfg.eval.every + 1) * cfg.eval.every;
+  int64_t next_ckpt = cfg.checkpoint.every > 0 ? (start_clock / cfg.checkpoint.every + 1) * cfg.checkpoint.every
                                                : std::numeric_limits<int64_t>::max();
   std::vector<SfBatchPtr> group;  // batches applied together
   // Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
@@ -652,7 +652,7 @@ void Worker::State::comm_loop() {
         }
       } else if (rank == 0) {
         std::string reason = monitor ? monitor->stop_reason() : std::string();
-        if (reason.empty() && cfg.max_seconds > 0 && since_start.seconds() > cfg.max_seconds) reason = "max_seconds";
+        if (reason.empty() && cfg.stop.max_seconds > 0 && since_start.seconds() > cfg.stop.max_seconds) reason = "max_seconds";
         if (!reason.empty()) start_stop(reason);
       }
       if (rank == 0 && query_open && P == 1) close_query();
@@ -679,7 +679,7 @@ void Worker::State::comm_loop() {
     // Waiting on peers for the end of the job or a stop reply: give up after peer_timeout_s.
     if (progress) {
       last_progress.reset();
-    } else if ((sent_done || query_open) && last_progress.seconds() > cfg.peer_timeout_s) {
+    } else if ((sent_done || query_open) && last_progress.seconds() > cfg.runtime.peer_timeout_s) {
       std::string who;
       if (query_open) who = "STOP_REPLY messages";
       else if (rank == 0) {
@@ -690,7 +690,7 @@ void Worker::State::comm_loop() {
       } else {
         who = "FINAL from rank 0";
       }
-      throw CommError(fmt::format("rank {}: no {} for {} s (runtime.peer_timeout_s)", rank, who, cfg.peer_timeout_s));
+      throw CommError(fmt::format("rank {}: no {} for {} s (runtime.peer_timeout_s)", rank, who, cfg.runtime.peer_timeout_s));
     }
     // Idle: yield first, then sleep briefly (no busy polling against the compute threads).
     if (progress) {
@@ -709,16 +709,16 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
                api::Model& model, WorkerHooks hooks, WorkerStart start, Exchange* exchange)
     : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
   auto& s = *s_;
-  SFB_CHECK((cfg.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.scheme,
+  SFB_CHECK((cfg.comm.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.comm.scheme,
             exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
   SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
-  s.threads = std::max<int>(1, static_cast<int>(cfg.threads));
+  s.threads = std::max<int>(1, static_cast<int>(cfg.runtime.threads));
   s.applier_ptr = std::make_unique<UpdateApplier>(s.threads);
   s.J = static_cast<int32_t>(model.rows());
   s.D = static_cast<int32_t>(model.cols());
   // Probe: a model whose prox_scale(step) is 1 at the first step has no scaling prox.
   s.scaling_prox = model.prox_scale(s.step(0)) != 1.0;
-  s.K = static_cast<int32_t>(cfg.minibatch);
+  s.K = static_cast<int32_t>(cfg.optimizer.minibatch);
   if (start.W) {
     SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
               "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
@@ -726,12 +726,12 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     s.W = *start.W;
   } else {
     s.W = Matrix::Zero(s.J, s.D);
-    Rng init_rng = make_rng(cfg.seed, 0x1417);
+    Rng init_rng = make_rng(cfg.job.seed, 0x1417);
     model.init(s.W, init_rng);
   }
-  SFB_CHECK(start.clock >= 0 && start.clock < cfg.max_clocks,
+  SFB_CHECK(start.clock >= 0 && start.clock < cfg.stop.max_clocks,
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue", start.clock,
-            cfg.max_clocks);
+            cfg.stop.max_clocks);
   s.start_clock = start.clock;
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);
@@ -741,11 +741,11 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.started = s.start_clock;
   s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
   s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);
-  s.stop_at = cfg.max_clocks;
-  s.out_q.set_capacity(cfg.queue_capacity);
+  s.stop_at = cfg.stop.max_clocks;
+  s.out_q.set_capacity(cfg.runtime.queue_capacity);
   // The in-queue holds this rank's batches plus every peer's: the compute thread and the
   // communication thread must never block each other on it for long.
-  s.in_q.set_capacity(cfg.queue_capacity * s.P);
+  s.in_q.set_capacity(cfg.runtime.queue_capacity * s.P);
   if (s.rank == 0) {
     s.all_stats.resize(static_cast<size_t>(s.P));
     s.monitor = std::make_unique<ObjectiveMonitor>(cfg, model, train, test, s.P);

@@ -98,7 +98,7 @@ class Worker {
 // Ranks that train: all of them, except fms.servers parameter-server ranks under comm.scheme = "fms".
 int worker_count(const Config& cfg, int ranks);
 
-// Effective OpenMP threads for one rank: cfg.threads, or cores / ranks_on_host (at least 1).
+// Effective OpenMP threads for one rank: cfg.runtime.threads, or cores / ranks_on_host (at least 1).
 int resolve_threads(const Config& cfg, int ranks_on_host);
 
 }  // namespace sfb::runtime
