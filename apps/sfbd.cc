@@ -33,6 +33,7 @@
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/signals.h"
+#include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
 namespace {
@@ -263,7 +264,7 @@ int run(int argc, char** argv, int rank, int P) {
     return kExitBadInput;
   }
 
-  const int threads = sfb::runtime::resolve_threads(cfg, ranks_on_this_host());
+  const int threads = sfb::runtime::resolve_threads(cfg.runtime, ranks_on_this_host());
   cfg.runtime.threads = threads;
   Eigen::setNbThreads(threads);
 
@@ -344,7 +345,8 @@ int run(int argc, char** argv, int rank, int P) {
     return diverged ? kExitDiverged : 0;
   }
   auto exchange = sfb::baselines::make_exchange(cfg);
-  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model, {}, start,
+  sfb::runtime::Worker worker(cfg, *transport, data.train, rank == 0 ? &data.test : nullptr, *model,
+                              sfb::runtime::with_study_hooks(cfg.runtime, rank), start,
                               exchange.get());
   sfb::runtime::WorkerResult result = worker.run();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,

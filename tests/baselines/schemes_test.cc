@@ -13,6 +13,7 @@
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/baselines/scheme_bytes.h"
+#include "sfb/runtime/study_hooks.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/comm/topology.h"
 #include "sfb/core/error.h"
@@ -61,7 +62,8 @@ SchemeRun run_scheme(int P, const Config& cfg) {
     const auto data = io::load_data(cfg, r, P, r == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, r, P);
     auto exchange = make_exchange(cfg);
-    runtime::Worker w(cfg, t, data.train, &data.test, *model, {}, {}, exchange.get());
+    runtime::Worker w(cfg, t, data.train, &data.test, *model, runtime::with_study_hooks(cfg.runtime, r), {},
+                      exchange.get());
     out.workers[static_cast<size_t>(r)] = w.run();
   });
   return out;

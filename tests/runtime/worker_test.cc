@@ -19,6 +19,7 @@
 #include "sfb/io/sampler.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/signals.h"
+#include "sfb/runtime/study_hooks.h"
 #include "testing/configs.h"
 #include "testing/rank_threads.h"
 
@@ -43,7 +44,8 @@ std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}
   testing::run_ranks(p, [&](comm::Transport& t) {
     const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), p);
-    Worker w(cfg, t, data.train, &data.test, *model, hooks ? hooks(t.rank()) : WorkerHooks{}, start);
+    Worker w(cfg, t, data.train, &data.test, *model,
+             with_study_hooks(cfg.runtime, t.rank(), hooks ? hooks(t.rank()) : WorkerHooks{}), start);
     results[static_cast<size_t>(t.rank())] = w.run();
   });
   return results;

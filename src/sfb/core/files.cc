@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -44,6 +46,14 @@ void write_file_atomic(const std::string& path, std::span<const std::byte> conte
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, std::as_bytes(std::span(content.data(), content.size())));
+}
+
+void create_parent_directories(const std::string& path) {
+  const auto dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InvalidArgument(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
 }
 
 }  // namespace sfb

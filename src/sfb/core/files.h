@@ -11,4 +11,8 @@ namespace sfb {
 void write_file_atomic(const std::string& path, std::span<const std::byte> content);
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// Creates the directory that will hold `path` (and its parents); throws InvalidArgument naming the
+// directory and the reason when it cannot.
+void create_parent_directories(const std::string& path);
+
 }  // namespace sfb

@@ -1,50 +1,53 @@
 #include "sfb/runtime/objective_monitor.h"
 
 #include <cmath>
-#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
+#include "sfb/core/files.h"
 #include "sfb/io/checkpoint.h"
 
 namespace sfb::runtime {
 
-ObjectiveMonitor::ObjectiveMonitor(const Config& cfg, const api::Model& model, const io::Dataset& train,
-                                   const io::Dataset* test, int world_size)
-    : cfg_(cfg), model_(model), train_(train), test_(test), world_size_(world_size) {
-  if (!cfg.output.dir.empty() && (!cfg.output.metrics.empty() || !cfg.checkpoint.path.empty()))
-    std::filesystem::create_directories(cfg.output.dir);
-  if (!cfg.output.metrics.empty()) {
-    metrics_.open((std::filesystem::path(cfg.output.dir) / cfg.output.metrics).string());
-  }
+ObjectiveMonitor::ObjectiveMonitor(const EvalConfig& eval, const StopConfig& stop, MonitorOutputs out,
+                                   const api::Model& model, const io::Dataset& train, const io::Dataset* test)
+    : eval_(eval), stop_(stop), out_(std::move(out)), model_(model), train_(train), test_(test) {
+  for (const auto* path : {&out_.metrics, &out_.checkpoint})
+    if (!path->empty()) create_parent_directories(*path);
+  if (!out_.metrics.empty()) metrics_.open(out_.metrics);
   queue_.set_capacity(4);
+  thread_.on_abort([this] {
+    // abort() wakes a monitor blocked in pop now; the null snapshot one that pops later.
+    queue_.abort();
+    queue_.try_push(nullptr);
+  });
 }
 
-ObjectiveMonitor::~ObjectiveMonitor() {
-  if (thread_.joinable()) {
-    abort();
-    thread_.join();
-  }
+ObjectiveMonitor::~ObjectiveMonitor() = default;
+
+void ObjectiveMonitor::start() {
+  thread_.spawn([this] { loop(); });
 }
 
-void ObjectiveMonitor::start() { thread_ = std::thread([this] { loop(); }); }
+void ObjectiveMonitor::submit(std::unique_ptr<Snapshot> s) { queue_.push(std::move(s)); }
 
-void ObjectiveMonitor::submit(std::unique_ptr<Snapshot> s) { queue_.push(s.release()); }
+void ObjectiveMonitor::abort() { thread_.abort(); }
 
-void ObjectiveMonitor::abort() {
-  // abort() wakes a monitor blocked in pop now; the null snapshot one that pops later.
-  queue_.abort();
-  queue_.try_push(nullptr);
-}
+size_t ObjectiveMonitor::queued() const { return static_cast<size_t>(std::max<std::ptrdiff_t>(0, queue_.size())); }
 
 void ObjectiveMonitor::finish() {
-  if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
-  if (error_) std::rethrow_exception(error_);
+  try {
+    thread_.join();
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    stop_reason_ = "error";
+    throw;
+  }
 }
 
 std::string ObjectiveMonitor::stop_reason() const {
   std::lock_guard lock(mu_);
+  if (stop_reason_.empty() && thread_.error()) return "error";
   return stop_reason_;
 }
 
@@ -55,9 +58,9 @@ std::vector<EvalRecord> ObjectiveMonitor::records() const {
 
 EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
   EvalRecord r = s.record;
-  r.objective = model_.objective(s.W, train_, cfg_.eval.train_sample);
+  r.objective = model_.objective(s.W, train_, eval_.train_sample);
   r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(s.W, *test_) : -1.0;
-  r.extra = model_.metrics(s.W, train_, cfg_.eval.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
+  r.extra = model_.metrics(s.W, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
@@ -67,64 +70,57 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
   if (!stop_reason_.empty()) return;
   if (!std::isfinite(r.objective)) {
     stop_reason_ = "diverged";
-  } else if (cfg_.stop.target_accuracy > 0 && r.accuracy >= cfg_.stop.target_accuracy) {
+  } else if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) {
     stop_reason_ = "target_accuracy";
-  } else if (cfg_.stop.target_objective > 0 && r.objective <= cfg_.stop.target_objective) {
+  } else if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) {
     stop_reason_ = "target_objective";
-  } else if (cfg_.stop.rel_tol > 0 && std::isfinite(prev)) {
+  } else if (stop_.rel_tol > 0 && std::isfinite(prev)) {
     const double rel = std::abs(prev - r.objective) / std::max(std::abs(prev), 1e-12);
-    below_tol_ = rel < cfg_.stop.rel_tol ? below_tol_ + 1 : 0;
-    if (below_tol_ >= cfg_.stop.patience) stop_reason_ = "converged";
+    below_tol_ = rel < stop_.rel_tol ? below_tol_ + 1 : 0;
+    if (below_tol_ >= stop_.patience) stop_reason_ = "converged";
   }
 }
 
 void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
-  const std::string path = (std::filesystem::path(cfg_.output.dir) / cfg_.checkpoint.path).string();
-  io::write_checkpoint(path, {cfg_.model_fingerprint(), cfg_.job.seed, s.record.clock, world_size_, s.W});
-  spdlog::info("checkpoint at clock {} written to {}", s.record.clock, path);
+  io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, s.record.clock, out_.ranks, s.W});
+  spdlog::info("checkpoint at clock {} written to {}", s.record.clock, out_.checkpoint);
+}
+
+void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
+  const double per_clock = r.clock > 0 ? r.seconds / static_cast<double>(r.clock) : 0.0;
+  const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, stop_.max_clocks - r.clock));
+  std::string extra;
+  for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
+  spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
+               r.clock, stop_.max_clocks, r.objective,
+               r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,
+               r.samples_per_s, static_cast<double>(r.bytes_sent) / 1e6, eta);
 }
 
 void ObjectiveMonitor::loop() {
-  try {
-    for (;;) {
-      Snapshot* raw = nullptr;
-      queue_.pop(raw);
-      if (!raw) return;  // aborted
-      std::unique_ptr<Snapshot> s(raw);
-      if (s->checkpoint) write_checkpoint(*s);
-      if (!s->evaluate) continue;
-      EvalRecord r;
-      bool repeat = false;
+  for (;;) {
+    std::unique_ptr<Snapshot> s;
+    queue_.pop(s);
+    if (!s) return;  // aborted
+    if (s->checkpoint && !out_.checkpoint.empty()) write_checkpoint(*s);
+    if (!s->evaluate) continue;
+    std::optional<EvalRecord> repeat;
+    {
+      // The final snapshot at the clock of the last evaluation: nothing new to evaluate.
+      std::lock_guard lock(mu_);
+      if (s->final && !records_.empty() && records_.back().clock == s->record.clock) repeat = records_.back();
+    }
+    if (!repeat) {
+      const EvalRecord r = evaluate(*s);
       {
         std::lock_guard lock(mu_);
-        repeat = s->final && !records_.empty() && records_.back().clock == s->record.clock;
-        if (repeat) r = records_.back();
+        records_.push_back(r);
       }
-      if (!repeat) {
-        r = evaluate(*s);
-        {
-          std::lock_guard lock(mu_);
-          records_.push_back(r);
-        }
-        if (metrics_.is_open()) metrics_.write(to_json(r));
-        const double per_clock = r.clock > 0 ? r.seconds / static_cast<double>(r.clock) : 0.0;
-        const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, cfg_.stop.max_clocks - r.clock));
-        std::string extra;
-        for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
-        spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
-                     r.clock, cfg_.stop.max_clocks, r.objective,
-                     r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,
-                     r.samples_per_s, static_cast<double>(r.bytes_sent) / 1e6, eta);
-        decide(r);
-      }
-      if (s->final) return;
+      if (metrics_.is_open()) metrics_.write(to_json(r));
+      log_progress(r);
+      decide(r);
     }
-  } catch (const tbb::user_abort&) {
-    // Training failed elsewhere; the error that caused it is reported by its own thread.
-  } catch (...) {
-    std::lock_guard lock(mu_);
-    error_ = std::current_exception();
-    stop_reason_ = "error";
+    if (s->final) return;
   }
 }
 

@@ -4,19 +4,20 @@
 // evaluation, writes checkpoints, and decides whether the job should stop (target accuracy or objective, relative
 // change below tolerance for `patience` evaluations, or a diverged objective).
 //
-// submit() is called by the update thread; stop_reason() by the communication thread.
+// submit() is called by the update thread; stop_reason() by the communication thread. Snapshots
+// are owned by the queue: those still queued when the monitor is aborted are freed with it.
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "sfb/core/bounded_queue.h"
-
 #include "sfb/api/model.h"
+#include "sfb/core/bounded_queue.h"
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
+#include "sfb/core/thread_group.h"
 
 namespace sfb::runtime {
 
@@ -28,17 +29,29 @@ struct Snapshot {
   bool checkpoint = false;  // write it as the checkpoint (checkpoint.path)
 };
 
+// Where the monitor writes, and what goes into a checkpoint besides W.
+struct MonitorOutputs {
+  std::string metrics;     // metrics.jsonl path; "" for none
+  std::string checkpoint;  // checkpoint path; "" for none
+  uint64_t model_fingerprint = 0;
+  uint64_t seed = 0;
+  int ranks = 1;  // workers of the job that writes the checkpoints
+};
+
 class ObjectiveMonitor {
  public:
-  ObjectiveMonitor(const Config& cfg, const api::Model& model, const io::Dataset& train, const io::Dataset* test,
-                   int world_size);
+  ObjectiveMonitor(const EvalConfig& eval, const StopConfig& stop, MonitorOutputs out, const api::Model& model,
+                   const io::Dataset& train, const io::Dataset* test);
   ~ObjectiveMonitor();
   void start();
   // Blocks when the monitor is more than a few snapshots behind (back-pressure).
   void submit(std::unique_ptr<Snapshot> s);
   // Waits for the final snapshot's evaluation; rethrows an evaluation error.
   void finish();
+  // Stops the monitor; snapshots still queued are dropped.
   void abort();
+  // Snapshots submitted and not yet taken by the monitor thread (tests).
+  size_t queued() const;
   // Empty while training should go on.
   std::string stop_reason() const;
   std::vector<EvalRecord> records() const;
@@ -48,20 +61,21 @@ class ObjectiveMonitor {
   EvalRecord evaluate(const Snapshot& s);
   void write_checkpoint(const Snapshot& s);
   void decide(const EvalRecord& r);
+  void log_progress(const EvalRecord& r) const;
 
-  const Config& cfg_;
+  const EvalConfig eval_;
+  const StopConfig stop_;
+  const MonitorOutputs out_;
   const api::Model& model_;
   const io::Dataset& train_;
   const io::Dataset* test_;
-  int world_size_;
   JsonlWriter metrics_;
-  BoundedQueue<Snapshot*> queue_;
-  std::thread thread_;
+  BoundedQueue<std::unique_ptr<Snapshot>> queue_;
   mutable std::mutex mu_;
   std::vector<EvalRecord> records_;
   std::string stop_reason_;
-  std::exception_ptr error_;
   int below_tol_ = 0;
+  ThreadGroup thread_;  // last: its destructor stops the thread before the members it uses go
 };
 
 }  // namespace sfb::runtime

@@ -16,13 +16,14 @@
 // No data race on W: the compute thread reads W only while holding the shared side of w_mu_,
 // the update thread writes only while holding the exclusive side; the monitor gets copies.
 //
-// Stop protocol: rank 0 decides to stop (monitor, time limit, signal, or a peer's request) and
-// sends STOP_QUERY; each rank pauses before its next clock and replies with its committed clock
-// count; rank 0 sends STOP_AT = max of the replies; all ranks compute up to that clock, apply
-// everything, send DONE (with statistics) to rank 0, which answers FINAL when all are done.
-// Without a stop decision every rank stops at stop.max_clocks.
+// Stop protocol (stop_protocol.h): rank 0 decides to stop (monitor, time limit, signal, or a peer's
+// request) and sends STOP_QUERY; each rank pauses before its next clock and replies with its
+// committed clock count; rank 0 sends STOP_AT = max of the replies; all ranks compute up to that
+// clock, apply everything, send DONE (with statistics) to rank 0, which answers FINAL when all are
+// done. Without a stop decision every rank stops at stop.max_clocks.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,15 +34,18 @@
 #include "sfb/core/metrics.h"
 #include "sfb/io/dataset.h"
 #include "sfb/runtime/exchange.h"
+#include "sfb/runtime/rank_stats.h"
 
 namespace sfb::runtime {
 
-// Test hooks; each is called on the thread named.
+// Hooks for tests and studies (study_hooks.h); each is called on the thread named.
 struct WorkerHooks {
   // Update thread, W locked: clock `clock` has been applied from every source (BSP only).
   std::function<void(int64_t clock, const Matrix& W)> on_clock_applied;
   // Compute thread: about to compute clock `clock` (after the staleness wait).
   std::function<void(int64_t clock)> on_clock_start;
+  // Compute thread: clock `clock`'s batch has been queued for the update and communication threads.
+  std::function<void(int64_t clock)> on_clock_committed;
 };
 
 // Where training starts: a fresh W from model.init() at clock 0, or a checkpoint's W and clock
@@ -49,20 +53,6 @@ struct WorkerHooks {
 struct WorkerStart {
   int64_t clock = 0;
   const Matrix* W = nullptr;  // null: model.init()
-};
-
-struct RankStats {
-  int rank = 0;
-  int64_t clocks = 0;          // clocks committed
-  int64_t pairs_sent = 0;      // SF pairs sent, summed over destinations
-  int64_t pairs_received = 0;  // SF pairs received from peers
-  int64_t pairs_applied = 0;   // SF pairs applied to W, own included
-  uint64_t checksum = 0;       // matrix_checksum of the final W
-  int64_t bytes_sent = 0;
-  int64_t bytes_received = 0;
-  double compute_s = 0, update_s = 0, wait_s = 0;
-  int64_t max_lead = 0;        // max over clocks and in-neighbours of (clock - applied clocks)
-  int64_t bytes_from_servers = 0;  // fms: bytes received from the parameter servers
 };
 
 struct WorkerResult {
@@ -98,7 +88,7 @@ class Worker {
 // Ranks that train: all of them, except fms.servers parameter-server ranks under comm.scheme = "fms".
 int worker_count(const Config& cfg, int ranks);
 
-// Effective OpenMP threads for one rank: cfg.runtime.threads, or cores / ranks_on_host (at least 1).
-int resolve_threads(const Config& cfg, int ranks_on_host);
+// Effective OpenMP threads for one rank: runtime.threads, or cores / ranks_on_host (at least 1).
+int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host);
 
 }  // namespace sfb::runtime

@@ -1,0 +1,165 @@
+// The worker's communication thread: sends this rank's batches (or hands them to a baseline's
+// exchange), receives peers' batches into the in-queue, feeds control messages and local stop
+// reasons to the stop protocol (stop_protocol.h), and reports a peer that stays silent.
+#include <algorithm>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "sfb/comm/sf_codec.h"
+#include "sfb/core/error.h"
+#include "sfb/runtime/signals.h"
+#include "sfb/runtime/worker_state.h"
+
+namespace sfb::runtime {
+
+int64_t Worker::State::pause_clocks() {
+  std::lock_guard lock(mu);
+  paused = true;
+  return started;
+}
+
+void Worker::State::resume_clocks(int64_t at) {
+  std::lock_guard lock(mu);
+  if (at < started)
+    throw CommError(fmt::format("rank {}: STOP_AT {} is before clock {} already started", rank, at, started));
+  stop_at = std::min(stop_at, at);
+  paused = false;
+  cv.notify_all();
+}
+
+void Worker::State::start_exchange() {
+  ExchangeHost host;
+  host.transport = &t;
+  host.workers = P;
+  host.J = J;
+  host.D = D;
+  host.start_clock = start_clock;
+  host.initial_W = &W;  // the update thread has not started to write it (it waits for batches)
+  host.deliver = [this](SfBatchPtr item) { in_q.push(std::move(item)); };
+  host.fail = [this](std::exception_ptr e) { threads.fail(e); };
+  exchange->start(host);
+}
+
+// Own batches: a baseline's exchange takes them; SFB serialises each once and sends the same
+// buffer to every out-neighbour.
+bool Worker::State::send_own_batches() {
+  bool progress = false;
+  SfBatchPtr b;
+  while (out_q.try_pop(b)) {
+    progress = true;
+    if (exchange) {
+      exchange->send_own(b);
+      continue;
+    }
+    auto buf = std::make_shared<const comm::Bytes>(comm::encode_sf_batch(*b));
+    for (int q : topo.out[static_cast<size_t>(rank)]) {
+      t.send_shared(q, comm::kTagSf, buf);
+      pairs_sent_to[static_cast<size_t>(q)] += b->count;
+    }
+  }
+  return progress;
+}
+
+void Worker::State::receive_sf(comm::Message&& m) {
+  const auto& in = topo.in[static_cast<size_t>(rank)];
+  if (exchange || std::find(in.begin(), in.end(), m.src) == in.end())
+    throw CommError(fmt::format("rank {}: SF batch from rank {}, which is not an in-neighbour", rank, m.src));
+  auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m.data, {m.src, J, D}));
+  pairs_received += batch->count;
+  {
+    // FIFO per sender: a clock out of order means a lost or duplicated message.
+    std::lock_guard lock(mu);
+    if (batch->clock != received[static_cast<size_t>(m.src)])
+      throw CommError(fmt::format("rank {}: SF batch of clock {} from rank {}, expected clock {}: a message was lost or "
+                                  "duplicated",
+                                  rank, batch->clock, m.src, received[static_cast<size_t>(m.src)]));
+    ++received[static_cast<size_t>(m.src)];
+  }
+  in_q.push(std::move(batch));
+}
+
+// Everything that has arrived: SF batches, the exchange's messages, control messages.
+bool Worker::State::receive_messages() {
+  bool progress = false;
+  while (auto m = t.try_recv()) {
+    progress = true;
+    if (exchange && exchange->handles(m->tag)) {
+      exchange->on_message(std::move(*m));
+    } else if (m->tag == comm::kTagSf) {
+      receive_sf(std::move(*m));
+    } else if (m->tag == comm::kTagControl) {
+      stop->handle(comm::decode_control(m->data, m->src), m->src);
+    } else {
+      throw CommError(fmt::format("rank {}: message with unexpected tag {} from rank {}", rank, m->tag, m->src));
+    }
+  }
+  return progress;
+}
+
+// Reasons to stop early: a signal on this rank; on rank 0 the monitor's decision or the time limit.
+void Worker::State::check_stop_reasons() {
+  if (stop->stop_asked() || (rank != 0 && stop->done_sent())) return;
+  if (const int sig = stop_signal(); sig != 0) {
+    stop->request_stop(fmt::format("signal {}", sig), sig);
+  } else if (rank == 0) {
+    std::string reason = monitor ? monitor->stop_reason() : std::string();
+    if (reason.empty() && cfg.stop.max_seconds > 0 && since_start.seconds() > cfg.stop.max_seconds) reason = "max_seconds";
+    if (!reason.empty()) stop->request_stop(reason);
+  }
+}
+
+// Done locally (everything computed and applied, every own batch sent): DONE to rank 0.
+bool Worker::State::report_if_done() {
+  if (stop->done_sent()) return false;
+  {
+    std::lock_guard lock(mu);
+    if (!compute_done || !update_done) return false;
+  }
+  if (!out_q.empty()) return false;
+  stop->local_done(collect_stats());
+  return true;
+}
+
+// Waiting on peers for the end of the job or a stop reply: give up after peer_timeout_s.
+void Worker::State::check_peer_timeout(bool progress, Stopwatch& last_progress) const {
+  if (progress) {
+    last_progress.reset();
+  } else if (stop->waiting_on_peers() && last_progress.seconds() > cfg.runtime.peer_timeout_s) {
+    throw CommError(fmt::format("rank {}: no {} for {} s (runtime.peer_timeout_s)", rank, stop->waiting_for(),
+                                cfg.runtime.peer_timeout_s));
+  }
+}
+
+void Worker::State::comm_loop() {
+  StopProtocolIo io;
+  io.send = [this](int dst, comm::ControlType type, int64_t value, std::vector<int64_t> payload) {
+    t.send(dst, comm::kTagControl, comm::encode_control({type, rank, value, std::move(payload)}));
+  };
+  io.pause = [this] { return pause_clocks(); };
+  io.resume = [this](int64_t at) { resume_clocks(at); };
+  stop = std::make_unique<StopProtocol>(rank, P, cfg.stop.max_clocks, std::move(io));
+  if (exchange) start_exchange();
+  Stopwatch last_progress;
+  for (int idle = 0; !aborted();) {
+    bool progress = send_own_batches();
+    progress = receive_messages() || progress;
+    check_stop_reasons();
+    progress = report_if_done() || progress;
+    if (stop->try_finish()) break;
+    check_peer_timeout(progress, last_progress);
+    // Idle: yield first, then sleep briefly (no busy polling against the compute threads).
+    if (progress) {
+      idle = 0;
+    } else if (++idle < 16) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));
+    }
+  }
+  if (exchange && !aborted()) exchange->finish();
+  t.flush();
+}
+
+}  // namespace sfb::runtime

@@ -1,0 +1,143 @@
+#pragma once
+// The state one Worker shares between its threads, and the methods each thread runs. Internal to
+// src/sfb/runtime: worker.cc (construction, run, the SF-compute thread), worker_update.cc (the
+// update thread) and worker_comm.cc (the communication thread). Which thread owns what is said at
+// each member; docs/architecture.md has the overview.
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sfb/comm/topology.h"
+#include "sfb/core/bounded_queue.h"
+#include "sfb/core/thread_group.h"
+#include "sfb/core/timer.h"
+#include "sfb/runtime/objective_monitor.h"
+#include "sfb/runtime/stop_protocol.h"
+#include "sfb/runtime/update_applier.h"
+#include "sfb/runtime/worker.h"
+
+namespace sfb::runtime {
+
+inline int64_t to_ns(double s) { return static_cast<int64_t>(s * 1e9); }
+inline double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+struct Worker::State {
+  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m, WorkerHooks h,
+        Exchange* ex);
+
+  // Fixed for the run.
+  const Config& cfg;
+  comm::Transport& t;
+  const io::Dataset& train;
+  const io::Dataset* test;
+  api::Model& model;
+  WorkerHooks hooks;
+  Exchange* exchange;  // null: SFB (the communication thread broadcasts the SFs itself)
+  const int rank;
+  const int P;         // workers (the ranks after them, if any, are parameter servers)
+  comm::Topology topo;
+  std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
+  int32_t J = 0, D = 0, K = 0;
+  bool scaling_prox = false;  // the model's prox_scale is not constantly 1
+
+  // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
+  // The true parameters are w_scale * W: a model whose prox is a pure shrinkage (L2) has it
+  // applied in O(1) to w_scale (Model::prox_scale); for every other model w_scale stays 1.
+  Matrix W;
+  float w_scale = 1.0f;
+  std::shared_mutex w_mu;
+  std::unique_ptr<UpdateApplier> applier;  // update thread only
+  std::vector<const SfBatch*> apply_raw;   // update thread only: reused by apply()
+  std::vector<float> apply_alpha;          // update thread: per batch multiplier 1 / w_scale
+
+  // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
+  // A null pointer in in_q only wakes the update thread.
+  BoundedQueue<SfBatchPtr> out_q;
+  BoundedQueue<SfBatchPtr> in_q;
+
+  // Clock state, guarded by mu; cv wakes the compute thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int64_t> applied;  // per rank: batches applied (= clocks, they arrive in order)
+  std::vector<int64_t> received; // per rank: batches received (own: committed), for diagnostics
+  int64_t start_clock = 0;       // first clock (a resumed run starts at its checkpoint's clock)
+  int64_t stop_at = 0;           // clocks every rank computes
+  int64_t started = 0;           // clocks this rank has started computing
+  bool paused = false;           // a stop query is open: start no new clock
+  bool compute_done = false;
+  bool update_done = false;
+
+  // Threads: the first error wins and aborts the queues, the monitor and the exchange.
+  ThreadGroup threads;
+
+  // Statistics; each vector is written by one thread only.
+  std::atomic<int64_t> compute_ns{0}, update_ns{0}, wait_ns{0};
+  std::vector<int64_t> pairs_sent_to;       // comm thread
+  int64_t pairs_received = 0;               // comm thread
+  std::vector<int64_t> pairs_applied_from;  // update thread
+  int64_t max_lead = 0;                     // compute thread
+
+  std::unique_ptr<ObjectiveMonitor> monitor;  // rank 0
+  std::unique_ptr<StopProtocol> stop;         // comm thread; read after the threads have ended
+  Stopwatch since_start;
+
+  bool aborted() const { return threads.aborted(); }
+  float step(int64_t clock) const { return static_cast<float>(cfg.optimizer.step(clock)); }
+  // The staleness bound: s, or ASP's flow-control window (see allowed()).
+  int64_t bound() const { return cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness; }
+  bool allowed(int64_t c) const;
+  std::string waiting_for(int64_t c) const;
+  template <typename Record>
+  void fill_traffic_and_times(Record& r) const {
+    const auto c = t.total_counters();
+    r.bytes_sent = c.bytes_sent;
+    r.bytes_received = c.bytes_received;
+    r.compute_s = to_s(compute_ns);
+    r.update_s = to_s(update_ns);
+    r.wait_s = to_s(wait_ns);
+  }
+  // The true parameters w_scale * W as a new matrix (a copy of W when w_scale is 1).
+  Matrix materialized() const { return w_scale == 1.0f ? W : Matrix(w_scale * W); }
+  // Folds w_scale into W. Called with w_mu held exclusively (or after the threads have ended).
+  void fold_scale();
+  // Keeps W's magnitude in float range: folds w_scale in once it leaves [1e-3, 1e3] (rarely, so
+  // the prox stays O(1) per batch).
+  void fold_scale_if_far() {
+    if (w_scale < 1e-3f || w_scale > 1e3f) fold_scale();
+  }
+  RankStats collect_stats();
+
+  // SF-compute thread (worker.cc).
+  void compute_loop();
+  bool wait_for_clock(int64_t c);
+  // Update thread (worker_update.cc).
+  void update_loop();
+  void apply(std::span<const SfBatchPtr> batches);
+  void apply_scaled(std::span<const SfBatch* const> raw);
+  void apply_dense(const SfBatch& item);
+  void count_applied(std::span<const SfBatch* const> raw);
+  void clock_applied(int64_t clock);
+  void apply_complete_clocks(std::map<std::pair<int64_t, int>, SfBatchPtr>& pending, int64_t& next_clock,
+                             std::vector<SfBatchPtr>& group);
+  void submit_start_snapshot();
+  void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
+  bool all_applied();
+  // Communication thread (worker_comm.cc).
+  void comm_loop();
+  void start_exchange();
+  bool send_own_batches();
+  bool receive_messages();
+  void receive_sf(comm::Message&& m);
+  void check_stop_reasons();
+  bool report_if_done();
+  void check_peer_timeout(bool progress, Stopwatch& last_progress) const;
+  int64_t pause_clocks();
+  void resume_clocks(int64_t at);
+};
+
+}  // namespace sfb::runtime

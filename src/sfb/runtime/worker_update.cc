@@ -1,0 +1,217 @@
+// The worker's update thread: applies SF batches (or a baseline's dense items) to W under the
+// exclusive lock, in sender-rank order per clock under BSP, and hands rank 0's monitor the
+// snapshots it evaluates and checkpoints.
+#include <fmt/format.h>
+
+#include "sfb/core/error.h"
+#include "sfb/runtime/worker_state.h"
+
+namespace sfb::runtime {
+
+void Worker::State::apply(std::span<const SfBatchPtr> batches) {
+  if (batches.empty()) return;
+  std::vector<const SfBatch*>& raw = apply_raw;
+  raw.clear();
+  for (const auto& b : batches) raw.push_back(b.get());
+  Stopwatch sw;
+  {
+    std::unique_lock lock(w_mu);
+    if (!scaling_prox) {
+      // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
+      applier->apply(W, raw);
+      if (model.has_prox())
+        for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+    } else {
+      apply_scaled(raw);
+    }
+  }
+  update_ns += to_ns(sw.seconds());
+  count_applied(raw);
+}
+
+// W_true = w_scale * W. Batch b adds dW_b, then shrinks by c_b = prox_scale(eta_b):
+// W += dW_b / w_scale; w_scale *= c_b. All batches still go in one sweep, each with its own
+// multiplier; W is rescaled only when w_scale drifts far from 1 (rarely), so a prox step is O(1).
+// Called with w_mu held exclusively.
+void Worker::State::apply_scaled(std::span<const SfBatch* const> raw) {
+  apply_alpha.clear();
+  float s = w_scale;
+  for (const SfBatch* b : raw) {
+    apply_alpha.push_back(1.0f / s);
+    s *= static_cast<float>(model.prox_scale(step(b->clock)));
+  }
+  applier->apply(W, raw, apply_alpha);
+  w_scale = s;
+  fold_scale_if_far();
+  if (model.has_prox()) {
+    fold_scale();
+    for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+  }
+}
+
+void Worker::State::count_applied(std::span<const SfBatch* const> raw) {
+  std::lock_guard lock(mu);
+  for (const SfBatch* b : raw) {
+    pairs_applied_from[static_cast<size_t>(b->sender)] += b->count;
+    // Batches of one sender arrive in clock order (FIFO transport, one sender thread): a gap or
+    // a repeat means a lost or duplicated message.
+    if (b->clock != applied[static_cast<size_t>(b->sender)])
+      throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
+                                  b->clock, b->sender, applied[static_cast<size_t>(b->sender)]));
+    ++applied[static_cast<size_t>(b->sender)];
+  }
+  cv.notify_all();
+}
+
+void Worker::State::apply_dense(const SfBatch& item) {
+  SFB_ENFORCE(item.dense && item.dense->rows() == J && item.dense->cols() == D, "dense item of clock {}", item.clock);
+  Stopwatch sw;
+  {
+    std::unique_lock lock(w_mu);
+    if (item.kind == SfBatch::Kind::kReplaceW) {
+      // The parameter servers' W after every worker's clock item.clock.
+      W = *item.dense;
+      w_scale = 1.0f;
+    } else {
+      // The sum of every worker's update of the clock, then one proximal step per worker's batch
+      // (as SFB applies one per batch).
+      const double eta = step(item.clock);
+      if (!scaling_prox) {
+        W += *item.dense;
+      } else {
+        W += (1.0f / w_scale) * *item.dense;
+        for (int q = 0; q < P; ++q) w_scale *= static_cast<float>(model.prox_scale(eta));
+        fold_scale_if_far();
+      }
+      if (model.has_prox()) {
+        fold_scale();
+        for (int q = 0; q < P; ++q) model.prox(W, eta);
+      }
+    }
+  }
+  update_ns += to_ns(sw.seconds());
+  std::lock_guard lock(mu);
+  for (int q : sources) {
+    if (applied[static_cast<size_t>(q)] != item.clock)
+      throw CommError(fmt::format("rank {}: {} update of clock {} out of sequence (expected clock {})", rank,
+                                  exchange ? exchange->name() : "dense", item.clock, applied[static_cast<size_t>(q)]));
+    applied[static_cast<size_t>(q)] = item.clock + 1;
+    pairs_applied_from[static_cast<size_t>(q)] += K;
+  }
+  cv.notify_all();
+}
+
+void Worker::State::clock_applied(int64_t clock) {
+  if (!hooks.on_clock_applied) return;
+  std::shared_lock lock(w_mu);
+  hooks.on_clock_applied(clock, W);
+}
+
+// BSP: applies every clock from next_clock on whose batches from all sources are here, in
+// sender-rank order.
+void Worker::State::apply_complete_clocks(std::map<std::pair<int64_t, int>, SfBatchPtr>& pending, int64_t& next_clock,
+                                          std::vector<SfBatchPtr>& group) {
+  for (;;) {
+    for (int q : sources)
+      if (!pending.count({next_clock, q})) return;
+    group.clear();
+    for (int q : sources) {
+      auto it = pending.find({next_clock, q});
+      group.push_back(std::move(it->second));
+      pending.erase(it);
+    }
+    apply(group);
+    clock_applied(next_clock);
+    ++next_clock;
+  }
+}
+
+// Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
+void Worker::State::submit_start_snapshot() {
+  if (rank != 0 || !monitor) return;
+  auto snap = std::make_unique<Snapshot>();
+  snap->W = materialized();
+  snap->record.clock = start_clock;
+  fill_traffic_and_times(snap->record);
+  monitor->submit(std::move(snap));
+}
+
+void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
+  if (rank != 0 || !monitor) return;
+  const bool checkpoints = !cfg.checkpoint.path.empty();
+  int64_t done;
+  {
+    std::lock_guard lock(mu);
+    done = stop_at;
+  }
+  bool evaluate = true, checkpoint = checkpoints;
+  if (!final) {
+    done = std::numeric_limits<int64_t>::max();
+    for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
+    evaluate = done >= next_eval;
+    checkpoint = checkpoints && done >= next_ckpt;
+    if (!evaluate && !checkpoint) return;
+    while (next_eval <= done) next_eval += cfg.eval.every;
+    while (checkpoint && next_ckpt <= done) next_ckpt += cfg.checkpoint.every;
+  }
+  auto s = std::make_unique<Snapshot>();
+  s->final = final;
+  s->evaluate = evaluate;
+  s->checkpoint = checkpoint;
+  s->W = materialized();
+  auto& r = s->record;
+  r.clock = done;
+  r.seconds = since_start.seconds();
+  r.samples_per_s = r.seconds > 0 ? static_cast<double>(done) * P * K / r.seconds : 0.0;
+  fill_traffic_and_times(r);
+  monitor->submit(std::move(s));
+}
+
+// True once the compute thread is done and every source's batches up to stop_at are applied.
+bool Worker::State::all_applied() {
+  std::lock_guard lock(mu);
+  if (!compute_done) return false;
+  for (int q : sources)
+    if (applied[static_cast<size_t>(q)] < stop_at) return false;
+  return true;
+}
+
+void Worker::State::update_loop() {
+  const bool bsp = cfg.sfb.staleness == 0;
+  std::map<std::pair<int64_t, int>, SfBatchPtr> pending;  // BSP: (clock, sender) -> batch
+  int64_t next_clock = start_clock;
+  int64_t next_eval = (start_clock / cfg.eval.every + 1) * cfg.eval.every;
+  int64_t next_ckpt = cfg.checkpoint.every > 0 ? (start_clock / cfg.checkpoint.every + 1) * cfg.checkpoint.every
+                                               : std::numeric_limits<int64_t>::max();
+  std::vector<SfBatchPtr> group;  // batches applied together
+  submit_start_snapshot();
+  do {
+    SfBatchPtr b;
+    in_q.pop(b);
+    if (aborted()) return;
+    if (!b) continue;  // a wake-up: check for the end
+    if (b->kind != SfBatch::Kind::kSf) {
+      apply_dense(*b);
+      clock_applied(b->clock);
+    } else if (!bsp) {
+      // SSP/ASP: apply what has arrived, up to one batch per source, in one sweep.
+      group.clear();
+      group.push_back(std::move(b));
+      while (group.size() < sources.size() && in_q.try_pop(b)) {
+        if (!b) break;  // a wake-up: the termination check below runs anyway
+        group.push_back(std::move(b));
+      }
+      apply(group);
+    } else {
+      if (!pending.emplace(std::make_pair(b->clock, b->sender), b).second)
+        throw CommError(fmt::format("rank {}: duplicate batch of clock {} from rank {}", rank, b->clock, b->sender));
+      apply_complete_clocks(pending, next_clock, group);
+    }
+    maybe_snapshot(next_eval, next_ckpt, false);
+  } while (!all_applied());
+  maybe_snapshot(next_eval, next_ckpt, true);
+  std::lock_guard lock(mu);
+  update_done = true;
+}
+
+}  // namespace sfb::runtime
