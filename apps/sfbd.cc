@@ -21,7 +21,7 @@
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/comm/mpi_transport.h"
-#include "sfb/mgwfbp/executor.h"
+#include "sfb/cnn/executor.h"
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
@@ -138,7 +138,7 @@ void print_table(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r, in
   std::fflush(stdout);
 }
 
-// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/mgwfbp/executor.h).
+// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/cnn/executor.h).
 int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank, int P) {
   std::string error;
   sfb::io::LoadedData data;
@@ -153,9 +153,9 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
     if (!error.empty()) spdlog::error("{}", error);
     return kExitBadInput;
   }
-  sfb::mgwfbp::ExecutorResult r;
+  sfb::cnn::ExecutorResult r;
   try {
-    sfb::mgwfbp::Executor ex(cfg, transport, data.train, rank == 0 ? &data.test : nullptr);
+    sfb::cnn::Executor ex(cfg, transport, data.train, rank == 0 ? &data.test : nullptr);
     r = ex.run();
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
@@ -166,7 +166,7 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
   if (rank == 0) {
     bool equal = true;
     for (auto c : sums) equal = equal && c == sums[0];
-    auto mean = [&](double sfb::mgwfbp::IterationStats::*m) {
+    auto mean = [&](double sfb::cnn::IterationStats::*m) {
       double s = 0;
       int n = 0;
       for (const auto& it : r.iterations)
@@ -179,9 +179,9 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
                r.seconds, 100.0 * r.test_accuracy);
     fmt::print("  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
                "overlapped {:.2f})\n",
-               mean(&sfb::mgwfbp::IterationStats::iteration_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::predicted_us) / 1e3,
-               mean(&sfb::mgwfbp::IterationStats::forward_us) / 1e3, mean(&sfb::mgwfbp::IterationStats::backward_us) / 1e3,
-               mean(&sfb::mgwfbp::IterationStats::comm_wait_us) / 1e3);
+               mean(&sfb::cnn::IterationStats::iteration_us) / 1e3, mean(&sfb::cnn::IterationStats::predicted_us) / 1e3,
+               mean(&sfb::cnn::IterationStats::forward_us) / 1e3, mean(&sfb::cnn::IterationStats::backward_us) / 1e3,
+               mean(&sfb::cnn::IterationStats::comm_wait_us) / 1e3);
     fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", equal ? "yes" : "NO", r.checksum);
     if (!cfg.output.summary.empty() && !cfg.output.dir.empty()) {
       std::string preds;
@@ -196,9 +196,9 @@ int run_mgwfbp(const sfb::Config& cfg, sfb::comm::Transport& transport, int rank
           "  \"comm_wait_us\": {:.1f},\n  \"replans\": {},\n  \"checksums_equal\": {},\n  \"checksum\": \"{:016x}\",\n"
           "  \"predictions\": [{}]\n}}\n",
           cfg.source, P, cfg.mgwfbp.planner, r.plan.size(), sfb::mgwfbp::describe(r.plan), r.cost.a_us, r.cost.b_us_per_byte,
-          r.iterations.size(), r.seconds, r.test_accuracy, mean(&sfb::mgwfbp::IterationStats::iteration_us),
-          mean(&sfb::mgwfbp::IterationStats::predicted_us), mean(&sfb::mgwfbp::IterationStats::forward_us),
-          mean(&sfb::mgwfbp::IterationStats::backward_us), mean(&sfb::mgwfbp::IterationStats::comm_wait_us), r.replans,
+          r.iterations.size(), r.seconds, r.test_accuracy, mean(&sfb::cnn::IterationStats::iteration_us),
+          mean(&sfb::cnn::IterationStats::predicted_us), mean(&sfb::cnn::IterationStats::forward_us),
+          mean(&sfb::cnn::IterationStats::backward_us), mean(&sfb::cnn::IterationStats::comm_wait_us), r.replans,
           equal ? "true" : "false", r.checksum, preds);
       sfb::write_file_atomic((std::filesystem::path(cfg.output.dir) / cfg.output.summary).string(), json);
     }

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "sfb/mgwfbp/cuda/cuda_backend.h"
-#include "sfb/mgwfbp/executor.h"
-#include "sfb/mgwfbp/nn/network.h"
+#include "sfb/cnn/cuda/cuda_backend.h"
+#include "sfb/cnn/executor.h"
+#include "sfb/cnn/network.h"
 #include "testing/rank_threads.h"
 
-namespace sfb::mgwfbp {
+namespace sfb::cnn {
 namespace {
 
 #define SKIP_WITHOUT_GPU()                                                     \
@@ -30,8 +30,8 @@ Matrix random_batch(int n, int64_t dim, uint64_t seed) {
 TEST(Cuda, LayersMatchTheCpuLayers) {
   SKIP_WITHOUT_GPU();
   const std::string spec = "conv:6:5:2,relu,pool:2,conv:8:3:1,relu,pool:2,fc:32,relu,fc:10";
-  const nn::Shape in{1, 28, 28};
-  nn::Network cpu(spec, in), gpu(spec, in);
+  const Shape in{1, 28, 28};
+  Network cpu(spec, in), gpu(spec, in);
   Rng r1 = make_rng(1, 1), r2 = make_rng(1, 1);
   cpu.init(r1);
   gpu.init(r2);
@@ -89,4 +89,4 @@ TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
 }
 
 }  // namespace
-}  // namespace sfb::mgwfbp
+}  // namespace sfb::cnn

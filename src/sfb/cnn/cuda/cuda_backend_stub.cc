@@ -1,9 +1,9 @@
 // The CUDA backend's functions in a build without CUDA (SFB_WITH_CUDA off or nvcc not found).
-#include "sfb/mgwfbp/cuda/cuda_backend.h"
+#include "sfb/cnn/cuda/cuda_backend.h"
 
 #include "sfb/core/error.h"
 
-namespace sfb::mgwfbp::cuda {
+namespace sfb::cnn::cuda {
 
 bool built() { return false; }
 
@@ -12,10 +12,10 @@ int device_count(std::string* why) {
   return 0;
 }
 
-std::unique_ptr<nn::DeviceBackend> make_backend(nn::Network&, int) {
+std::unique_ptr<DeviceBackend> make_backend(Network&, int) {
   std::string why;
   device_count(&why);
   throw InvalidArgument("device = \"cuda\": " + why);
 }
 
-}  // namespace sfb::mgwfbp::cuda
+}  // namespace sfb::cnn::cuda

@@ -1,4 +1,4 @@
-#include "sfb/mgwfbp/nn/network.h"
+#include "sfb/cnn/network.h"
 
 #include <chrono>
 #include <sstream>
@@ -8,7 +8,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/strings.h"
 
-namespace sfb::mgwfbp::nn {
+namespace sfb::cnn {
 namespace {
 
 int number(const std::string& layer, const std::string& text) {
@@ -114,4 +114,4 @@ std::string Network::describe() const {
   return s;
 }
 
-}  // namespace sfb::mgwfbp::nn
+}  // namespace sfb::cnn

@@ -1,5 +1,5 @@
 // MG-WFBP training mode: every layer's backward against finite differences, data parallelism
-// against one rank with the whole batch, bitwise-equal weights under every planner (DESIGN.md
+// against one rank with the whole batch, bitwise-equal weights under every planner (docs/design.md
 // invariant 6), and no all-reduce before its group is ready.
 #include <atomic>
 #include <cmath>
@@ -10,14 +10,21 @@
 #include <gtest/gtest.h>
 
 #include "sfb/core/error.h"
-#include "sfb/mgwfbp/executor.h"
-#include "sfb/mgwfbp/nn/network.h"
+#include "sfb/cnn/executor.h"
+#include "sfb/cnn/network.h"
 #include "testing/rank_threads.h"
 
-namespace sfb::mgwfbp {
+namespace sfb::cnn {
 namespace {
 
-io::Dataset random_images(int n, nn::Shape shape, int classes, uint64_t seed) {
+using mgwfbp::Group;
+using mgwfbp::Plan;
+using mgwfbp::Profile;
+using mgwfbp::describe;
+using mgwfbp::plan_synceasgd;
+using mgwfbp::plan_wfbp;
+
+io::Dataset random_images(int n, Shape shape, int classes, uint64_t seed) {
   io::Dataset d;
   d.n = n;
   d.dim = shape.size();
@@ -33,8 +40,8 @@ io::Dataset random_images(int n, nn::Shape shape, int classes, uint64_t seed) {
 class LayerGradients : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LayerGradients, BackwardMatchesFiniteDifferences) {
-  const nn::Shape in{2, 6, 6};
-  nn::Network net(GetParam(), in);
+  const Shape in{2, 6, 6};
+  Network net(GetParam(), in);
   Rng rng = make_rng(3, 3);
   net.init(rng);
   const io::Dataset d = random_images(3, in, 4, 5);
@@ -53,9 +60,9 @@ TEST_P(LayerGradients, BackwardMatchesFiniteDifferences) {
         const float keep = ps[k]->data()[i];
         const float eps = 2e-3f;
         ps[k]->data()[i] = keep + eps;
-        const double lp = nn::softmax_cross_entropy(net.forward(x), d.labels, nullptr);
+        const double lp = softmax_cross_entropy(net.forward(x), d.labels, nullptr);
         ps[k]->data()[i] = keep - eps;
-        const double lm = nn::softmax_cross_entropy(net.forward(x), d.labels, nullptr);
+        const double lm = softmax_cross_entropy(net.forward(x), d.labels, nullptr);
         ps[k]->data()[i] = keep;
         const double fd = (lp - lm) / (2.0 * eps);
         EXPECT_NEAR(g.data()[i], fd, 3e-3 + 2e-2 * std::abs(fd)) << layer.name() << " param " << k << " entry " << i;
@@ -72,8 +79,8 @@ INSTANTIATE_TEST_SUITE_P(Networks, LayerGradients,
 TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
   // A first fc layer sees the input gradient of the layers above it as its own dx: compare a
   // conv + pool stack's dx with finite differences of the loss in x.
-  const nn::Shape in{1, 5, 5};
-  nn::Network net("conv:2:3:1,relu,pool:2,fc:3", in);
+  const Shape in{1, 5, 5};
+  Network net("conv:2:3:1,relu,pool:2,fc:3", in);
   Rng rng = make_rng(4, 4);
   net.init(rng);
   const io::Dataset d = random_images(2, in, 3, 6);
@@ -83,7 +90,7 @@ TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
   acts[0] = x;
   for (int i = 0; i < net.layers(); ++i) net.layer(i).forward(acts[static_cast<size_t>(i)], acts[static_cast<size_t>(i) + 1]);
   Matrix g;
-  nn::softmax_cross_entropy(acts.back(), d.labels, &g);
+  softmax_cross_entropy(acts.back(), d.labels, &g);
   for (int i = net.layers() - 1; i >= 0; --i) {
     Matrix dx;
     net.layer(i).backward(acts[static_cast<size_t>(i)], acts[static_cast<size_t>(i) + 1], g, &dx);
@@ -92,9 +99,9 @@ TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     const float keep = x.data()[i];
     x.data()[i] = keep + 1e-2f;
-    const double lp = nn::softmax_cross_entropy(net.forward(x), d.labels, nullptr);
+    const double lp = softmax_cross_entropy(net.forward(x), d.labels, nullptr);
     x.data()[i] = keep - 1e-2f;
-    const double lm = nn::softmax_cross_entropy(net.forward(x), d.labels, nullptr);
+    const double lm = softmax_cross_entropy(net.forward(x), d.labels, nullptr);
     x.data()[i] = keep;
     EXPECT_NEAR(g.data()[i], (lp - lm) / 2e-2, 3e-3) << "x entry " << i;
   }
@@ -129,7 +136,7 @@ TEST(Executor, FourRanksEqualOneRankWithTheFourTimesBatch) {
   const io::Dataset data = random_images(200, {1, 8, 8}, 3, 11);
   Config cfg = cnn_config();
   const int B = 4, P = 4;
-  const Plan wfbp = plan_wfbp(Profile{"t", std::vector<Layer>(4), 0});
+  const Plan wfbp = plan_wfbp(Profile{"t", std::vector<mgwfbp::Layer>(4), 0});
   ExecutorHooks many;
   many.plan = &wfbp;
   const auto par = [&] {
@@ -167,7 +174,7 @@ TEST(Executor, FourRanksEqualOneRankWithTheFourTimesBatch) {
 TEST(Executor, EveryPlannerGivesBitwiseTheSameWeights) {
   const io::Dataset data = random_images(120, {1, 8, 8}, 3, 12);
   const Config cfg = cnn_config();
-  const Profile shape{"t", std::vector<Layer>(4), 0};
+  const Profile shape{"t", std::vector<mgwfbp::Layer>(4), 0};
   std::vector<Plan> plans = {plan_wfbp(shape), plan_synceasgd(shape), Plan{{2, 3}, {0, 1}}, Plan{{3, 3}, {1, 2}, {0, 0}}};
   std::vector<uint64_t> sums;
   for (const auto& plan : plans) {
@@ -235,13 +242,13 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
 }
 
 TEST(Network, BadSpecsAreRejectedNamingTheLayer) {
-  EXPECT_THAT([] { nn::Network("conv:4:3,sigmoid,fc:2", {1, 8, 8}); },
+  EXPECT_THAT([] { Network("conv:4:3,sigmoid,fc:2", {1, 8, 8}); },
               ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("unknown layer \"sigmoid\"")));
-  EXPECT_THAT([] { nn::Network("conv:4:x", {1, 8, 8}); },
+  EXPECT_THAT([] { Network("conv:4:x", {1, 8, 8}); },
               ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("\"x\" is not a non-negative integer")));
-  EXPECT_THAT([] { nn::Network("conv:4:9", {1, 8, 8}); },
+  EXPECT_THAT([] { Network("conv:4:9", {1, 8, 8}); },
               ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("does not fit")));
 }
 
 }  // namespace
-}  // namespace sfb::mgwfbp
+}  // namespace sfb::cnn

@@ -1,4 +1,4 @@
-// CUDA backend of the MG-WFBP network: the same layers as src/sfb/mgwfbp/nn/layer.cc, on a GPU.
+// CUDA backend of the MG-WFBP network: the same layers as src/sfb/cnn/layer.cc, on a GPU.
 // Activations live on the device for a whole iteration; parameters are uploaded after each host
 // update (params_changed), and each param layer's gradients are downloaded into the host copies
 // (pinned staging) before the layer is reported ready to the communication thread, which
@@ -6,7 +6,7 @@
 //
 // Layouts match the CPU layers: row-major, one sample per row, C x H x W. cuBLAS is column-major:
 // a row-major M (r x c) is the column-major M^T (c x r), and the GEMMs below are written that way.
-#include "sfb/mgwfbp/cuda/cuda_backend.h"
+#include "sfb/cnn/cuda/cuda_backend.h"
 
 #include <chrono>
 #include <cstring>
@@ -18,7 +18,7 @@
 
 #include "sfb/core/error.h"
 
-namespace sfb::mgwfbp::cuda {
+namespace sfb::cnn::cuda {
 namespace {
 
 void check(cudaError_t e, const char* what) {
@@ -158,9 +158,9 @@ __global__ void softmax_ce_kernel(const float* z, const int* labels, float* dz, 
   }
 }
 
-class CudaBackend final : public nn::DeviceBackend {
+class CudaBackend final : public DeviceBackend {
  public:
-  CudaBackend(nn::Network& net, int device) : net_(net) {
+  CudaBackend(Network& net, int device) : net_(net) {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(cublasCreate(&blas_), "cublasCreate");
     const int L = net.layers();
@@ -256,14 +256,14 @@ class CudaBackend final : public nn::DeviceBackend {
 
   // Row-major C (m x n) = op(A) op(B), written for cuBLAS's column-major view (C^T = op(B)^T op(A)^T).
   void forward_layer(int i) {
-    const nn::LayerInfo li = net_.layer(i).info();
+    const LayerInfo li = net_.layer(i).info();
     const int64_t in_per = li.in.size(), out_per = li.out.size();
     DevBuf<float>& x = acts_[static_cast<size_t>(i)];
     DevBuf<float>& y = acts_[static_cast<size_t>(i) + 1];
     y.resize(static_cast<size_t>(n_ * out_per));
     const float one = 1.0f, zero = 0.0f;
     switch (li.kind) {
-      case nn::LayerInfo::Kind::kConv: {
+      case LayerInfo::Kind::kConv: {
         const int k = li.kernel, hw = li.out.h * li.out.w, ckk = li.in.c * k * k, oc = li.out.c;
         DevBuf<float>& col = cols_[static_cast<size_t>(i)];
         col.resize(static_cast<size_t>(n_) * ckk * hw);
@@ -279,17 +279,17 @@ class CudaBackend final : public nn::DeviceBackend {
         add_bias_kernel<<<blocks(n_ * out_per), kThreads>>>(y.p, params_[static_cast<size_t>(i)][1]->p, n_, oc, hw);
         break;
       }
-      case nn::LayerInfo::Kind::kRelu:
+      case LayerInfo::Kind::kRelu:
         relu_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, n_ * out_per);
         break;
-      case nn::LayerInfo::Kind::kPool: {
+      case LayerInfo::Kind::kPool: {
         DevBuf<int>& arg = args_[static_cast<size_t>(i)];
         arg.resize(static_cast<size_t>(n_ * out_per));
         maxpool_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, arg.p, n_, li.in.c, li.in.h, li.in.w, li.kernel,
                                                            li.out.h, li.out.w);
         break;
       }
-      case nn::LayerInfo::Kind::kLinear: {
+      case LayerInfo::Kind::kLinear: {
         const int out = li.out.c, in = static_cast<int>(in_per);
         // Y (n x out) = X (n x in) W^T: column-major Y^T (out x n) = W (op T of W^T) X^T.
         check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, out, static_cast<int>(n_), in, &one,
@@ -303,7 +303,7 @@ class CudaBackend final : public nn::DeviceBackend {
   }
 
   void backward_layer(int i, bool need_dx) {
-    const nn::LayerInfo li = net_.layer(i).info();
+    const LayerInfo li = net_.layer(i).info();
     const int64_t in_per = li.in.size(), out_per = li.out.size();
     DevBuf<float>& x = acts_[static_cast<size_t>(i)];
     const float one = 1.0f, zero = 0.0f;
@@ -311,7 +311,7 @@ class CudaBackend final : public nn::DeviceBackend {
     float* dy = grad_.p;
     float* dx = grad_next_.p;
     switch (li.kind) {
-      case nn::LayerInfo::Kind::kConv: {
+      case LayerInfo::Kind::kConv: {
         const int k = li.kernel, hw = li.out.h * li.out.w, ckk = li.in.c * k * k, oc = li.out.c;
         DevBuf<float>& col = cols_[static_cast<size_t>(i)];
         float* dW = grads_[static_cast<size_t>(i)][0]->p;
@@ -335,16 +335,16 @@ class CudaBackend final : public nn::DeviceBackend {
         }
         break;
       }
-      case nn::LayerInfo::Kind::kRelu:
+      case LayerInfo::Kind::kRelu:
         if (need_dx) relu_back_kernel<<<blocks(n_ * in_per), kThreads>>>(x.p, dy, dx, n_ * in_per);
         break;
-      case nn::LayerInfo::Kind::kPool:
+      case LayerInfo::Kind::kPool:
         if (need_dx) {
           check(cudaMemset(dx, 0, static_cast<size_t>(n_ * in_per) * sizeof(float)), "memset");
           maxpool_back_kernel<<<blocks(n_ * out_per), kThreads>>>(dy, args_[static_cast<size_t>(i)].p, dx, n_, out_per, in_per);
         }
         break;
-      case nn::LayerInfo::Kind::kLinear: {
+      case LayerInfo::Kind::kLinear: {
         const int out = li.out.c, in = static_cast<int>(in_per);
         // dW (out x in) = dY^T X: column-major dW^T (in x out) = X^T (in x n) dY (n x out).
         check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, static_cast<int>(n_), &one, x.p, in, dy, out, &zero,
@@ -362,7 +362,7 @@ class CudaBackend final : public nn::DeviceBackend {
     check(cudaGetLastError(), "backward kernel");
   }
 
-  nn::Network& net_;
+  Network& net_;
   cublasHandle_t blas_ = nullptr;
   int64_t n_ = 0;
   std::vector<DevBuf<float>> acts_, cols_;
@@ -390,11 +390,11 @@ int device_count(std::string* why) {
   return n;
 }
 
-std::unique_ptr<nn::DeviceBackend> make_backend(nn::Network& net, int local_rank) {
+std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank) {
   std::string why;
   const int n = device_count(&why);
   if (n == 0) throw InvalidArgument("device = \"cuda\": " + why);
   return std::make_unique<CudaBackend>(net, local_rank % n);
 }
 
-}  // namespace sfb::mgwfbp::cuda
+}  // namespace sfb::cnn::cuda

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "sfb/mgwfbp/nn/layer.h"
+#include "sfb/cnn/layer.h"
 
-namespace sfb::mgwfbp::nn {
+namespace sfb::cnn {
 
-// Runs the layers of a Network on another device (sfb/mgwfbp/cuda/): the Network keeps the host
+// Runs the layers of a Network on another device (sfb/cnn/cuda/): the Network keeps the host
 // copies of parameters and gradients (what the communication thread and the update use); the
 // backend uploads parameters after params_changed() and downloads each param layer's gradients
 // before reporting it ready.
@@ -77,4 +77,4 @@ class Network {
   Matrix grad_, grad_next_;
 };
 
-}  // namespace sfb::mgwfbp::nn
+}  // namespace sfb::cnn

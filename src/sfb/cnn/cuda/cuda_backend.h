@@ -1,14 +1,14 @@
 #pragma once
-// The CUDA backend of the MG-WFBP network (nn::DeviceBackend): im2col/col2im, ReLU, max-pool,
+// The CUDA backend of the MG-WFBP network (DeviceBackend): im2col/col2im, ReLU, max-pool,
 // bias and softmax cross-entropy kernels, GEMMs through cuBLAS. Built when CMake finds nvcc
 // (SFB_WITH_CUDA); otherwise cuda_backend_stub.cc provides the same functions, which report that
 // this build has no CUDA.
 #include <memory>
 #include <string>
 
-#include "sfb/mgwfbp/nn/network.h"
+#include "sfb/cnn/network.h"
 
-namespace sfb::mgwfbp::cuda {
+namespace sfb::cnn::cuda {
 
 // Whether this build has the CUDA layers (says nothing about a device being present).
 bool built();
@@ -17,6 +17,6 @@ bool built();
 int device_count(std::string* why = nullptr);
 // A backend for `net` on device (local_rank % device count). Throws InvalidArgument naming the
 // reason when this build has no CUDA or no device answers.
-std::unique_ptr<nn::DeviceBackend> make_backend(nn::Network& net, int local_rank);
+std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank);
 
-}  // namespace sfb::mgwfbp::cuda
+}  // namespace sfb::cnn::cuda

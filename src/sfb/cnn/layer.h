@@ -15,7 +15,7 @@
 #include "sfb/core/rng.h"
 #include "sfb/core/tensor.h"
 
-namespace sfb::mgwfbp::nn {
+namespace sfb::cnn {
 
 struct Shape {
   int c = 0, h = 0, w = 0;
@@ -59,4 +59,4 @@ std::unique_ptr<Layer> make_linear(Shape in, int outputs);
 // Mean softmax cross-entropy of logits (N x classes) against labels; dlogits = (p - onehot) / N.
 double softmax_cross_entropy(const Matrix& logits, const std::vector<int32_t>& labels, Matrix* dlogits);
 
-}  // namespace sfb::mgwfbp::nn
+}  // namespace sfb::cnn

@@ -1,4 +1,4 @@
-#include "sfb/mgwfbp/nn/layer.h"
+#include "sfb/cnn/layer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "sfb/core/error.h"
 
-namespace sfb::mgwfbp::nn {
+namespace sfb::cnn {
 
 int64_t Layer::param_count() {
   int64_t n = 0;
@@ -246,4 +246,4 @@ double softmax_cross_entropy(const Matrix& logits, const std::vector<int32_t>& l
   return n > 0 ? loss / static_cast<double>(n) : 0.0;
 }
 
-}  // namespace sfb::mgwfbp::nn
+}  // namespace sfb::cnn

@@ -1,0 +1,76 @@
+#pragma once
+// MG-WFBP training mode (job.mode = "mgwfbp"): data-parallel S-SGD of a CNN whose layer gradients
+// are all-reduced while backward still runs, merged into groups by a planner (the paper's
+// Algorithm 2). The executor is the training thread and composes three parts:
+//
+//  * GradientCommunicator (grad_comm.h): the communication thread; follows the plan group by
+//    group while backward pushes each param layer's id the moment its gradient is final.
+//  * Replanner (replanner.h): profiles the first mgwfbp.profile_iters iterations (run as
+//    SyncEASGD), fits the all-reduce cost model on the live transport, plans and broadcasts the
+//    plan; re-plans on drift.
+//  * RunLog (run_log.h): progress and metrics lines, the Chrome trace.
+//
+// Per iteration: its own minibatch; forward; backward; wait for every group; SGD with momentum and
+// weight decay on the averaged gradients. Accounting per iteration: forward, backward,
+// non-overlapped communication (after backward until the last group is done), iteration, and the
+// simulator's prediction for the plan.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sfb/cnn/grad_comm.h"
+#include "sfb/cnn/run_log.h"
+#include "sfb/comm/transport.h"
+#include "sfb/core/config.h"
+#include "sfb/io/dataset.h"
+#include "sfb/mgwfbp/planner.h"
+#include "sfb/mgwfbp/simulator.h"
+
+namespace sfb::cnn {
+
+struct ExecutorHooks {
+  // Rows of this rank's data for iteration `iter` (default: an epoch sampler per rank).
+  std::function<void(int64_t iter, std::vector<int64_t>& rows)> batch;
+  // Communication thread, just before group g's all-reduce (grad_comm.h).
+  GradientCommunicator::OnAllreduce on_allreduce;
+  // Forces a plan instead of profiling and planning (tests).
+  const mgwfbp::Plan* plan = nullptr;
+};
+
+struct ExecutorResult {
+  std::vector<float> params;  // every parameter, param layers in forward order
+  uint64_t checksum = 0;      // of params
+  mgwfbp::Plan plan;
+  mgwfbp::CostModel cost;
+  mgwfbp::Profile profile;
+  std::vector<mgwfbp::Prediction> predictions;  // every planner, for the measured profile and cost
+  std::vector<IterationStats> iterations;
+  double test_accuracy = -1;  // rank 0
+  double seconds = 0;
+  int64_t bytes_sent = 0;
+  int replans = 0;
+};
+
+class Executor {
+ public:
+  // `local_rank`: this rank's index on its host (which GPU it takes under job.device = "cuda").
+  Executor(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
+           ExecutorHooks hooks = {}, int local_rank = 0);
+  ExecutorResult run();
+
+ private:
+  const Config& cfg_;
+  comm::Transport& t_;
+  const io::Dataset& train_;
+  const io::Dataset* test_;
+  ExecutorHooks hooks_;
+  int local_rank_;
+};
+
+// The network of cnn.layers on cnn.input, checked against the data (dense, D = input size, at
+// least as many outputs as classes); throws InvalidArgument naming the keys.
+Network make_network(const CnnConfig& cfg, const io::Dataset& train);
+// Fraction of `test` the network classifies right.
+double test_accuracy(Network& net, const io::Dataset& test);
+
+}  // namespace sfb::cnn

@@ -1,0 +1,102 @@
+#include "sfb/cnn/grad_comm.h"
+
+namespace sfb::cnn {
+
+GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook)
+    : t_(t), net_(net), hook_(std::move(hook)), allreduce_(t) {
+  ready_q_.set_capacity(1 << 16);
+  // Also wakes a training thread in wait() when this thread fails (after the error is recorded).
+  thread_.on_abort([this] {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    ready_q_.try_push(-1);
+    ready_q_.abort();
+  });
+  thread_.spawn([this] { loop(); });
+}
+
+GradientCommunicator::~GradientCommunicator() {
+  thread_.abort();
+  try {
+    thread_.join();
+  } catch (...) {
+    // The error was reported by wait(), or the executor is unwinding from another one.
+  }
+}
+
+SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
+  std::lock_guard lock(mu_);
+  groups_done_ = 0;
+  group_times_.clear();
+  plan_ = plan;
+  iter_start_ = SteadyClock::now();
+  iter_ = iter;
+  cv_.notify_all();
+  return iter_start_;
+}
+
+void GradientCommunicator::wait() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return thread_.error() || groups_done_ == static_cast<int>(plan_.size()); });
+  if (auto e = thread_.error()) std::rethrow_exception(e);
+}
+
+std::vector<std::pair<double, double>> GradientCommunicator::group_times() const {
+  std::lock_guard lock(mu_);
+  return group_times_;
+}
+
+void GradientCommunicator::loop() {
+  std::vector<float> buf;
+  std::vector<char> ready(static_cast<size_t>(net_.param_layers()));
+  int64_t served = -1;
+  for (;;) {
+    int64_t iter;
+    mgwfbp::Plan plan;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || iter_ > served; });
+      if (stop_) return;
+      iter = iter_;
+      plan = plan_;
+    }
+    served = iter;
+    serve(iter, plan, ready, buf);
+  }
+}
+
+void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::vector<char>& ready,
+                                 std::vector<float>& buf) {
+  std::fill(ready.begin(), ready.end(), 0);
+  const float inv = 1.0f / static_cast<float>(t_.size());
+  for (size_t g = 0; g < plan.size(); ++g) {
+    const mgwfbp::Group grp = plan[g];
+    // Layers become ready in backward order: wait for the group's last-ready layer.
+    while (!ready[static_cast<size_t>(grp.lo)]) {
+      int p = -1;
+      ready_q_.pop(p);
+      if (p < 0) throw tbb::user_abort();  // shutdown
+      ready[static_cast<size_t>(p)] = 1;
+    }
+    if (hook_) hook_(iter, static_cast<int>(g), grp, ready);
+    const double t_start = us_since(iter_start_, SteadyClock::now());
+    buf.clear();
+    for (int p = grp.hi; p >= grp.lo; --p)
+      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads()) buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
+    allreduce_.run(buf, iter * 4096 + static_cast<int64_t>(g));
+    size_t o = 0;
+    for (int p = grp.hi; p >= grp.lo; --p)
+      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+        for (Eigen::Index i = 0; i < gm->size(); ++i) gm->data()[i] = buf[o++] * inv;
+    const double t_end = us_since(iter_start_, SteadyClock::now());
+    std::lock_guard lock(mu_);
+    group_times_.emplace_back(t_start, t_end);
+    ++groups_done_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace sfb::cnn

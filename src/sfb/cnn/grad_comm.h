@@ -1,0 +1,71 @@
+#pragma once
+// The gradient-communication thread of the CNN executor (MG-WFBP's Algorithm 2). Per iteration
+// it follows the plan group by group, in backward order: it waits until the group's last-ready
+// layer has reported its gradient (ready()), copies the group's gradients into one flat buffer,
+// all-reduces it with the rank-order all-reduce (every planner gives bitwise the same sums),
+// divides by P and copies back, and records when each group's all-reduce started and ended.
+//
+// Threads: begin(), ready(), wait() and allreduce() are called by the training thread; the
+// communication thread touches a param layer's gradients only between its ready() and wait().
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "sfb/cnn/network.h"
+#include "sfb/comm/rank_order_allreduce.h"
+#include "sfb/core/bounded_queue.h"
+#include "sfb/core/thread_group.h"
+#include "sfb/mgwfbp/planner.h"
+
+namespace sfb::cnn {
+
+using SteadyClock = std::chrono::steady_clock;
+inline double us_since(SteadyClock::time_point t0, SteadyClock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - t0).count();
+}
+
+class GradientCommunicator {
+ public:
+  // Called on the communication thread just before group g's all-reduce; ready[p] says whether
+  // param layer p has reported its gradient in this iteration (tests).
+  using OnAllreduce = std::function<void(int64_t iter, int group, const mgwfbp::Group& g, const std::vector<char>& ready)>;
+
+  GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook = {});
+  ~GradientCommunicator();  // stops the thread
+
+  // Serve iteration `iter` with `plan` (copied: the training thread may re-plan between
+  // iterations); returns the time the iteration started.
+  SteadyClock::time_point begin(int64_t iter, const mgwfbp::Plan& plan);
+  // Param layer p's gradient is final (called from backward).
+  void ready(int p) { ready_q_.push(p); }
+  // Waits until every group of the iteration is all-reduced; rethrows the thread's error.
+  void wait();
+  // (start, end) of each group's all-reduce in microseconds since begin(); valid after wait().
+  std::vector<std::pair<double, double>> group_times() const;
+  // The all-reduce, for measurements between iterations (the thread is idle then).
+  comm::RankOrderAllreduce& allreduce() { return allreduce_; }
+
+ private:
+  void loop();
+  void serve(int64_t iter, const mgwfbp::Plan& plan, std::vector<char>& ready, std::vector<float>& buf);
+
+  comm::Transport& t_;
+  Network& net_;
+  OnAllreduce hook_;
+  comm::RankOrderAllreduce allreduce_;
+  BoundedQueue<int> ready_q_;  // param layer ids; -1 stops the thread
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t iter_ = -1;  // the iteration to serve
+  bool stop_ = false;
+  mgwfbp::Plan plan_;
+  int groups_done_ = 0;
+  SteadyClock::time_point iter_start_;
+  std::vector<std::pair<double, double>> group_times_;
+  ThreadGroup thread_;  // last: stops the thread before the members it uses go
+};
+
+}  // namespace sfb::cnn

@@ -1,0 +1,76 @@
+#pragma once
+// Profiling and planning in the CNN executor. The first mgwfbp.profile_iters iterations run as
+// SyncEASGD (one group) while their forward time and per-layer backward times are recorded
+// (parameterless layers folded into the param layer that owns their time). Then, between two
+// iterations, every rank times all-reduces of growing size on the live transport, rank 0 builds
+// the profile, fits T(M) = a + b M, plans with mgwfbp.planner, logs every planner's prediction,
+// and broadcasts cost and plan; everyone adopts them. With mgwfbp.replan_threshold > 0, every
+// mgwfbp.replan_every iterations rank 0 checks the median backward time of the last 50
+// iterations against the profile, and all ranks re-profile and re-plan when it drifted by more
+// than that fraction.
+//
+// Threads: the training thread; the collective steps need the gradient-communication thread idle.
+#include <cstdint>
+#include <vector>
+
+#include "sfb/cnn/network.h"
+#include "sfb/comm/rank_order_allreduce.h"
+#include "sfb/core/bytes.h"
+#include "sfb/core/config.h"
+#include "sfb/mgwfbp/planner.h"
+#include "sfb/mgwfbp/simulator.h"
+
+namespace sfb::cnn {
+
+class Replanner {
+ public:
+  // `fixed`: use this plan for every iteration, without profiling (tests).
+  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, comm::RankOrderAllreduce& allreduce,
+            const mgwfbp::Plan* fixed = nullptr);
+
+  // Collective: called before iteration `it` on every rank; (re)plans when it is time. True when
+  // it did.
+  bool before_iteration(int64_t it);
+  // After iteration `it`: its measured forward time and per-layer backward times.
+  void record(int64_t it, double forward_us, const std::vector<double>& layer_us, double backward_us);
+  bool profiling(int64_t it) const { return it < profile_iters_; }
+
+  const mgwfbp::Plan& plan() const { return plan_; }
+  const mgwfbp::CostModel& cost() const { return cost_; }
+  const mgwfbp::Profile& profile() const { return profile_; }
+  // Every planner's prediction for the measured profile and cost (rank 0).
+  const std::vector<mgwfbp::Prediction>& predictions() const { return predictions_; }
+  // The simulator's iteration time for the current plan (0 while profiling).
+  double predicted_us() const { return predicted_us_; }
+  int replans() const { return replans_; }
+
+ private:
+  void replan(bool again);
+  mgwfbp::Profile measured_profile() const;
+  std::vector<mgwfbp::Sample> time_allreduces();
+  bool drifted() const;
+
+  const MgwfbpConfig cfg_;
+  comm::Transport& t_;
+  Network& net_;
+  comm::RankOrderAllreduce& allreduce_;
+  const bool fixed_;
+  const int64_t profile_iters_;
+  mgwfbp::Plan plan_;
+  mgwfbp::CostModel cost_;
+  mgwfbp::Profile profile_;
+  std::vector<mgwfbp::Prediction> predictions_;
+  double predicted_us_ = 0;
+  int replans_ = 0;
+  std::vector<std::vector<double>> prof_layer_us_;  // profiling iterations: per layer
+  std::vector<double> prof_forward_us_, recent_backward_us_;
+  int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
+};
+
+// The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, then per group
+// i64 lo, i64 hi.
+Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost);
+// Throws CommError for a malformed message and for a plan that is not a partition of `layers`.
+mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers);
+
+}  // namespace sfb::cnn

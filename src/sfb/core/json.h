@@ -1,0 +1,33 @@
+#pragma once
+// JSON for everything sfb writes as JSON (metrics lines, summaries, Chrome traces) and for the
+// tests that read it back: nlohmann::json (Debian's nlohmann-json3-dev), objects keeping their
+// insertion order. NaN and infinities are written as null (JSON has neither).
+//
+// Numbers measured in floats are rounded before they go in, so files stay readable: sig() keeps
+// `digits` significant digits, fixed() `decimals` decimals (the same values the text formats
+// "{:.8g}" and "{:.6f}" give).
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace sfb {
+
+using Json = nlohmann::ordered_json;
+
+inline double sig(double v, int digits) {
+  if (!std::isfinite(v)) return v;
+  return std::strtod(fmt::format("{:.{}g}", v, digits).c_str(), nullptr);
+}
+inline double fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return v;
+  return std::strtod(fmt::format("{:.{}f}", v, decimals).c_str(), nullptr);
+}
+
+// One line of JSON (metrics.jsonl), or the indented form (summary.json).
+inline std::string to_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+inline std::string to_document(const Json& j) { return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+}  // namespace sfb
