@@ -262,7 +262,7 @@ int64_t run_4_ranks(sfb::Config cfg, int64_t clocks) {
   cfg.stop.max_clocks = clocks;
   auto group = sfb::comm::make_inproc_group(4);
   std::vector<sfb::io::LoadedData> data;
-  for (int r = 0; r < 4; ++r) data.push_back(sfb::io::load_data(cfg, r, 4, false));
+  for (int r = 0; r < 4; ++r) data.push_back(sfb::io::load_data(cfg.data, cfg.job.seed, r, 4, false));
   const int64_t before = g_allocations.load();
   std::vector<std::thread> ts;
   for (int r = 0; r < 4; ++r) {

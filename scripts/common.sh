@@ -20,7 +20,8 @@ sfb_mpirun() {
   OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} mpirun --allow-run-as-root --oversubscribe --bind-to none "$@"
 }
 
-# sfb_field KEY FILE: the value of a top-level "KEY": VALUE line of a summary.json, unquoted.
+# sfb_field KEY FILE: the value of top-level key KEY of a summary.json (strings unquoted; objects
+# and arrays as JSON).
 sfb_field() {
-  sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"' | head -1
+  jq -r --arg k "$1" '.[$k] | if type == "string" then . else tojson end' "$2"
 }

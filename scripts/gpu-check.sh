@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-source "$ROOT/scripts/common.sh"  # sfb_field
+source "$ROOT/scripts/common.sh"  # sfb_field, sfb_mpirun
 ITERS=${1:-300}
 BUILD=${SFB_GPU_BUILD:-$ROOT/build-gpu}
 OUT=${SFB_GPU_OUT:-$ROOT/runs/gpu-check}
@@ -26,7 +26,7 @@ fi
 grep -q "FAILED" "$OUT/cuda_tests.log" && { echo "gpu-check: cuda tests failed"; exit 1; }
 
 run() {  # <device> <out dir>
-  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} mpirun --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BUILD/apps/sfbd" \
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} sfb_mpirun -np 1 "$BUILD/apps/sfbd" \
     --config "$ROOT/configs/fashion_cnn_mgwfbp.toml" --set device="$1" --set stop.max_clocks="$ITERS" \
     --set eval.every="$ITERS" --set output.dir="$2" --set output.log_level=warn
 }

@@ -14,7 +14,7 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 SFBD="$SFB_BUILD/apps/sfbd"
 CFG=(--config "$SFB_ROOT/configs/test_fashion_small.toml" --set stop.max_clocks=3000 --set eval.every=100
      --set checkpoint.path=ck.bin --set checkpoint.every=200 --set output.log_level=info)
-acc() { sed -n 's/^ *"final_accuracy": \(.*\),$/\1/p' "$1/summary.json"; }
+acc() { sfb_field final_accuracy "$1/summary.json"; }
 sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/full" > "$OUT/full.log" 2>&1
 printf '%-12s %-14s %-12s %-12s %-16s %-14s\n' "killed after" "last progress" "lost clocks" "job ended in" "resumed accuracy" "uninterrupted"
 for k in "${POINTS[@]}"; do

@@ -77,8 +77,7 @@ for scheme in ${schemes//,/ }; do
       sfb_mpirun -np "$ranks" "$SFB_BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1 || { tail -20 "$dir/log"; exit 1; }
     fi
     # objective vs time and clock, for the plots: seconds clock objective
-    sed -n 's/.*"clock": \([0-9]*\), "seconds": \([0-9.e+-]*\), "objective": \([0-9.e+-]*\).*/\2 \1 \3/p' \
-      "$dir/metrics.jsonl" > "$dir/curve.dat"
+    jq -r '"\(.seconds) \(.clock) \(.objective)"' "$dir/metrics.jsonl" > "$dir/curve.dat"
     runs+=("$name")
   done
 done

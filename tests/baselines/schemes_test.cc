@@ -55,11 +55,11 @@ SchemeRun run_scheme(int P, const Config& cfg) {
   testing::run_ranks(P + S, [&](comm::Transport& t) {
     const int r = t.rank();
     if (r >= P) {
-      FmsServer server(cfg, t);
+      FmsServer server(cfg.fms, cfg.runtime.peer_timeout_s, t);
       out.servers[static_cast<size_t>(r - P)] = server.run();
       return;
     }
-    const auto data = io::load_data(cfg, r, P, r == 0);
+    const auto data = io::load_data(cfg.data, cfg.job.seed, r, P, r == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, r, P);
     auto exchange = make_exchange(cfg);
     runtime::Worker w(cfg, t, data.train, &data.test, *model, runtime::with_study_hooks(cfg.runtime, r), {},

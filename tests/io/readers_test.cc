@@ -215,8 +215,8 @@ TEST(LoadData, EmptyPartitionIsAClearError) {
   cfg.data.features = 5;
   cfg.data.classes = 2;
   cfg.data.synthetic_samples = 2;
-  EXPECT_THAT(data_error([&] { load_data(cfg, 0, 3, false); }), HasSubstr("rank 0 of 3 got an empty partition"));
-  const LoadedData ok = load_data(cfg, 1, 2, true);
+  EXPECT_THAT(data_error([&] { load_data(cfg.data, cfg.job.seed, 0, 3, false); }), HasSubstr("rank 0 of 3 got an empty partition"));
+  const LoadedData ok = load_data(cfg.data, cfg.job.seed, 1, 2, true);
   EXPECT_EQ(ok.train.n, 1);
   EXPECT_EQ(ok.train.dim, 6);  // bias feature
   EXPECT_EQ(ok.test.n, cfg.data.synthetic_test_samples);

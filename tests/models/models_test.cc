@@ -66,7 +66,7 @@ Trained train(int p, const Config& cfg) {
   t.checksums.resize(static_cast<size_t>(p));
   testing::run_ranks(p, [&](comm::Transport& tr) {
     const int r = tr.rank();
-    const auto data = io::load_data(cfg, r, p, r == 0);
+    const auto data = io::load_data(cfg.data, cfg.job.seed, r, p, r == 0);
     auto model = make_model(cfg, data.train, data.total_train, r, p);
     runtime::WorkerHooks hooks;
     hooks.on_clock_applied = [&t, r](int64_t, const Matrix& W) {
@@ -109,7 +109,7 @@ TEST(L2Mlr, OneRankEqualsTheSerialProximalSgdReference) {
   cfg.stop.max_clocks = 300;  // w_scale falls below 1e-3 and is folded into W several times
   const auto res = train(1, cfg).results;
   // Reference: W <- (W - eta/K sum u v^T) / (1 + eta lambda) with an explicit O(JD) shrinkage.
-  const auto data = io::load_data(cfg, 0, 1, false);
+  const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, false);
   ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
   auto m = make_model("l2mlr", ctx);
   Matrix W = Matrix::Zero(m->rows(), m->cols());
@@ -159,7 +159,7 @@ TEST(L2Mlr, ScalingProxMatchesTheClosedFormNorm) {
   const int p = 3;
   std::vector<runtime::WorkerResult> res(p);
   testing::run_ranks(p, [&](comm::Transport& tr) {
-    const auto data = io::load_data(cfg, tr.rank(), p, tr.rank() == 0);
+    const auto data = io::load_data(cfg.data, cfg.job.seed, tr.rank(), p, tr.rank() == 0);
     ShrinkOnly m(4, 13, lambda);
     runtime::Worker w(cfg, tr, data.train, &data.test, m);
     res[static_cast<size_t>(tr.rank())] = w.run();

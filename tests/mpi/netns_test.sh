@@ -7,6 +7,7 @@ set -euo pipefail
 SFBD=$1
 SRC=$2
 export SFB_NETNS_PREFIX=sfbt SFB_NETNS_SUBNET=10.78.0  # apart from a cluster a user may have up
+source "$SRC/scripts/common.sh"
 OUT=$(mktemp -d)
 NC="$SRC/scripts/netns-cluster.sh"
 cleanup() { "$NC" down > /dev/null 2>&1 || true; rm -rf "$OUT"; }
@@ -18,11 +19,10 @@ fi
 ip netns del sfbt-probe
 "$NC" down > /dev/null 2>&1 || true
 "$NC" up 3 --rate 200mbit
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$2" | tr -d '"'; }
 common=(--config "$SRC/configs/test_fashion_small.toml" --set stop.max_clocks=300 --set runtime.threads=1)
 timeout 300 "$NC" run -- -np 3 "$SFBD" "${common[@]}" --set output.dir="$OUT/sfb" || fail "sfb run"
 timeout 300 "$NC" run -- -np 4 "$SFBD" "${common[@]}" --set comm.scheme=fms --set output.dir="$OUT/fms" || fail "fms run"
-a=$(field final_objective "$OUT/sfb/summary.json"); b=$(field final_objective "$OUT/fms/summary.json")
+a=$(sfb_field final_objective "$OUT/sfb/summary.json"); b=$(sfb_field final_objective "$OUT/fms/summary.json")
 echo "final objective: sfb $a, fms $b"
 awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * a) }' || fail "objectives differ"
 # Each rank in its own namespace: the hostnames the ranks report are the namespaces' own.

@@ -12,8 +12,9 @@ BAD=$4
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-run() { OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" "$@"; }
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$OUT/run/summary.json" | tr -d '"'; }
+source "$SRC/scripts/common.sh"
+run() { sfb_mpirun -np 4 "$SFBD" "$@"; }
+field() { sfb_field "$1" "$OUT/run/summary.json"; }
 
 echo "== install sfb into $OUT/prefix"
 cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
@@ -36,7 +37,7 @@ acc=$(field final_accuracy)
 echo "final accuracy $acc, model $(field model)"
 [ "$(field model)" = "smoothed_mlr" ] || fail "model name $(field model)"
 awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' || fail "accuracy $acc < 0.78"
-sums=$(sed -n 's/^ *"rank_checksums": \[\(.*\)\],$/\1/p' "$OUT/run/summary.json" | tr -d '" ' | tr ',' '\n' | sort -u | wc -l)
+sums=$(jq -r '.rank_checksums[]' "$OUT/run/summary.json" | sort -u | wc -l)
 [ "$sums" = 1 ] || fail "replicas differ"
 
 expect_refused() {  # <expected message> <sfbd args...>

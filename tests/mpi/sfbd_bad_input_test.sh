@@ -6,7 +6,8 @@ SFBD=$1
 SRC=$2
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-MPI=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+source "$SRC/scripts/common.sh"
+MPI=(sfb_mpirun)
 failures=0
 passed=0
 

@@ -13,8 +13,11 @@ SRC=$2
 MODE=$3
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-run() { OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" "$@"; }
-field() { sed -n "s/^ *\"$1\": \\(.*\\),\$/\\1/p" "$OUT/summary.json" | tr -d '"'; }
+source "$SRC/scripts/common.sh"
+run() { sfb_mpirun -np 4 "$SFBD" "$@"; }
+field() { sfb_field "$1" "$OUT/summary.json"; }
+# per_rank FILTER: the jq FILTER applied to every rank's entry of the summary, one line each.
+per_rank() { jq -r ".per_rank[] | $1" "$OUT/summary.json"; }
 fail() { echo "FAIL: $*"; cat "$OUT/summary.json" 2>/dev/null; exit 1; }
 
 case "$MODE" in
@@ -28,7 +31,7 @@ case "$MODE" in
     awk -v a="$acc" 'BEGIN { exit !(a >= 0.82) }' || fail "accuracy $acc < 0.82"
     [ "$(field consistency)" = "BSP" ] || fail "consistency"
     [ "$(field final_clock)" = "2000" ] || fail "final clock $(field final_clock)"
-    sums=$(sed -n 's/^ *"rank_checksums": \[\(.*\)\],$/\1/p' "$OUT/summary.json" | tr -d '" ' | tr ',' '\n')
+    sums=$(jq -r '.rank_checksums[]' "$OUT/summary.json")
     [ "$(echo "$sums" | wc -l)" = 4 ] || fail "expected 4 checksums, got: $sums"
     [ "$(echo "$sums" | sort -u | wc -l)" = 1 ] || fail "replicas differ: $sums"
     [ -s "$OUT/model.bin" ] || fail "no model file"
@@ -41,15 +44,15 @@ case "$MODE" in
     echo "final accuracy $acc"
     awk -v a="$acc" 'BEGIN { exit !(a >= 0.6) }' || fail "accuracy $acc < 0.6"
     # 600 clocks x K = 32 pairs from each of 4 ranks, applied by every rank.
-    n=$(grep -c '"pairs_applied": 76800,' "$OUT/summary.json")
+    n=$(per_rank .pairs_applied | grep -cx 76800)
     [ "$n" = 4 ] || fail "pairs_applied on $n ranks != 76800"
-    n=$(grep -c '"pairs_received": 57600,' "$OUT/summary.json")
+    n=$(per_rank .pairs_received | grep -cx 57600)
     [ "$n" = 4 ] || fail "pairs_received on $n ranks != 57600"
-    leads=$(grep -o '"max_lead": [0-9]*' "$OUT/summary.json" | awk '{print $2}' | sort -n | tail -1)
+    leads=$(per_rank .max_lead | sort -n | tail -1)
     [ "$leads" -le 2 ] || fail "a rank ran $leads clocks ahead under staleness 2"
     ;;
   signal)
-    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" \
+    sfb_mpirun -np 4 "$SFBD" \
       --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT" --set stop.max_clocks=100000000 \
       > "$OUT/log" 2>&1 &
     pid=$!
@@ -59,10 +62,10 @@ case "$MODE" in
     pkill -TERM -f -- "--set output.dir=$OUT" || true
     wait "$pid" || true  # mpirun reports the signal itself; the ranks' own exits are checked below
     cat "$OUT/log" | tail -8
-    grep -qE '"stop_reason": "(rank [0-9]+ received )?signal 15"' "$OUT/summary.json" || fail "stop reason"
+    field stop_reason | grep -qxE '(rank [0-9]+ received )?signal 15' || fail "stop reason"
     [ -s "$OUT/model.bin" ] || fail "no model file after SIGTERM"
     ! grep -q "fatal" "$OUT/log" || fail "a rank failed"
-    clocks=$(grep -o '"clocks": [0-9]*' "$OUT/summary.json" | sort -u | wc -l)
+    clocks=$(per_rank .clocks | sort -u | wc -l)
     [ "$clocks" = 1 ] || fail "ranks stopped at different clocks"
     ;;
   libsvm)
@@ -81,7 +84,7 @@ case "$MODE" in
     # kill -9 of rank 2 mid-run: mpirun ends the job within 60 s naming rank 2; --resume from the
     # last checkpoint (every 200 clocks) then finishes the job, losing at most 200 clocks.
     ck=(--set checkpoint.path=ck.bin --set checkpoint.every=200 --set eval.every=100 --set output.log_level=info)
-    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "$SFBD" \
+    sfb_mpirun -np 4 "$SFBD" \
       --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT" --set stop.max_clocks=3000 "${ck[@]}" \
       > "$OUT/log" 2>&1 &
     pid=$!
@@ -105,7 +108,7 @@ case "$MODE" in
     last_clock=$(grep -o "clock *[0-9]*/3000" "$OUT/log" | tail -1 | tr -dc '0-9/' | cut -d/ -f1)
     echo "last checkpoint at clock $last_ck, last progress line at clock $last_clock"
     [ $((last_clock - last_ck)) -le 200 ] || fail "more than 200 clocks since the checkpoint"
-    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 "$SFBD" \
+    sfb_mpirun -np 3 "$SFBD" \
       --config "$SRC/configs/test_fashion_small.toml" --set output.dir="$OUT" --set stop.max_clocks=3000 "${ck[@]}" \
       --resume "$OUT/ck.bin" > "$OUT/log2" 2>&1 || fail "resume failed: $(tail -5 "$OUT/log2")"
     grep -q "resuming from $OUT/ck.bin at clock $last_ck" "$OUT/log2" || fail "resume clock"

@@ -22,7 +22,7 @@ std::unique_ptr<Snapshot> snapshot(int64_t clock, int64_t J, int64_t D) {
 
 TEST(ObjectiveMonitor, AbortWithSnapshotsQueuedFreesThem) {
   const Config cfg = testing::quiet_synthetic(20, 3, 50, 10);
-  const auto data = io::load_data(cfg, 0, 1, true);
+  const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
   models::ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
   const models::Mlr model(ctx);
   {

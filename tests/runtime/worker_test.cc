@@ -42,7 +42,7 @@ using HookFactory = std::function<WorkerHooks(int rank)>;
 std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}, WorkerStart start = {}) {
   std::vector<WorkerResult> results(static_cast<size_t>(p));
   testing::run_ranks(p, [&](comm::Transport& t) {
-    const auto data = io::load_data(cfg, t.rank(), p, t.rank() == 0);
+    const auto data = io::load_data(cfg.data, cfg.job.seed, t.rank(), p, t.rank() == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), p);
     Worker w(cfg, t, data.train, &data.test, *model,
              with_study_hooks(cfg.runtime, t.rank(), hooks ? hooks(t.rank()) : WorkerHooks{}), start);
@@ -140,7 +140,7 @@ TEST(Worker, OneRankEqualsSerialMinibatchSgd) {
   cfg.stop.max_clocks = 120;  // more than one epoch of 700 rows at K = 8
   cfg.optimizer.lr_decay = 0.01;
   const auto res = train(1, cfg);
-  const auto data = io::load_data(cfg, 0, 1, false);
+  const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, false);
   const Matrix ref = serial_reference(cfg, data.train);
   ASSERT_EQ(res[0].W.rows(), ref.rows());
   ASSERT_EQ(res[0].W.cols(), ref.cols());
@@ -354,7 +354,7 @@ std::vector<WorkerResult> train_faulty(int p, const Config& cfg, std::function<c
   for (int r = 0; r < p; ++r) {
     threads.emplace_back([&, r] {
       try {
-        const auto data = io::load_data(cfg, r, p, r == 0);
+        const auto data = io::load_data(cfg.data, cfg.job.seed, r, p, r == 0);
         auto model = models::make_model(cfg, data.train, data.total_train, r, p);
         Worker w(cfg, *faulty[static_cast<size_t>(r)], data.train, &data.test, *model);
         results[static_cast<size_t>(r)] = w.run();

@@ -15,8 +15,8 @@
 
 namespace sfb::baselines {
 
-FmsServer::FmsServer(const Config& cfg, comm::Transport& transport)
-    : cfg_(cfg), t_(transport), S_(static_cast<int>(cfg.fms.servers)) {
+FmsServer::FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport)
+    : peer_timeout_s_(peer_timeout_s), t_(transport), S_(static_cast<int>(cfg.servers)) {
   P_ = t_.size() - S_;
   s_ = t_.rank() - P_;
   SFB_CHECK(P_ >= 1 && s_ >= 0 && s_ < S_, "rank {} of {} is not one of the {} parameter servers", t_.rank(), t_.size(),
@@ -43,14 +43,14 @@ ServerStats FmsServer::run() {
       m = t_.try_recv();
     }
     if (!m) {
-      if (last_progress.seconds() > cfg_.runtime.peer_timeout_s) {
+      if (last_progress.seconds() > peer_timeout_s_) {
         std::vector<int> missing;
         for (int p = 0; p < P_; ++p) {
           const bool pushed = version >= 0 && push_count.count(version) && !pushes[version][static_cast<size_t>(p)].data.empty();
           if (!bye[static_cast<size_t>(p)] && !pushed) missing.push_back(p);
         }
         throw CommError(fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for "
-                                    "workers {}", t_.rank(), cfg_.runtime.peer_timeout_s, version, fmt::join(missing, ", ")));
+                                    "workers {}", t_.rank(), peer_timeout_s_, version, fmt::join(missing, ", ")));
       }
       if (++idle < 16) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));

@@ -23,11 +23,11 @@ struct ServerStats {
 
 class FmsServer {
  public:
-  FmsServer(const Config& cfg, comm::Transport& transport);
+  FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport);
   ServerStats run();
 
  private:
-  const Config& cfg_;
+  const double peer_timeout_s_;
   comm::Transport& t_;
   int P_, S_, s_;
 };

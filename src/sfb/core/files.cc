@@ -48,12 +48,15 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, std::as_bytes(std::span(content.data(), content.size())));
 }
 
-void create_parent_directories(const std::string& path) {
-  const auto dir = std::filesystem::path(path).parent_path();
+void create_directories(const std::string& dir) {
   if (dir.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw InvalidArgument(fmt::format("{}: cannot create directory: {}", dir.string(), ec.message()));
+  if (ec) throw InvalidArgument(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
+}
+
+void create_parent_directories(const std::string& path) {
+  create_directories(std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace sfb

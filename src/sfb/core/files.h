@@ -11,8 +11,9 @@ namespace sfb {
 void write_file_atomic(const std::string& path, std::span<const std::byte> content);
 void write_file_atomic(const std::string& path, const std::string& content);
 
-// Creates the directory that will hold `path` (and its parents); throws InvalidArgument naming the
-// directory and the reason when it cannot.
+// Creates directory `dir` (and its parents), or the one that will hold file `path`; throws
+// InvalidArgument naming the directory and the reason when it cannot.
+void create_directories(const std::string& dir);
 void create_parent_directories(const std::string& path);
 
 }  // namespace sfb

@@ -1,6 +1,5 @@
 #include "sfb/core/metrics.h"
 
-#include <cmath>
 
 #include <cerrno>
 #include <cstring>
@@ -8,22 +7,23 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/json.h"
 
 namespace sfb {
 
 std::string to_json(const EvalRecord& r) {
-  std::string extra;
-  for (const auto& [k, v] : r.extra) {
-    // JSON has no NaN or infinity: such a value is written as null.
-    if (std::isfinite(v)) extra += fmt::format(", \"{}\": {:.8g}", k, v);
-    else extra += fmt::format(", \"{}\": null", k);
-  }
-  return fmt::format(
-      "{{\"clock\": {}, \"seconds\": {:.6f}, \"objective\": {:.8g}, \"accuracy\": {:.6f}, "
-      "\"samples_per_s\": {:.3f}, \"bytes_sent\": {}, \"bytes_received\": {}, "
-      "\"compute_s\": {:.6f}, \"update_s\": {:.6f}, \"wait_s\": {:.6f}{}}}",
-      r.clock, r.seconds, r.objective, r.accuracy, r.samples_per_s, r.bytes_sent, r.bytes_received,
-      r.compute_s, r.update_s, r.wait_s, extra);
+  Json j{{"clock", r.clock},
+         {"seconds", fixed(r.seconds, 6)},
+         {"objective", sig(r.objective, 8)},
+         {"accuracy", fixed(r.accuracy, 6)},
+         {"samples_per_s", fixed(r.samples_per_s, 3)},
+         {"bytes_sent", r.bytes_sent},
+         {"bytes_received", r.bytes_received},
+         {"compute_s", fixed(r.compute_s, 6)},
+         {"update_s", fixed(r.update_s, 6)},
+         {"wait_s", fixed(r.wait_s, 6)}};
+  for (const auto& [k, v] : r.extra) j[k] = sig(v, 8);  // a non-finite value is written as null
+  return to_line(j);
 }
 
 void JsonlWriter::open(const std::string& path) {

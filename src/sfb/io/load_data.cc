@@ -25,53 +25,53 @@ Dataset load_idx(const std::string& images, const std::string& labels, int64_t c
 
 }  // namespace
 
-LoadedData load_data(const Config& cfg, int rank, int size, bool want_test) {
+LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test) {
   LoadedData out;
-  const bool has_test = cfg.data.format == "synthetic" ? cfg.data.synthetic_test_samples > 0
-                        : cfg.data.format == "idx"     ? !cfg.data.test_images.empty()
-                                                       : !cfg.data.test.empty();
-  if (cfg.data.format == "idx") {
-    const int64_t n_images = read_idx_header(cfg.data.train_images).dims.at(0);
-    const int64_t n_labels = read_idx_header(cfg.data.train_labels).dims.at(0);
-    SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", cfg.data.train_images, n_images,
-                   cfg.data.train_labels, n_labels);
-    int64_t classes = cfg.data.classes;
+  const bool has_test = data.format == "synthetic" ? data.synthetic_test_samples > 0
+                        : data.format == "idx"     ? !data.test_images.empty()
+                                                       : !data.test.empty();
+  if (data.format == "idx") {
+    const int64_t n_images = read_idx_header(data.train_images).dims.at(0);
+    const int64_t n_labels = read_idx_header(data.train_labels).dims.at(0);
+    SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", data.train_images, n_images,
+                   data.train_labels, n_labels);
+    int64_t classes = data.classes;
     if (classes == 0) {
       // Labels are small: every rank reads all of them, so all agree on J.
-      const auto all = read_idx_labels(cfg.data.train_labels);
+      const auto all = read_idx_labels(data.train_labels);
       classes = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) + 1;
-      SFB_CHECK_DATA(classes >= 2, "{}: need at least 2 classes, found {}", cfg.data.train_labels, classes);
+      SFB_CHECK_DATA(classes >= 2, "{}: need at least 2 classes, found {}", data.train_labels, classes);
     }
-    out.total_train = cap(n_images, cfg.data.max_train_samples);
-    out.train = load_idx(cfg.data.train_images, cfg.data.train_labels, classes, partition_range(out.total_train, rank, size));
+    out.total_train = cap(n_images, data.max_train_samples);
+    out.train = load_idx(data.train_images, data.train_labels, classes, partition_range(out.total_train, rank, size));
     if (want_test && has_test) {
-      const int64_t n_test = cap(read_idx_header(cfg.data.test_images).dims.at(0), cfg.data.max_test_samples);
-      out.test = load_idx(cfg.data.test_images, cfg.data.test_labels, classes, {0, n_test});
+      const int64_t n_test = cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples);
+      out.test = load_idx(data.test_images, data.test_labels, classes, {0, n_test});
       SFB_CHECK_DATA(out.test.dim == out.train.dim, "{}: test images have {} pixels, training images {}",
-                     cfg.data.test_images, out.test.dim, out.train.dim);
+                     data.test_images, out.test.dim, out.train.dim);
     }
-  } else if (cfg.data.format == "libsvm") {
-    const LibsvmOptions opt{cfg.data.features, cfg.data.classes, cfg.data.label_offset};
-    out.total_train = cap(count_libsvm_rows(cfg.data.train), cfg.data.max_train_samples);
+  } else if (data.format == "libsvm") {
+    const LibsvmOptions opt{data.features, data.classes, data.label_offset};
+    out.total_train = cap(count_libsvm_rows(data.train), data.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
-    out.train = read_libsvm(cfg.data.train, opt, r.begin, r.end);
+    out.train = read_libsvm(data.train, opt, r.begin, r.end);
     if (want_test && has_test)
-      out.test = read_libsvm(cfg.data.test, opt, 0, cap(count_libsvm_rows(cfg.data.test), cfg.data.max_test_samples));
+      out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
   } else {
-    SyntheticSpec spec{cfg.data.synthetic_samples, cfg.data.features, cfg.data.classes, cfg.data.synthetic_density,
-                       cfg.data.synthetic_noise, cfg.job.seed, 0, cfg.data.synthetic_separation};
-    out.total_train = cap(spec.samples, cfg.data.max_train_samples);
+    SyntheticSpec spec{data.synthetic_samples, data.features, data.classes, data.synthetic_density,
+                       data.synthetic_noise, seed, 0, data.synthetic_separation};
+    out.total_train = cap(spec.samples, data.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
     out.train = make_synthetic(spec, r.begin, r.end);
     if (want_test && has_test) {
-      spec.samples = cap(cfg.data.synthetic_test_samples, cfg.data.max_test_samples);
+      spec.samples = cap(data.synthetic_test_samples, data.max_test_samples);
       spec.stream = 1;
       out.test = make_synthetic(spec);
     }
   }
   SFB_CHECK_DATA(out.train.n > 0, "{}: rank {} of {} got an empty partition ({} training rows in all); use fewer ranks",
                  out.train.name, rank, size, out.total_train);
-  if (cfg.data.bias) {
+  if (data.bias) {
     out.train.add_bias();
     if (out.test.n > 0) out.test.add_bias();
   }

@@ -12,6 +12,7 @@ struct LoadedData {
   int64_t total_train = 0; // rows over all ranks
 };
 
-LoadedData load_data(const Config& cfg, int rank, int size, bool want_test);
+// data: the [data] section; seed: job.seed (synthetic data).
+LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test);
 
 }  // namespace sfb::io

@@ -1,0 +1,45 @@
+// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/cnn/executor.h).
+#include <fmt/format.h>
+
+#include "job.h"
+#include "report.h"
+#include "sfb/cnn/executor.h"
+#include "sfb/comm/collectives.h"
+#include "sfb/core/error.h"
+#include "sfb/core/files.h"
+#include "sfb/io/load_data.h"
+
+namespace sfbd {
+
+int run_cnn(Job& job) {
+  const auto& cfg = job.cfg;
+  sfb::io::LoadedData data;
+  const bool ok = all_ranks_ok(job.mpi, [&] {
+    SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
+              cfg.sfb.consistency_name());
+    data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
+  });
+  if (!ok) return kExitBadInput;
+  sfb::cnn::ExecutorResult r;
+  try {
+    sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, {},
+                          job.mpi.local_rank());
+    r = ex.run();
+  } catch (const sfb::InvalidArgument& e) {
+    // Raised alike on every rank before training (network spec, shapes).
+    if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return kExitBadInput;
+  }
+  const auto sums = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(r.checksum));
+  if (job.rank() == 0) {
+    const sfb::Json summary = cnn_summary(cfg, r, job.ranks(), sums);
+    print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
+    if (const auto path = cfg.output.path(cfg.output.summary); !path.empty()) {
+      sfb::create_parent_directories(path);
+      sfb::write_file_atomic(path, sfb::to_document(summary));
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace sfbd

@@ -1,0 +1,190 @@
+#include "report.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "sfb/baselines/scheme_bytes.h"
+
+namespace sfbd {
+namespace {
+
+using sfb::fixed;
+using sfb::Json;
+using sfb::sig;
+
+std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
+std::string scheme_name(const sfb::Config& cfg) {
+  return cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme;
+}
+
+double mean_of(const sfb::runtime::WorkerResult& r, double sfb::runtime::RankStats::*m) {
+  double s = 0;
+  for (const auto& x : r.all) s += x.*m;
+  return r.all.empty() ? 0.0 : s / static_cast<double>(r.all.size());
+}
+
+// Network bytes of the whole job: what the workers sent plus what the parameter servers sent them.
+int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
+  int64_t b = 0;
+  for (const auto& s : r.all) b += s.bytes_sent + s.bytes_from_servers;
+  return b;
+}
+
+double samples_per_s(const SfbRun& run) {
+  const auto& r = run.result;
+  return r.seconds > 0 ? static_cast<double>(r.final_clock) * run.workers * run.cfg.optimizer.minibatch / r.seconds : 0.0;
+}
+
+Json rank_json(const sfb::runtime::RankStats& s) {
+  return {{"rank", s.rank},
+          {"clocks", s.clocks},
+          {"pairs_sent", s.pairs_sent},
+          {"pairs_received", s.pairs_received},
+          {"pairs_applied", s.pairs_applied},
+          {"bytes_sent", s.bytes_sent},
+          {"bytes_received", s.bytes_received},
+          {"compute_s", fixed(s.compute_s, 6)},
+          {"update_s", fixed(s.update_s, 6)},
+          {"wait_s", fixed(s.wait_s, 6)},
+          {"max_lead", s.max_lead},
+          {"checksum", hex(s.checksum)}};
+}
+
+}  // namespace
+
+Json sfb_summary(const SfbRun& run) {
+  const auto& cfg = run.cfg;
+  const auto& r = run.result;
+  const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
+  Json metrics = Json::object(), sums = Json::array(), ranks = Json::array();
+  for (const auto& [k, v] : last.extra) metrics[k] = sig(v, 8);
+  bool equal = true;
+  for (const auto& s : r.all) {
+    equal = equal && s.checksum == r.all[0].checksum;
+    sums.push_back(hex(s.checksum));
+    ranks.push_back(rank_json(s));
+  }
+  const int64_t clocks = r.final_clock - r.start_clock;
+  const double measured = clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
+  const double theory = 4.0 * sfb::baselines::theory_floats_per_clock(cfg, run.workers, run.J, run.D);
+  return {{"config", cfg.source},
+          {"scheme", scheme_name(cfg)},
+          {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
+          {"J", run.J},
+          {"D", run.D},
+          {"network_bytes", network_bytes(r)},
+          {"bytes_per_clock", fixed(measured, 1)},
+          {"theory_bytes_per_clock", fixed(theory, 1)},
+          {"compute_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::compute_s), 6)},
+          {"update_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::update_s), 6)},
+          {"wait_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::wait_s), 6)},
+          {"model", run.model_name},
+          {"ranks", run.workers},
+          {"threads_per_rank", cfg.runtime.threads},
+          {"consistency", cfg.sfb.consistency_name()},
+          {"broadcast", cfg.sfb.broadcast},
+          {"minibatch", cfg.optimizer.minibatch},
+          {"stop_reason", r.stop_reason},
+          {"final_clock", r.final_clock},
+          {"seconds", fixed(r.seconds, 6)},
+          {"final_objective", sig(last.objective, 8)},
+          {"final_accuracy", fixed(last.accuracy, 6)},
+          {"final_metrics", metrics},
+          {"samples_per_s", fixed(samples_per_s(run), 3)},
+          {"checksums_equal", equal},
+          {"rank_checksums", sums},
+          {"per_rank", ranks}};
+}
+
+void print_sfb_table(const SfbRun& run) {
+  const auto& cfg = run.cfg;
+  const auto& r = run.result;
+  const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
+  fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} | K = {}\n", cfg.source, run.workers,
+             cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.optimizer.minibatch);
+  fmt::print("  stop reason      {}\n", r.stop_reason);
+  fmt::print("  clocks           {}\n", r.final_clock);
+  fmt::print("  wall time        {:.2f} s\n", r.seconds);
+  fmt::print("  final objective  {:.5f}\n", last.objective);
+  if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
+  for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
+  fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));
+  if (const int64_t clocks = r.final_clock - r.start_clock; clocks > 0)
+    fmt::print("  network          {:.3f} MB per clock (all ranks)\n",
+               static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) / 1e6);
+  fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
+             "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
+  for (const auto& s : r.all) {
+    fmt::print("  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}  {:016x}\n", s.rank,
+               s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, s.bytes_sent / 1e6, s.bytes_received / 1e6,
+               s.compute_s, s.update_s, s.wait_s, s.checksum);
+  }
+  std::fflush(stdout);
+}
+
+namespace {
+// Means over the iterations after profiling (those with a prediction).
+double planned_mean(const sfb::cnn::ExecutorResult& r, double sfb::cnn::IterationStats::*m) {
+  double s = 0;
+  int n = 0;
+  for (const auto& it : r.iterations)
+    if (it.predicted_us > 0) s += it.*m, ++n;
+  return n > 0 ? s / n : 0.0;
+}
+}  // namespace
+
+Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks,
+                 const std::vector<int64_t>& checksums) {
+  using S = sfb::cnn::IterationStats;
+  bool equal = true;
+  Json sums = Json::array(), preds = Json::array();
+  for (auto c : checksums) {
+    equal = equal && c == checksums[0];
+    sums.push_back(hex(static_cast<uint64_t>(c)));
+  }
+  for (const auto& p : r.predictions)
+    preds.push_back({{"planner", p.planner},
+                     {"groups", p.groups},
+                     {"iteration_us", fixed(p.iteration_us, 1)},
+                     {"non_overlapped_us", fixed(p.non_overlapped_us, 1)}});
+  return {{"config", cfg.source},
+          {"mode", "mgwfbp"},
+          {"ranks", ranks},
+          {"planner", cfg.mgwfbp.planner},
+          {"groups", r.plan.size()},
+          {"plan", sfb::mgwfbp::describe(r.plan)},
+          {"a_us", fixed(r.cost.a_us, 3)},
+          {"b_us_per_byte", sig(r.cost.b_us_per_byte, 7)},
+          {"iterations", r.iterations.size()},
+          {"seconds", fixed(r.seconds, 6)},
+          {"final_accuracy", fixed(r.test_accuracy, 6)},
+          {"iteration_us", fixed(planned_mean(r, &S::iteration_us), 1)},
+          {"predicted_us", fixed(planned_mean(r, &S::predicted_us), 1)},
+          {"forward_us", fixed(planned_mean(r, &S::forward_us), 1)},
+          {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},
+          {"comm_wait_us", fixed(planned_mean(r, &S::comm_wait_us), 1)},
+          {"replans", r.replans},
+          {"checksums_equal", equal},
+          {"checksum", hex(r.checksum)},
+          {"rank_checksums", sums},
+          {"predictions", preds}};
+}
+
+void print_cnn_table(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks, bool replicas_equal) {
+  using S = sfb::cnn::IterationStats;
+  fmt::print("\nmgwfbp run: {} | {} ranks | planner {} | {} groups | batch {} per rank\n", cfg.source, ranks,
+             cfg.mgwfbp.planner, r.plan.size(), cfg.optimizer.minibatch);
+  fmt::print("  iterations       {}\n  wall time        {:.2f} s\n  test accuracy    {:.2f} %\n", r.iterations.size(),
+             r.seconds, 100.0 * r.test_accuracy);
+  fmt::print("  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
+             "overlapped {:.2f})\n",
+             planned_mean(r, &S::iteration_us) / 1e3, planned_mean(r, &S::predicted_us) / 1e3,
+             planned_mean(r, &S::forward_us) / 1e3, planned_mean(r, &S::backward_us) / 1e3,
+             planned_mean(r, &S::comm_wait_us) / 1e3);
+  fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", replicas_equal ? "yes" : "NO", r.checksum);
+  std::fflush(stdout);
+}
+
+}  // namespace sfbd

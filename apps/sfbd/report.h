@@ -1,0 +1,28 @@
+#pragma once
+// What sfbd writes and prints at the end of a run: summary.json (docs/formats.md) and the table.
+#include <string>
+
+#include "sfb/cnn/executor.h"
+#include "sfb/core/config.h"
+#include "sfb/core/json.h"
+#include "sfb/runtime/worker.h"
+
+namespace sfbd {
+
+struct SfbRun {
+  const sfb::Config& cfg;
+  const sfb::runtime::WorkerResult& result;
+  std::string model_name;
+  int workers = 0;
+  int64_t J = 0, D = 0;
+};
+
+sfb::Json sfb_summary(const SfbRun& run);
+void print_sfb_table(const SfbRun& run);
+
+// `checksums`: every rank's parameter checksum, in rank order.
+sfb::Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks,
+                      const std::vector<int64_t>& checksums);
+void print_cnn_table(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks, bool replicas_equal);
+
+}  // namespace sfbd

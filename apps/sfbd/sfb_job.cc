@@ -1,0 +1,118 @@
+// job.mode = "sfb": a worker per rank (sfb/runtime/worker.h) under the configured scheme, or a
+// parameter server on the ranks after the workers (comm.scheme = "fms").
+#include <spdlog/spdlog.h>
+
+#include "job.h"
+#include "report.h"
+#include "sfb/baselines/fms_server.h"
+#include "sfb/baselines/make_exchange.h"
+#include "sfb/comm/collectives.h"
+#include "sfb/core/error.h"
+#include "sfb/core/files.h"
+#include "sfb/io/checkpoint.h"
+#include "sfb/io/load_data.h"
+#include "sfb/io/model_file.h"
+#include "sfb/models/registry.h"
+#include "sfb/runtime/study_hooks.h"
+
+namespace sfbd {
+namespace {
+
+struct Setup {
+  int workers = 0;
+  bool server = false;  // a parameter-server rank: no data, no model
+  sfb::io::LoadedData data;
+  sfb::models::ModelPtr model;
+};
+
+// Workers, data and model; false (every rank) when any rank found bad input.
+bool set_up(Job& job, Setup& s) {
+  const auto& cfg = job.cfg;
+  return all_ranks_ok(job.mpi, [&] {
+    s.workers = sfb::runtime::worker_count(cfg, job.ranks());
+    s.server = job.rank() >= s.workers;
+    if (s.server) return;
+    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), s.workers, job.rank() == 0);
+    s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
+    SFB_CHECK(cfg.comm.scheme != "fms" || (!s.model->has_prox() && s.model->prox_scale(cfg.optimizer.lr) == 1.0),
+              "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not apply; use "
+              "comm.scheme = \"sfb\" or \"allreduce\"",
+              s.model->name());
+    if (job.rank() == 0) sfb::create_directories(cfg.output.dir);
+  });
+}
+
+// --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
+// (the file need only exist where rank 0 runs). False when it is unusable.
+bool load_checkpoint(Job& job, sfb::io::Checkpoint& ckpt) {
+  const auto& cfg = job.cfg;
+  const auto& path = job.resume_path;
+  sfb::Bytes bytes;
+  const bool ok = all_ranks_ok(job.mpi, [&] {
+    if (job.rank() != 0) return;
+    ckpt = sfb::io::read_checkpoint(path);
+    SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
+                   "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
+                   "{:016x}, this config {:016x}); resume with the config that wrote it",
+                   path, ckpt.fingerprint, cfg.model_fingerprint());
+    SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
+                   "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
+                   "stop.max_clocks", path, ckpt.clock, cfg.stop.max_clocks);
+    bytes = sfb::io::encode_checkpoint(ckpt);
+  }, true);
+  if (!ok) return false;
+  ckpt = sfb::io::decode_checkpoint(sfb::comm::broadcast_bytes(*job.transport, 0, bytes), path);
+  spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, ckpt.clock, ckpt.ranks);
+  return true;
+}
+
+// The parameter servers report nothing themselves; they learn whether rank 0 saw divergence.
+int run_server(Job& job) {
+  sfb::baselines::FmsServer fms(job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport);
+  const auto st = fms.run();
+  spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
+               st.bytes_sent / 1e6, st.bytes_received / 1e6, st.apply_s);
+  job.transport.reset();
+  return job.mpi.broadcast(0, 0) ? kExitDiverged : kExitOk;
+}
+
+void write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result) {
+  const auto& cfg = job.cfg;
+  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) sfb::io::write_model(path, result.W);
+  const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols()};
+  if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
+    sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run)));
+  print_sfb_table(run);
+}
+
+}  // namespace
+
+int run_sfb(Job& job) {
+  const auto& cfg = job.cfg;
+  Setup s;
+  if (!set_up(job, s)) return kExitBadInput;
+  if (!s.server)
+    spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}, scheme {}",
+                 s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n,
+                 s.data.train.dim, cfg.runtime.threads, cfg.sfb.consistency_name(),
+                 cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme);
+  sfb::io::Checkpoint ckpt;
+  sfb::runtime::WorkerStart start;
+  if (!job.resume_path.empty()) {
+    if (!load_checkpoint(job, ckpt)) return kExitBadInput;
+    start = {ckpt.clock, &ckpt.W};
+  }
+  if (s.server) return run_server(job);
+  auto exchange = sfb::baselines::make_exchange(cfg);
+  sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
+                              sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
+  const sfb::runtime::WorkerResult result = worker.run();
+  spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
+               result.self.pairs_received, result.self.pairs_applied);
+  if (job.rank() == 0) write_outputs(job, s, result);
+  job.transport.reset();
+  const int diverged = job.mpi.broadcast(job.rank() == 0 && result.stop_reason == "diverged" ? 1 : 0, 0);
+  return diverged ? kExitDiverged : kExitOk;
+}
+
+}  // namespace sfbd
