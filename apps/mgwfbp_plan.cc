@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <random>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "sfb/comm/mpi_session.h"
 #include "sfb/core/error.h"
@@ -46,8 +46,10 @@ std::vector<std::string> split_list(const std::string& s) {
 // memory): say so instead of planning with it silently.
 void warn_if_unphysical(const Fit& f) {
   if (f.model.a_us < 0 || f.model.b_us_per_byte <= 0)
-    fmt::print(stderr, "mgwfbp-plan: warning: the fitted a = {:.2f} us, b = {:.4e} us/B is not physical; restrict the "
-               "sizes (--fit-min-bytes, --max-bytes) to the range the plan will use\n", f.model.a_us, f.model.b_us_per_byte);
+    fmt::print(stderr,
+               "mgwfbp-plan: warning: the fitted a = {:.2f} us, b = {:.4e} us/B is not physical; restrict the "
+               "sizes (--fit-min-bytes, --max-bytes) to the range the plan will use\n",
+               f.model.a_us, f.model.b_us_per_byte);
 }
 
 // The all-reduce model at n nodes for --network.
@@ -71,15 +73,18 @@ struct NetworkSpec {
       const Fit f = fit_cost_model(osu ? read_osu_log(file) : read_bcaffe_comm(file), osu ? fit_min_bytes : 0);
       fixed = f.model;
       is_fixed = true;
-      fmt::print("fit of {} over sizes >= {} B ({} points): a = {:.2f} us, b = {:.4e} us/B ({:.2f} Gbit/s), R^2 = {:.4f}\n",
-                 file, osu ? fit_min_bytes : 0, f.used, f.model.a_us, f.model.b_us_per_byte,
-                 8e-3 / f.model.b_us_per_byte, f.r2);
+      fmt::print(
+          "fit of {} over sizes >= {} B ({} points): a = {:.2f} us, b = {:.4e} us/B ({:.2f} Gbit/s), R^2 = {:.4f}\n",
+          file, osu ? fit_min_bytes : 0, f.used, f.model.a_us, f.model.b_us_per_byte, 8e-3 / f.model.b_us_per_byte,
+          f.r2);
       warn_if_unphysical(f);
     } else {
       net = named_network(spec);
     }
   }
-  CostModel at(int n) const { return is_fixed ? (n == 1 ? CostModel{} : fixed) : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte); }
+  CostModel at(int n) const {
+    return is_fixed ? (n == 1 ? CostModel{} : fixed) : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte);
+  }
 };
 
 void run_gnuplot(const fs::path& script) {
@@ -93,7 +98,8 @@ void write_plots(const fs::path& dir, const Profile& p, const std::vector<Predic
   // predictions.csv and speedup.png
   std::string csv = "planner,nodes,groups,iteration_us,non_overlapped_us,speedup\n";
   for (const auto& r : preds)
-    csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f}\n", r.planner, r.nodes, r.groups, r.iteration_us, r.non_overlapped_us, r.speedup);
+    csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f}\n", r.planner, r.nodes, r.groups, r.iteration_us,
+                       r.non_overlapped_us, r.speedup);
   sfb::write_file_atomic((dir / "predictions.csv").string(), csv);
   std::string gp = fmt::format(
       "set terminal pngcairo size 900,600 noenhanced\nset output '{}'\nset datafile separator ','\n"
@@ -127,7 +133,8 @@ void write_plots(const fs::path& dir, const Profile& p, const std::vector<Predic
       "set terminal pngcairo size 1100,{} noenhanced\nset output '{}'\nset datafile separator ','\n"
       "set title 'One iteration at {} nodes: backward (grey) and all-reduce groups (alternating colours)'\n"
       "set xlabel 'ms (forward ends at {:.1f})'\nset ytics ({})\nset yrange [-0.7:{}]\nunset key\nset grid x\n"
-      "plot '{}' every ::1 using 2:($1 - ($4 == 0 ? 0.25 : -0.1)):2:3:($1 - ($4 == 0 ? 0.4 : -0.05)):($1 - ($4 == 0 ? 0.1 : -0.35)):4 "
+      "plot '{}' every ::1 using 2:($1 - ($4 == 0 ? 0.25 : -0.1)):2:3:($1 - ($4 == 0 ? 0.4 : -0.05)):($1 - ($4 == 0 ? "
+      "0.1 : -0.35)):4 "
       "with boxxyerrorbars fs solid 0.6 lc variable\n",
       200 + 60 * row, (dir / "timeline.png").string(), timeline_nodes, p.forward_us / 1e3, labels, row - 0.3,
       (dir / "timeline.csv").string());
@@ -139,7 +146,8 @@ void write_plots(const fs::path& dir, const Profile& p, const std::vector<Predic
 void random_trials(int trials, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> layers(2, 60);
-  std::lognormal_distribution<double> tb(std::log(1000.0), 1.0), params(std::log(2e5), 2.0), alpha(std::log(200.0), 1.0);
+  std::lognormal_distribution<double> tb(std::log(1000.0), 1.0), params(std::log(2e5), 2.0),
+      alpha(std::log(200.0), 1.0);
   std::uniform_real_distribution<double> gbps(1.0, 100.0);
   int better = 0;
   double max_gain = 0, sum_gain = 0;
@@ -147,7 +155,8 @@ void random_trials(int trials, uint64_t seed) {
   for (int t = 0; t < trials; ++t) {
     Profile p;
     const int L = layers(rng);
-    for (int l = 0; l < L; ++l) p.layers.push_back({"l", std::max<int64_t>(1, static_cast<int64_t>(params(rng))), tb(rng), 0});
+    for (int l = 0; l < L; ++l)
+      p.layers.push_back({"l", std::max<int64_t>(1, static_cast<int64_t>(params(rng))), tb(rng), 0});
     const CostModel c{alpha(rng), 8e-3 / gbps(rng)};
     const double opt = simulate(p, c, plan_optimal(p, c)).iteration_us;
     const double mg = simulate(p, c, plan_mgwfbp(p, c)).iteration_us;
@@ -160,12 +169,15 @@ void random_trials(int trials, uint64_t seed) {
     }
   }
   std::sort(gains.begin(), gains.end());
-  fmt::print("random instances: {} (L in 2..60, t_b ~ lognormal(median 1 ms), params ~ lognormal(median 2e5), "
-             "a ~ lognormal(median 200 us), 1..100 Gbit/s)\n", trials);
-  fmt::print("optimal beats mgwfbp on {} ({:.2f}%); mgwfbp/optimal iteration time: mean +{:.3f}% over those, "
-             "median +{:.3f}%, max +{:.3f}%\n",
-             better, 100.0 * better / trials, better ? 100 * sum_gain / better : 0.0,
-             gains.empty() ? 0.0 : 100 * gains[gains.size() / 2], 100 * max_gain);
+  fmt::print(
+      "random instances: {} (L in 2..60, t_b ~ lognormal(median 1 ms), params ~ lognormal(median 2e5), "
+      "a ~ lognormal(median 200 us), 1..100 Gbit/s)\n",
+      trials);
+  fmt::print(
+      "optimal beats mgwfbp on {} ({:.2f}%); mgwfbp/optimal iteration time: mean +{:.3f}% over those, "
+      "median +{:.3f}%, max +{:.3f}%\n",
+      better, 100.0 * better / trials, better ? 100 * sum_gain / better : 0.0,
+      gains.empty() ? 0.0 : 100 * gains[gains.size() / 2], 100 * max_gain);
 }
 
 // --measure: times MPI_Allreduce on the live communicator, prints (and writes) an OSU-style log
@@ -176,8 +188,10 @@ int measure_main(int& argc, char**& argv, const sfb::comm::MpiAllreduceBench& be
   const auto timed = mpi.measure_allreduce(bench);
   if (mpi.rank() != 0) return 0;
   std::vector<Sample> samples;
-  std::string text = fmt::format("# MPI_Allreduce float sum, {} ranks, median of {} (slowest rank per call)\n"
-                                 "# Size       Avg Latency(us)\n", mpi.size(), bench.repeats);
+  std::string text = fmt::format(
+      "# MPI_Allreduce float sum, {} ranks, median of {} (slowest rank per call)\n"
+      "# Size       Avg Latency(us)\n",
+      mpi.size(), bench.repeats);
   for (const auto& s : timed) {
     samples.push_back({s.bytes, s.us});
     text += fmt::format("{},{} {:.3f}\n", mpi.size(), s.bytes, s.us);
@@ -206,12 +220,15 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f])");
   app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
   app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)");
-  app.add_option("--forward-ratio", forward_ratio, "Forward = ratio * backward when the profile has no t_f (default 0.5)");
-  app.add_option("--network", net.spec, "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | ab:<a_us>,<b_us_per_byte>");
+  app.add_option("--forward-ratio", forward_ratio,
+                 "Forward = ratio * backward when the profile has no t_f (default 0.5)");
+  app.add_option("--network", net.spec,
+                 "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | ab:<a_us>,<b_us_per_byte>");
   app.add_option("--algo", algo, "All-reduce algorithm for 10gbe/ib extrapolation: ring | rd | tree");
   app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)");
   app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
-  app.add_option("--planners", planners_arg, "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
+  app.add_option("--planners", planners_arg,
+                 "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
   app.add_option("--out", out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
   app.add_option("--timeline-nodes", timeline_nodes, "Node count of the timeline plot");
   app.add_flag("--measure", measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
@@ -229,8 +246,10 @@ int main(int argc, char** argv) {
     }
     SFB_CHECK(profile_path.empty() != bcaffe_log.empty(), "give exactly one of --profile and --bcaffe-log");
     Profile p = profile_path.empty() ? read_bcaffe_log(bcaffe_log) : read_profile_csv(profile_path);
-    if (forward_ms >= 0) p.forward_us = forward_ms * 1e3;
-    else if (p.forward_us == 0) p.forward_us = forward_ratio * p.backward_us();
+    if (forward_ms >= 0)
+      p.forward_us = forward_ms * 1e3;
+    else if (p.forward_us == 0)
+      p.forward_us = forward_ratio * p.backward_us();
     net.algo = parse_algorithm(algo);
     net.resolve();
     std::vector<int> nodes;
@@ -240,14 +259,17 @@ int main(int argc, char** argv) {
       nodes.push_back(n);
     }
     const auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
-    fmt::print("profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
-               p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
-               p.backward_us() / 1e3, net.spec, net.is_fixed ? " (a, b used for every node count)" : " (" + algo + " all-reduce)");
+    fmt::print(
+        "profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
+        p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
+        p.backward_us() / 1e3, net.spec,
+        net.is_fixed ? " (a, b used for every node count)" : " (" + algo + " all-reduce)");
     const auto preds = predict(p, planners, nodes, [&](int n) { return net.at(n); });
-    fmt::print("\n{:>6} {:<12} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms", "non-overlap ms", "speedup");
+    fmt::print("\n{:>6} {:<12} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms",
+               "non-overlap ms", "speedup");
     for (const auto& r : preds)
-      fmt::print("{:>6} {:<12} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups, r.iteration_us / 1e3,
-                 r.non_overlapped_us / 1e3, r.speedup);
+      fmt::print("{:>6} {:<12} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups,
+                 r.iteration_us / 1e3, r.non_overlapped_us / 1e3, r.speedup);
     if (!out_dir.empty()) {
       fs::create_directories(out_dir);
       write_plots(out_dir, p, preds, planners, net, timeline_nodes);

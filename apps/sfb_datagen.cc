@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < d.n; ++i) {
       text += std::to_string(d.labels[static_cast<size_t>(i)]);
       if (d.sparse) {
-        for (sfb::io::SparseRows::InnerIterator it(d.csr, i); it; ++it) text += fmt::format(" {}:{:.7g}", it.col() + 1, it.value());
+        for (sfb::io::SparseRows::InnerIterator it(d.csr, i); it; ++it)
+          text += fmt::format(" {}:{:.7g}", it.col() + 1, it.value());
       } else {
         for (int64_t j = 0; j < d.dim; ++j) text += fmt::format(" {}:{:.7g}", j + 1, d.dense(i, j));
       }

@@ -13,18 +13,18 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <new>
-#include <chrono>
-#include <thread>
 #include <random>
+#include <thread>
 #include <vector>
 
+#include "sfb/api/batch_sf_writer.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/tensor.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/synthetic.h"
-#include "sfb/api/batch_sf_writer.h"
 #include "sfb/models/mlr.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/update_applier.h"
@@ -160,7 +160,8 @@ void BM_DenseUpdate(benchmark::State& st) {
   const double flops = 2.0 * J * D * pk;
   st.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["peak_GFLOP/s"] = sgemm_peak_gflops();
-  st.counters["pct_of_peak"] = benchmark::Counter(100.0 * flops / 1e9 / sgemm_peak_gflops(), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["pct_of_peak"] =
+      benchmark::Counter(100.0 * flops / 1e9 / sgemm_peak_gflops(), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DenseUpdate)
     ->ArgNames({"J", "D", "PK", "K", "merged"})
@@ -210,7 +211,8 @@ BENCHMARK(BM_SparseUpdate)
     ->UseRealTime();
 
 void BM_Serialise(benchmark::State& st) {
-  const SfBatch b = dense_batch(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
+  const SfBatch b =
+      dense_batch(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
   int64_t bytes = 0;
   for (auto _ : st) {
     auto out = sfb::comm::encode_sf_batch(b);
@@ -223,7 +225,8 @@ void BM_Serialise(benchmark::State& st) {
 BENCHMARK(BM_Serialise)->ArgNames({"K", "J", "D"})->Args({32, 10, 785})->Args({64, 4096, 4096})->UseRealTime();
 
 void BM_Deserialise(benchmark::State& st) {
-  const SfBatch b = dense_batch(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
+  const SfBatch b =
+      dense_batch(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
   const auto bytes = sfb::comm::encode_sf_batch(b);
   for (auto _ : st) {
     auto out = sfb::comm::decode_sf_batch(bytes, {-1, b.J, b.D});
@@ -291,11 +294,18 @@ void BM_EndToEnd4Ranks(benchmark::State& st) {
   cfg.output.metrics = cfg.output.model = cfg.output.summary = "";
   constexpr int64_t kClocks = 200;
   for (auto _ : st) run_4_ranks(cfg, kClocks);
-  st.counters["clocks/s"] = benchmark::Counter(static_cast<double>(kClocks), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["clocks/s"] =
+      benchmark::Counter(static_cast<double>(kClocks), benchmark::Counter::kIsIterationInvariantRate);
   const int64_t a1 = run_4_ranks(cfg, kClocks), a2 = run_4_ranks(cfg, 2 * kClocks);
   st.counters["allocs/clock/rank"] = static_cast<double>(a2 - a1) / kClocks / 4;
 }
-BENCHMARK(BM_EndToEnd4Ranks)->ArgNames({"J", "D", "K"})->Args({10, 785, 32})->Args({256, 1024, 32})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_EndToEnd4Ranks)
+    ->ArgNames({"J", "D", "K"})
+    ->Args({10, 785, 32})
+    ->Args({256, 1024, 32})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 }  // namespace
 

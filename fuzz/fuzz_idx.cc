@@ -21,8 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int64_t elems = 1;
     for (int64_t d : h.dims) elems = d > 0 && elems < (int64_t{1} << 24) ? elems * d : elems;
     if (elems < (int64_t{1} << 24)) {
-      if (h.dims.size() == 1) sfb::io::read_idx_labels(path);
-      else sfb::io::read_idx_images(path);
+      if (h.dims.size() == 1)
+        sfb::io::read_idx_labels(path);
+      else
+        sfb::io::read_idx_images(path);
     }
   } catch (const sfb::DataError&) {
   }

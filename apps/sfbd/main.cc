@@ -4,10 +4,10 @@
 // it, 3 training failed (MPI_Abort ends every rank), 4 the objective diverged.
 #include <cstdio>
 
-#include <CLI/CLI.hpp>
-#include <Eigen/Core>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <Eigen/Core>
 
 #include "job.h"
 #include "sfb/comm/collectives.h"
@@ -51,7 +51,8 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
   app.add_flag("--check", cli.check_only, "Validate the config and exit");
   app.add_option("--resume", cli.resume_path,
                  "Continue from a checkpoint (checkpoint.path of an earlier run), with any number of ranks");
-  app.add_flag("--keys", cli.list_keys, "Print every config key with its type, default and meaning (Markdown), then exit");
+  app.add_flag("--keys", cli.list_keys,
+               "Print every config key with its type, default and meaning (Markdown), then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,7 +73,8 @@ void print_keys() {
 bool connect(Job& job) {
   job.transport = job.mpi.make_transport();
   if (job.cfg.comm.inject_latency_us > 0)
-    job.transport = std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);
+    job.transport =
+        std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);
   try {
     sfb::comm::check_all_equal(*job.transport, job.cfg.fingerprint(), "the config (after --set overrides)");
   } catch (const sfb::InvalidArgument& e) {
@@ -91,13 +93,17 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi) {
     return kExitOk;
   }
   Job job{sfb::Config{}, mpi, nullptr, cli.resume_path};
-  const bool loaded = all_ranks_ok(mpi, [&] {
-    if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
-    job.cfg = sfb::load_config(cli.config_path, cli.overrides);
-  }, true);
+  const bool loaded = all_ranks_ok(
+      mpi,
+      [&] {
+        if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
+        job.cfg = sfb::load_config(cli.config_path, cli.overrides);
+      },
+      true);
   if (!loaded) return kExitBadInput;
   if (cli.check_only) {
-    if (mpi.rank() == 0) fmt::print("{}: OK ({}, {} ranks)\n", cli.config_path, job.cfg.sfb.consistency_name(), mpi.size());
+    if (mpi.rank() == 0)
+      fmt::print("{}: OK ({}, {} ranks)\n", cli.config_path, job.cfg.sfb.consistency_name(), mpi.size());
     return kExitOk;
   }
   sfb::init_logging(mpi.rank(), job.cfg.output.log_level);

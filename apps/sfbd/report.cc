@@ -34,7 +34,8 @@ int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
 
 double samples_per_s(const SfbRun& run) {
   const auto& r = run.result;
-  return r.seconds > 0 ? static_cast<double>(r.final_clock) * run.workers * run.cfg.optimizer.minibatch / r.seconds : 0.0;
+  return r.seconds > 0 ? static_cast<double>(r.final_clock) * run.workers * run.cfg.optimizer.minibatch / r.seconds
+                       : 0.0;
 }
 
 Json rank_json(const sfb::runtime::RankStats& s) {
@@ -178,11 +179,12 @@ void print_cnn_table(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, 
              cfg.mgwfbp.planner, r.plan.size(), cfg.optimizer.minibatch);
   fmt::print("  iterations       {}\n  wall time        {:.2f} s\n  test accuracy    {:.2f} %\n", r.iterations.size(),
              r.seconds, 100.0 * r.test_accuracy);
-  fmt::print("  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
-             "overlapped {:.2f})\n",
-             planned_mean(r, &S::iteration_us) / 1e3, planned_mean(r, &S::predicted_us) / 1e3,
-             planned_mean(r, &S::forward_us) / 1e3, planned_mean(r, &S::backward_us) / 1e3,
-             planned_mean(r, &S::comm_wait_us) / 1e3);
+  fmt::print(
+      "  iteration        {:.2f} ms measured, {:.2f} ms predicted (forward {:.2f}, backward {:.2f}, comm not "
+      "overlapped {:.2f})\n",
+      planned_mean(r, &S::iteration_us) / 1e3, planned_mean(r, &S::predicted_us) / 1e3,
+      planned_mean(r, &S::forward_us) / 1e3, planned_mean(r, &S::backward_us) / 1e3,
+      planned_mean(r, &S::comm_wait_us) / 1e3);
   fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", replicas_equal ? "yes" : "NO", r.checksum);
   std::fflush(stdout);
 }

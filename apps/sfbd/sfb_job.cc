@@ -48,18 +48,23 @@ bool load_checkpoint(Job& job, sfb::io::Checkpoint& ckpt) {
   const auto& cfg = job.cfg;
   const auto& path = job.resume_path;
   sfb::Bytes bytes;
-  const bool ok = all_ranks_ok(job.mpi, [&] {
-    if (job.rank() != 0) return;
-    ckpt = sfb::io::read_checkpoint(path);
-    SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
-                   "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
-                   "{:016x}, this config {:016x}); resume with the config that wrote it",
-                   path, ckpt.fingerprint, cfg.model_fingerprint());
-    SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
-                   "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
-                   "stop.max_clocks", path, ckpt.clock, cfg.stop.max_clocks);
-    bytes = sfb::io::encode_checkpoint(ckpt);
-  }, true);
+  const bool ok = all_ranks_ok(
+      job.mpi,
+      [&] {
+        if (job.rank() != 0) return;
+        ckpt = sfb::io::read_checkpoint(path);
+        SFB_CHECK_DATA(
+            ckpt.fingerprint == cfg.model_fingerprint(),
+            "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
+            "{:016x}, this config {:016x}); resume with the config that wrote it",
+            path, ckpt.fingerprint, cfg.model_fingerprint());
+        SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
+                       "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
+                       "stop.max_clocks",
+                       path, ckpt.clock, cfg.stop.max_clocks);
+        bytes = sfb::io::encode_checkpoint(ckpt);
+      },
+      true);
   if (!ok) return false;
   ckpt = sfb::io::decode_checkpoint(sfb::comm::broadcast_bytes(*job.transport, 0, bytes), path);
   spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, ckpt.clock, ckpt.ranks);

@@ -15,7 +15,9 @@ class SmoothedMlr : public sfb::api::Model {
  public:
   // Reads its parameter shape from the data and its own key from [model.params].
   explicit SmoothedMlr(const sfb::api::ModelContext& ctx)
-      : J_(ctx.train().classes), D_(ctx.train().dim), sparse_(ctx.train().sparse),
+      : J_(ctx.train().classes),
+        D_(ctx.train().dim),
+        sparse_(ctx.train().sparse),
         eps_(ctx.param_double("label_smoothing", 0.0)) {}
 
   std::string name() const override { return "smoothed_mlr"; }
@@ -26,8 +28,10 @@ class SmoothedMlr : public sfb::api::Model {
   void compute_sf(const sfb::api::Weights& W, const sfb::api::MiniBatch& batch, sfb::api::SfWriter& out) override {
     // Logits for the whole minibatch at once (K x J), then u = p - t row by row.
     sfb::Matrix p;
-    if (batch.sparse) p.noalias() = batch.x_csr * W.stored.transpose();
-    else p.noalias() = batch.x * W.stored.transpose();
+    if (batch.sparse)
+      p.noalias() = batch.x_csr * W.stored.transpose();
+    else
+      p.noalias() = batch.x * W.stored.transpose();
     p *= W.scale;
     softmax_rows(p);
     const float off = static_cast<float>(eps_ / static_cast<double>(J_));
@@ -85,8 +89,10 @@ class SmoothedMlr : public sfb::api::Model {
   }
   sfb::Matrix probabilities(const sfb::Matrix& W, const sfb::io::Dataset& data, int64_t n) const {
     sfb::Matrix z;
-    if (data.sparse) z.noalias() = data.csr.topRows(n) * W.transpose();
-    else z.noalias() = data.dense.topRows(n) * W.transpose();
+    if (data.sparse)
+      z.noalias() = data.csr.topRows(n) * W.transpose();
+    else
+      z.noalias() = data.dense.topRows(n) * W.transpose();
     softmax_rows(z);
     return z;
   }

@@ -13,13 +13,13 @@
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/baselines/scheme_bytes.h"
-#include "sfb/runtime/study_hooks.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/comm/topology.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
+#include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 #include "testing/configs.h"
 #include "testing/rank_threads.h"
@@ -105,8 +105,10 @@ TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
   const int P = 4;
   for (std::string scheme : {"sfb", "halton", "fms", "allreduce"}) {
     Config c = cfg;
-    if (scheme == "halton") c.sfb.broadcast = "halton";
-    else c.comm.scheme = scheme;
+    if (scheme == "halton")
+      c.sfb.broadcast = "halton";
+    else
+      c.comm.scheme = scheme;
     const auto run = run_scheme(P, c);
     int64_t bytes = 0;
     for (const auto& w : run.workers) bytes += w.self.bytes_sent + w.self.bytes_from_servers;
@@ -114,7 +116,8 @@ TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
     int64_t from_stats = 0;
     for (const auto& s : run.workers[0].all) from_stats += s.bytes_sent + s.bytes_from_servers;
     // The statistics are taken before the final handshake's few control bytes.
-    EXPECT_NEAR(static_cast<double>(from_stats), static_cast<double>(bytes), 1e-3 * static_cast<double>(bytes)) << scheme;
+    EXPECT_NEAR(static_cast<double>(from_stats), static_cast<double>(bytes), 1e-3 * static_cast<double>(bytes))
+        << scheme;
     const double measured = static_cast<double>(bytes) / static_cast<double>(c.stop.max_clocks);
     const double theory = 4.0 * theory_floats_per_clock(c, P, 40, 201);
     EXPECT_NEAR(measured / theory, 1.0, 0.02) << scheme << ": " << measured << " vs " << theory;
@@ -146,7 +149,8 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
     for (int src = 0; src < P; ++src) {
       const auto& in = topo.in[static_cast<size_t>(dst)];
       const bool listens = src == dst || std::find(in.begin(), in.end(), src) != in.end();
-      EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)], listens ? cfg.optimizer.minibatch * cfg.stop.max_clocks : 0)
+      EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)],
+                listens ? cfg.optimizer.minibatch * cfg.stop.max_clocks : 0)
           << src << " -> " << dst;
     }
     EXPECT_LE(w.self.max_lead, cfg.sfb.staleness + 1);
@@ -176,7 +180,8 @@ TEST(PsCodec, BadMessagesAreRejectedNamingTheSender) {
   comm::Bytes short_msg(ok.begin(), ok.begin() + 20);
   EXPECT_THAT([&] { decode_ps_header(short_msg, 3); }, ::testing::ThrowsMessage<CommError>(HasSubstr("from rank 3")));
   comm::Bytes truncated(ok.begin(), ok.end() - 4);
-  EXPECT_THAT([&] { decode_ps_header(truncated, 2); }, ::testing::ThrowsMessage<CommError>(HasSubstr("its header says")));
+  EXPECT_THAT([&] { decode_ps_header(truncated, 2); },
+              ::testing::ThrowsMessage<CommError>(HasSubstr("its header says")));
   comm::Bytes bad = ok;
   bad[0] = std::byte{0};
   EXPECT_THAT([&] { decode_ps_header(bad, 2); }, ::testing::ThrowsMessage<CommError>(HasSubstr("bad magic")));

@@ -9,20 +9,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sfb/core/error.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/network.h"
+#include "sfb/core/error.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::cnn {
 namespace {
 
+using mgwfbp::describe;
 using mgwfbp::Group;
 using mgwfbp::Plan;
-using mgwfbp::Profile;
-using mgwfbp::describe;
 using mgwfbp::plan_synceasgd;
 using mgwfbp::plan_wfbp;
+using mgwfbp::Profile;
 
 io::Dataset random_images(int n, Shape shape, int classes, uint64_t seed) {
   io::Dataset d;
@@ -88,7 +88,8 @@ TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
   // dx of the whole network by the chain rule through layer 0: run layer by layer.
   std::vector<Matrix> acts(static_cast<size_t>(net.layers()) + 1);
   acts[0] = x;
-  for (int i = 0; i < net.layers(); ++i) net.layer(i).forward(acts[static_cast<size_t>(i)], acts[static_cast<size_t>(i) + 1]);
+  for (int i = 0; i < net.layers(); ++i)
+    net.layer(i).forward(acts[static_cast<size_t>(i)], acts[static_cast<size_t>(i) + 1]);
   Matrix g;
   softmax_cross_entropy(acts.back(), d.labels, &g);
   for (int i = net.layers() - 1; i >= 0; --i) {
@@ -175,7 +176,8 @@ TEST(Executor, EveryPlannerGivesBitwiseTheSameWeights) {
   const io::Dataset data = random_images(120, {1, 8, 8}, 3, 12);
   const Config cfg = cnn_config();
   const Profile shape{"t", std::vector<mgwfbp::Layer>(4), 0};
-  std::vector<Plan> plans = {plan_wfbp(shape), plan_synceasgd(shape), Plan{{2, 3}, {0, 1}}, Plan{{3, 3}, {1, 2}, {0, 0}}};
+  std::vector<Plan> plans = {plan_wfbp(shape), plan_synceasgd(shape), Plan{{2, 3}, {0, 1}},
+                             Plan{{3, 3}, {1, 2}, {0, 0}}};
   std::vector<uint64_t> sums;
   for (const auto& plan : plans) {
     ExecutorHooks h;
@@ -238,16 +240,26 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
   EXPECT_EQ(violations.load(), 0);
   EXPECT_EQ(calls.load(), P * cfg.stop.max_clocks * static_cast<int>(plan.size()));
   // Exactly one all-reduce per group and iteration on the wire: 2 (P - 1) sends per rank each.
-  for (const auto& c : counted) EXPECT_EQ(c->reduce_sends.load(), cfg.stop.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
+  for (const auto& c : counted)
+    EXPECT_EQ(c->reduce_sends.load(), cfg.stop.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
 }
 
 TEST(Network, BadSpecsAreRejectedNamingTheLayer) {
-  EXPECT_THAT([] { Network("conv:4:3,sigmoid,fc:2", {1, 8, 8}); },
-              ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("unknown layer \"sigmoid\"")));
-  EXPECT_THAT([] { Network("conv:4:x", {1, 8, 8}); },
-              ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("\"x\" is not a non-negative integer")));
-  EXPECT_THAT([] { Network("conv:4:9", {1, 8, 8}); },
-              ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("does not fit")));
+  EXPECT_THAT(
+      [] {
+        Network("conv:4:3,sigmoid,fc:2", {1, 8, 8});
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("unknown layer \"sigmoid\"")));
+  EXPECT_THAT(
+      [] {
+        Network("conv:4:x", {1, 8, 8});
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("\"x\" is not a non-negative integer")));
+  EXPECT_THAT(
+      [] {
+        Network("conv:4:9", {1, 8, 8});
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("does not fit")));
 }
 
 }  // namespace

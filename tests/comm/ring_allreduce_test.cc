@@ -33,7 +33,8 @@ TEST_P(RingSizes, AllreduceSumsAndEveryRankGetsTheSameBits) {
   });
   for (int i = 0; i < n; ++i) {
     EXPECT_NEAR(data[0][static_cast<size_t>(i)], expect[static_cast<size_t>(i)], 1e-5);
-    for (int r = 1; r < P; ++r) EXPECT_EQ(data[static_cast<size_t>(r)][static_cast<size_t>(i)], data[0][static_cast<size_t>(i)]);
+    for (int r = 1; r < P; ++r)
+      EXPECT_EQ(data[static_cast<size_t>(r)][static_cast<size_t>(i)], data[0][static_cast<size_t>(i)]);
   }
 }
 
@@ -41,11 +42,13 @@ INSTANTIATE_TEST_SUITE_P(RanksAndSizes, RingSizes,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 7), ::testing::Values(0, 1, 5, 1000)));
 
 TEST(RingAllreduce, AChunkFromTheWrongStepIsRejected) {
-  EXPECT_THROW(testing::run_ranks(2, [&](Transport& t) {
-    std::vector<float> v(4, 1.0f);
-    // Rank 1 labels its chunks with another id: rank 0 must refuse them, not add them.
-    ring_allreduce(t, 2, v, t.rank() == 0 ? 1 : 2, [&t] { return t.recv(kTagReduce); });
-  }), CommError);
+  EXPECT_THROW(testing::run_ranks(2,
+                                  [&](Transport& t) {
+                                    std::vector<float> v(4, 1.0f);
+                                    // Rank 1 labels its chunks with another id: rank 0 must refuse them, not add them.
+                                    ring_allreduce(t, 2, v, t.rank() == 0 ? 1 : 2, [&t] { return t.recv(kTagReduce); });
+                                  }),
+               CommError);
 }
 
 }  // namespace

@@ -90,7 +90,8 @@ TEST(Codec, RejectsTruncatedOversizedAndGarbled) {
   const Bytes good = encode_sf_batch(dense_batch(2, 3, 4));
   const SfExpect ex{2, 3, 4};
   EXPECT_THAT(comm_error(Bytes(good.begin(), good.begin() + 10), ex), HasSubstr("shorter than the 56-byte header"));
-  EXPECT_THAT(comm_error(Bytes(good.begin(), good.end() - 1), ex), HasSubstr("received 55 payload bytes, header says 56"));
+  EXPECT_THAT(comm_error(Bytes(good.begin(), good.end() - 1), ex),
+              HasSubstr("received 55 payload bytes, header says 56"));
   Bytes longer = good;
   longer.push_back(std::byte{0});
   EXPECT_THAT(comm_error(longer, ex), HasSubstr("received 57 payload bytes"));

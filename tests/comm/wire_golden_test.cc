@@ -12,12 +12,12 @@
 
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/comm/collectives.h"
+#include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/comm/ring_allreduce.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/model_file.h"
-#include "sfb/comm/rank_order_allreduce.h"
 #include "testing/rank_threads.h"
 
 namespace sfb {

@@ -32,7 +32,8 @@ TEST(Bytes, ReadingPastTheEndThrowsTheSourcesErrorNamingFieldAndOffset) {
   ByteReader file(b, "ck.bin", ByteReader::Source::kFile);
   file.get<uint32_t>("magic");
   EXPECT_THAT([&] { file.get<uint32_t>("version"); },
-              ::testing::ThrowsMessage<DataError>(HasSubstr("ck.bin: truncated: version needs 4 bytes at offset 4, only 2 left")));
+              ::testing::ThrowsMessage<DataError>(
+                  HasSubstr("ck.bin: truncated: version needs 4 bytes at offset 4, only 2 left")));
   ByteReader msg(b, "SF batch", ByteReader::Source::kMessage);
   EXPECT_THROW(msg.skip(7, "header"), CommError);
   ByteReader rest(b, "x", ByteReader::Source::kMessage);

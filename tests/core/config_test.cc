@@ -30,7 +30,8 @@ std::string error_of(const std::string& text, std::vector<std::string> overrides
 }
 
 TEST(Config, DefaultsAndValues) {
-  const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = 3\n[optimizer]\nlr = 1\nminibatch = 8\n", "job.toml");
+  const Config c =
+      parse_config(std::string(kBase) + "[sfb]\nstaleness = 3\n[optimizer]\nlr = 1\nminibatch = 8\n", "job.toml");
   EXPECT_EQ(c.sfb.staleness, 3);
   EXPECT_EQ(c.sfb.consistency_name(), "SSP(s=3)");
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 1.0);  // an integer is accepted for a float key
@@ -57,7 +58,8 @@ TEST(Config, UnknownKeyNamesLineAndKnownKeys) {
 }
 
 TEST(Config, UnknownSectionIsAnError) {
-  EXPECT_THAT(error_of(std::string(kBase) + "[optimiser]\nlr = 0.1\n"), HasSubstr("job.toml:6: unknown section 'optimiser'"));
+  EXPECT_THAT(error_of(std::string(kBase) + "[optimiser]\nlr = 0.1\n"),
+              HasSubstr("job.toml:6: unknown section 'optimiser'"));
 }
 
 TEST(Config, WrongTypeNamesLine) {

@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 class TempDir {
  public:
-  TempDir() : path_(fs::temp_directory_path() / ("sfb_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
+  TempDir()
+      : path_(fs::temp_directory_path() /
+              ("sfb_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
     fs::create_directories(path_);
   }
   ~TempDir() { fs::remove_all(path_); }
@@ -138,7 +140,8 @@ TEST(Libsvm, BadTokensNameFileAndLine) {
   EXPECT_THAT(err("1 3"), HasSubstr("bad.svm:2: token '3' is not index:value"));
   EXPECT_THAT(err("1 2:nan"), HasSubstr("is not a finite number"));
   // Regression (fuzz_libsvm under UBSan): a label beyond int64 was cast before the range check.
-  EXPECT_THAT(err("17777777777777777777777777777777777 1:1"), HasSubstr("bad.svm:2: label 17777777777777777777777777777777777"));
+  EXPECT_THAT(err("17777777777777777777777777777777777 1:1"),
+              HasSubstr("bad.svm:2: label 17777777777777777777777777777777777"));
 }
 
 TEST(Partition, CoversEveryRowOnce) {
@@ -215,7 +218,8 @@ TEST(LoadData, EmptyPartitionIsAClearError) {
   cfg.data.features = 5;
   cfg.data.classes = 2;
   cfg.data.synthetic_samples = 2;
-  EXPECT_THAT(data_error([&] { load_data(cfg.data, cfg.job.seed, 0, 3, false); }), HasSubstr("rank 0 of 3 got an empty partition"));
+  EXPECT_THAT(data_error([&] { load_data(cfg.data, cfg.job.seed, 0, 3, false); }),
+              HasSubstr("rank 0 of 3 got an empty partition"));
   const LoadedData ok = load_data(cfg.data, cfg.job.seed, 1, 2, true);
   EXPECT_EQ(ok.train.n, 1);
   EXPECT_EQ(ok.train.dim, 6);  // bias feature

@@ -39,7 +39,7 @@ TEST(PaperCases, FullyHiddenKeepsEveryLayerAlone) {
 // merged they end before it is ready, so only the first layer's all-reduce is exposed.
 TEST(PaperCases, HiddenAfterMerging) {
   const Profile q = make_profile({{1, 45}, {1, 10}, {1, 10}});
-  const CostModel c{30, 0};  // b = 0: start-up only
+  const CostModel c{30, 0};                               // b = 0: start-up only
   EXPECT_DOUBLE_EQ(iter(q, c, plan_wfbp(q)), 100 + 100);  // 10-40, 40-70, 70-100
   const Plan mg = plan_mgwfbp(q, c);
   EXPECT_EQ(mg, (Plan{{1, 2}, {0, 0}}));

@@ -20,8 +20,8 @@
 #include "sfb/models/sparse_coding.h"
 #include "sfb/runtime/worker.h"
 #include "testing/configs.h"
-#include "testing/sf_mean.h"
 #include "testing/rank_threads.h"
+#include "testing/sf_mean.h"
 
 namespace sfb::models {
 namespace {
@@ -90,7 +90,8 @@ TEST(L2Mlr, SgdSfsAreTheCrossEntropyGradientAndTheProxIsAShrinkage) {
   const Matrix W = 0.3f * Matrix::Random(3, data.dim);
   // The SFs carry the loss gradient; the L2 term is the prox's job.
   const Matrix G = sf_mean(*m, W, all_rows(data));
-  const Matrix fd = finite_diff(W, [&](const Matrix& X) { return Mlr::cross_entropy(X, data, 0); }, 1e-2f);
+  const Matrix fd = finite_diff(
+      W, [&](const Matrix& X) { return Mlr::cross_entropy(X, data, 0); }, 1e-2f);
   EXPECT_LT((G - fd).cwiseAbs().maxCoeff(), 2e-3f);
   // objective = cross-entropy + lambda/2 ||W||^2; prox of step eta shrinks by 1 / (1 + eta lambda).
   EXPECT_NEAR(m->objective(W, data, 0), Mlr::cross_entropy(W, data, 0) + 0.15 * W.squaredNorm(), 1e-5);
@@ -234,7 +235,8 @@ TEST_P(DmlGradient, SfsMatchFiniteDifferencesOfThePairLoss) {
   EXPECT_GT(sim, 0);
   EXPECT_LT(sim, static_cast<int>(pairs.size()));
   const Matrix G = sf_mean(m, L, batch);
-  const Matrix fd = finite_diff(L, [&](const Matrix& X) { return m.pair_loss(X, data, pairs); }, 1e-3f);
+  const Matrix fd = finite_diff(
+      L, [&](const Matrix& X) { return m.pair_loss(X, data, pairs); }, 1e-3f);
   EXPECT_LT((G - fd).cwiseAbs().maxCoeff(), 2e-2f * std::max(1.0f, fd.cwiseAbs().maxCoeff()));
 }
 
@@ -313,8 +315,10 @@ TEST(SparseCoding, LassoCodesSatisfyTheOptimalityConditions) {
   const Matrix Gr = (data.dense - A * B.transpose()) * B;
   for (Eigen::Index i = 0; i < A.rows(); ++i) {
     for (Eigen::Index k = 0; k < A.cols(); ++k) {
-      if (A(i, k) == 0) EXPECT_LE(std::abs(Gr(i, k)), 0.3f + 1e-3f);
-      else EXPECT_NEAR(Gr(i, k), 0.3f * (A(i, k) > 0 ? 1 : -1), 1e-3f);
+      if (A(i, k) == 0)
+        EXPECT_LE(std::abs(Gr(i, k)), 0.3f + 1e-3f);
+      else
+        EXPECT_NEAR(Gr(i, k), 0.3f * (A(i, k) > 0 ? 1 : -1), 1e-3f);
     }
   }
 }
@@ -371,33 +375,35 @@ TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, ModelTraining,
-    ::testing::Values(
-        ModelCase{"l2mlr_sgd", [](Config& c) { c.model.name = "l2mlr"; c.model.lambda = 0.01; }},
-        ModelCase{"l2mlr_sdca",
-                  [](Config& c) {
-                    c.model.name = "l2mlr";
-                    c.model.solver = "sdca";
-                    c.model.lambda = 0.01;
-                  }},
-        ModelCase{"dml",
-                  [](Config& c) {
-                    c.model.name = "dml";
-                    c.model.dim = 4;
-                    c.model.margin = 20.0;
-                    c.optimizer.lr = 0.002;
-                    c.model.eval_pairs = 400;
-                  }},
-        ModelCase{"sparse_coding",
-                  [](Config& c) {
-                    c.model.name = "sparse_coding";
-                    c.model.atoms = 8;
-                    c.model.gamma = 0.1;
-                    c.data.bias = false;
-                    c.optimizer.lr = 0.05;
-                  }}),
-    [](const ::testing::TestParamInfo<ModelCase>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Models, ModelTraining,
+                         ::testing::Values(ModelCase{"l2mlr_sgd",
+                                                     [](Config& c) {
+                                                       c.model.name = "l2mlr";
+                                                       c.model.lambda = 0.01;
+                                                     }},
+                                           ModelCase{"l2mlr_sdca",
+                                                     [](Config& c) {
+                                                       c.model.name = "l2mlr";
+                                                       c.model.solver = "sdca";
+                                                       c.model.lambda = 0.01;
+                                                     }},
+                                           ModelCase{"dml",
+                                                     [](Config& c) {
+                                                       c.model.name = "dml";
+                                                       c.model.dim = 4;
+                                                       c.model.margin = 20.0;
+                                                       c.optimizer.lr = 0.002;
+                                                       c.model.eval_pairs = 400;
+                                                     }},
+                                           ModelCase{"sparse_coding",
+                                                     [](Config& c) {
+                                                       c.model.name = "sparse_coding";
+                                                       c.model.atoms = 8;
+                                                       c.model.gamma = 0.1;
+                                                       c.data.bias = false;
+                                                       c.optimizer.lr = 0.05;
+                                                     }}),
+                         [](const ::testing::TestParamInfo<ModelCase>& i) { return i.param.name; });
 
 // ---- Model parameters and plugins -------------------------------------------------------------
 

@@ -20,12 +20,12 @@ sfb::comm::Bytes payload(int src, int dst, size_t n) {
 }
 
 int failures = 0;
-#define CHECK(cond, ...)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      ++failures;                                                                 \
+#define CHECK(cond, ...)                                                                            \
+  do {                                                                                              \
+    if (!(cond)) {                                                                                  \
+      ++failures;                                                                                   \
       fmt::print(stderr, "rank {}: check failed: {}: {}\n", rank, #cond, fmt::format(__VA_ARGS__)); \
-    }                                                                             \
+    }                                                                                               \
   } while (0)
 
 void exchange_all(sfb::comm::Transport& t, const std::vector<size_t>& sizes) {

@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "sfb/models/mlr.h"
-#include "sfb/models/config_model_context.h"
 #include "sfb/io/load_data.h"
+#include "sfb/models/config_model_context.h"
+#include "sfb/models/mlr.h"
 #include "testing/configs.h"
 
 namespace sfb::runtime {

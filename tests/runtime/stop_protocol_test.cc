@@ -153,8 +153,11 @@ TEST(StopProtocol, MessagesOutOfTurnAreProtocolErrors) {
               ::testing::ThrowsMessage<CommError>(HasSubstr("unexpected STOP_REPLY from rank 1")));
   EXPECT_THAT([&] { root.p.handle(msg(ControlType::kStopQuery), 1); },
               ::testing::ThrowsMessage<CommError>(HasSubstr("is not meant for this rank")));
-  EXPECT_THAT([&] { root.p.handle(msg(ControlType::kDone, 0, {1, 2}), 1); },
-              ::testing::ThrowsMessage<CommError>(HasSubstr("DONE from rank 1: 2 statistics words, expected 12")));
+  EXPECT_THAT(
+      [&] {
+        root.p.handle(msg(ControlType::kDone, 0, {1, 2}), 1);
+      },
+      ::testing::ThrowsMessage<CommError>(HasSubstr("DONE from rank 1: 2 statistics words, expected 12")));
   root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2);
   EXPECT_THAT([&] { root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2); },
               ::testing::ThrowsMessage<CommError>(HasSubstr("a second DONE from rank 2")));

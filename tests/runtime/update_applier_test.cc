@@ -40,7 +40,8 @@ Eigen::MatrixXd reference(const Matrix& W0, const std::vector<SfBatch>& batches)
         if (!b.sparse_v) {
           for (int c = 0; c < b.D; ++c) W(j, c) += double{b.u(i, j)} * b.v(i, c);
         } else {
-          for (int64_t k = b.v_row_ptr[i]; k < b.v_row_ptr[i + 1]; ++k) W(j, b.v_index[k]) += double{b.u(i, j)} * b.v_value[k];
+          for (int64_t k = b.v_row_ptr[i]; k < b.v_row_ptr[i + 1]; ++k)
+            W(j, b.v_index[k]) += double{b.u(i, j)} * b.v_value[k];
         }
       }
     }
@@ -54,7 +55,8 @@ TEST_P(Shapes, MergedUpdateEqualsTheSumOfAllPairs) {
   auto [J, D, threads, kind] = GetParam();  // kind: 0 dense, 1 sparse, 2 mixed
   std::mt19937 rng(J * 31 + D);
   std::vector<SfBatch> batches;
-  for (int n = 0; n < 3; ++n) batches.push_back(make_batch(n == 1 ? 0 : 5 + n, J, D, kind == 1 || (kind == 2 && n == 2), rng));
+  for (int n = 0; n < 3; ++n)
+    batches.push_back(make_batch(n == 1 ? 0 : 5 + n, J, D, kind == 1 || (kind == 2 && n == 2), rng));
   const Matrix W0 = Matrix::Random(J, D);
   Matrix W = W0;
   std::vector<const SfBatch*> ptrs;
@@ -75,8 +77,7 @@ TEST_P(Shapes, MergedUpdateEqualsTheSumOfAllPairs) {
 INSTANTIATE_TEST_SUITE_P(UpdateApplier, Shapes,
                          // J >= 8 and many touched columns take the tiled sparse path; D = 300 crosses tiles.
                          ::testing::Combine(::testing::Values(1, 4, 7, 8, 20), ::testing::Values(1, 9, 300),
-                                            ::testing::Values(1, 2),
-                                            ::testing::Values(0, 1, 2)));
+                                            ::testing::Values(1, 2), ::testing::Values(0, 1, 2)));
 
 }  // namespace
 }  // namespace sfb::runtime

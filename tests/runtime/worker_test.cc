@@ -1,10 +1,10 @@
 #include "sfb/runtime/worker.h"
 
-#include <atomic>
-#include <filesystem>
 #include <unistd.h>
+#include <atomic>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -79,7 +79,8 @@ TEST_P(RankCounts, BspReplicasAreBitwiseIdenticalAfterEveryClock) {
   });
   ASSERT_EQ(sums.size(), static_cast<size_t>(p * cfg.stop.max_clocks));
   for (int64_t c = 0; c < cfg.stop.max_clocks; ++c)
-    for (int r = 1; r < p; ++r) ASSERT_EQ(sums[std::make_pair(r, c)], sums[std::make_pair(0, c)]) << "rank " << r << " clock " << c;
+    for (int r = 1; r < p; ++r)
+      ASSERT_EQ(sums[std::make_pair(r, c)], sums[std::make_pair(0, c)]) << "rank " << r << " clock " << c;
   for (int r = 0; r < p; ++r) {
     EXPECT_EQ(res[r].final_clock, cfg.stop.max_clocks);
     EXPECT_EQ(res[r].self.checksum, res[0].self.checksum);
@@ -165,7 +166,8 @@ TEST(Worker, SspNeverRunsMoreThanStalenessAheadOfASlowWorker) {
         for (int q = 0; q < kP; ++q) {
           const int64_t lead = c - started[q].load();
           int64_t prev = max_lead.load();
-          while (lead > prev && !max_lead.compare_exchange_weak(prev, lead)) {}
+          while (lead > prev && !max_lead.compare_exchange_weak(prev, lead)) {
+          }
         }
       };
       return h;
@@ -219,7 +221,10 @@ TEST(Worker, SignalStopsTheJobCleanly) {
   cfg.stop.max_clocks = 1000000;
   const auto res = train(4, cfg, [](int rank) {
     WorkerHooks h;
-    if (rank == 2) h.on_clock_start = [](int64_t c) { if (c == 25) set_stop_signal(SIGTERM); };
+    if (rank == 2)
+      h.on_clock_start = [](int64_t c) {
+        if (c == 25) set_stop_signal(SIGTERM);
+      };
     return h;
   });
   set_stop_signal(0);

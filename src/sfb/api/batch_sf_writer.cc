@@ -18,8 +18,10 @@ void BatchSfWriter::begin(int32_t sender, int64_t clock, int32_t count, float u_
   batch_->D = D_;
   batch_->sparse_v = sparse_v;
   batch_->u.resize(count, J_);
-  if (sparse_v) batch_->v_row_ptr.assign(1, 0);
-  else batch_->v.resize(count, D_);
+  if (sparse_v)
+    batch_->v_row_ptr.assign(1, 0);
+  else
+    batch_->v.resize(count, D_);
   u_scale_ = u_scale;
   u_done_.assign(static_cast<size_t>(count), 0);
   v_done_.assign(static_cast<size_t>(count), 0);
@@ -28,16 +30,16 @@ void BatchSfWriter::begin(int32_t sender, int64_t clock, int32_t count, float u_
 }
 
 void BatchSfWriter::write_u(int32_t i, std::span<const float> u) {
-  SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_u({}): pair index outside [0, {}) or no open batch",
-            i, batch_ ? batch_->count : 0);
+  SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_u({}): pair index outside [0, {}) or no open batch", i,
+            batch_ ? batch_->count : 0);
   SFB_CHECK(static_cast<int32_t>(u.size()) == J_, "write_u({}): u has length {}, the model's J is {}", i, u.size(), J_);
   for (int32_t j = 0; j < J_; ++j) batch_->u(i, j) = u_scale_ * u[static_cast<size_t>(j)];
   u_done_[static_cast<size_t>(i)] = 1;
 }
 
 void BatchSfWriter::write_v(int32_t i, std::span<const float> v) {
-  SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_v({}): pair index outside [0, {}) or no open batch",
-            i, batch_ ? batch_->count : 0);
+  SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_v({}): pair index outside [0, {}) or no open batch", i,
+            batch_ ? batch_->count : 0);
   SFB_CHECK(!batch_->sparse_v, "write_v({}): dense v written to a batch declared sparse", i);
   SFB_CHECK(static_cast<int32_t>(v.size()) == D_, "write_v({}): v has length {}, the model's D is {}", i, v.size(), D_);
   std::copy(v.begin(), v.end(), batch_->v.row(i).data());

@@ -11,8 +11,8 @@ namespace sfb::api {
 struct MiniBatch {
   int64_t clock = 0;
   bool sparse = false;
-  Matrix x;               // K x D when dense
-  io::SparseRows x_csr;   // K x D when sparse
+  Matrix x;              // K x D when dense
+  io::SparseRows x_csr;  // K x D when sparse
   std::vector<int32_t> labels;
   std::vector<int64_t> rows;  // row indices into the partition
 

@@ -42,7 +42,10 @@ class Model {
   virtual int64_t rows() const = 0;
   virtual int64_t cols() const = 0;
   // W arrives sized J x D and zeroed; every rank calls this with the same rng state.
-  virtual void init(Matrix& W, Rng& rng) { (void)W; (void)rng; }
+  virtual void init(Matrix& W, Rng& rng) {
+    (void)W;
+    (void)rng;
+  }
   virtual UpdateRule update_rule() const { return UpdateRule::kGradientStep; }
   // Whether v is written sparse (write_v with indices) or dense; fixed for the model's life.
   virtual bool sparse_v() const { return false; }
@@ -50,20 +53,28 @@ class Model {
   virtual void compute_sf(const Weights& W, const MiniBatch& batch, SfWriter& out) = 0;
   // A general proximal step W <- prox_{step * r}(W), called after each applied batch.
   virtual bool has_prox() const { return false; }
-  virtual void prox(Matrix& W, double step) { (void)W; (void)step; }
+  virtual void prox(Matrix& W, double step) {
+    (void)W;
+    (void)step;
+  }
   // A proximal step that is a pure shrinkage W <- c * W (L2): return c for this step, or 1 for
   // none. The runtime applies it in O(1) (sfb/api/weights.h). Called after each applied batch,
   // before prox().
-  virtual double prox_scale(double step) const { (void)step; return 1.0; }
+  virtual double prox_scale(double step) const {
+    (void)step;
+    return 1.0;
+  }
   // Mean loss (the objective the run reports and stops on) over the first `limit` rows of `data`
   // (all when limit <= 0 or > n).
   virtual double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const = 0;
   // Held-out quality in [0, 1] (classification or pair accuracy); -1 when the model has none.
   virtual double accuracy(const Matrix& W, const io::Dataset& data) const = 0;
   // Extra values for the metrics line; `test` may be null.
-  virtual NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
-                              const io::Dataset* test) const {
-    (void)W; (void)train; (void)limit; (void)test;
+  virtual NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit, const io::Dataset* test) const {
+    (void)W;
+    (void)train;
+    (void)limit;
+    (void)test;
     return {};
   }
 };

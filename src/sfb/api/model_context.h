@@ -22,10 +22,10 @@ class ModelContext {
   virtual ~ModelContext() = default;
   virtual int rank() const = 0;
   virtual int ranks() const = 0;
-  virtual uint64_t seed() const = 0;              // job.seed
-  virtual const io::Dataset& train() const = 0;   // this rank's partition of the training data
-  virtual int64_t train_total() const = 0;        // training rows over all ranks (n)
-  virtual int64_t minibatch() const = 0;          // K, pairs per worker per clock
+  virtual uint64_t seed() const = 0;             // job.seed
+  virtual const io::Dataset& train() const = 0;  // this rank's partition of the training data
+  virtual int64_t train_total() const = 0;       // training rows over all ranks (n)
+  virtual int64_t minibatch() const = 0;         // K, pairs per worker per clock
   virtual double param_double(std::string_view key, double fallback) const = 0;
   virtual int64_t param_int(std::string_view key, int64_t fallback) const = 0;
   virtual std::string param_string(std::string_view key, std::string_view fallback) const = 0;

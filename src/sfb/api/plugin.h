@@ -34,14 +34,12 @@ inline constexpr const char* kPluginDestroySymbol = "sfb_plugin_destroy";
 }  // namespace sfb::api
 
 // Exports the plugin's factory for `ModelClass` (constructible from const ModelContext&).
-#define SFB_DEFINE_PLUGIN(ModelClass)                                                              \
-  extern "C" __attribute__((visibility("default"))) int32_t sfb_plugin_abi_version() {            \
-    return ::sfb::api::kPluginAbiVersion;                                                          \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) ::sfb::api::Model* sfb_plugin_create(         \
-      const ::sfb::api::ModelContext* ctx) {                                                       \
-    return new ModelClass(*ctx);                                                                   \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) void sfb_plugin_destroy(::sfb::api::Model* m) { \
-    delete m;                                                                                      \
-  }
+#define SFB_DEFINE_PLUGIN(ModelClass)                                                     \
+  extern "C" __attribute__((visibility("default"))) int32_t sfb_plugin_abi_version() {    \
+    return ::sfb::api::kPluginAbiVersion;                                                 \
+  }                                                                                       \
+  extern "C" __attribute__((visibility("default"))) ::sfb::api::Model* sfb_plugin_create( \
+      const ::sfb::api::ModelContext* ctx) {                                              \
+    return new ModelClass(*ctx);                                                          \
+  }                                                                                       \
+  extern "C" __attribute__((visibility("default"))) void sfb_plugin_destroy(::sfb::api::Model* m) { delete m; }

@@ -7,9 +7,7 @@
 #include "sfb/core/error.h"
 
 namespace sfb::baselines {
-AllreduceExchange::~AllreduceExchange() {
-  abort();
-}
+AllreduceExchange::~AllreduceExchange() { abort(); }
 
 void AllreduceExchange::start(const runtime::ExchangeHost& host) {
   host_ = host;
@@ -27,9 +25,7 @@ void AllreduceExchange::start(const runtime::ExchangeHost& host) {
   });
 }
 
-void AllreduceExchange::on_message(comm::Message&& m) {
-  chunks_.push(std::make_shared<comm::Message>(std::move(m)));
-}
+void AllreduceExchange::on_message(comm::Message&& m) { chunks_.push(std::make_shared<comm::Message>(std::move(m))); }
 
 comm::Message AllreduceExchange::next_chunk() {
   std::shared_ptr<comm::Message> m;
@@ -45,8 +41,8 @@ void AllreduceExchange::loop() {
     if (!b) return;  // finish()
     auto sum = std::make_shared<Matrix>();
     dense_update(*b, *sum);
-    comm::ring_allreduce(*host_.transport, P_, std::span<float>(sum->data(), static_cast<size_t>(sum->size())), b->clock,
-                         [this] { return next_chunk(); });
+    comm::ring_allreduce(*host_.transport, P_, std::span<float>(sum->data(), static_cast<size_t>(sum->size())),
+                         b->clock, [this] { return next_chunk(); });
     auto item = std::make_shared<SfBatch>();
     item->kind = SfBatch::Kind::kDenseSum;
     item->sender = rank_;

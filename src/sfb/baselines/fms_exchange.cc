@@ -16,8 +16,9 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
   if (rank_ == 0) {
     for (int s = 0; s < S_; ++s) {
       const int64_t b = shard_begin(host.J, s, S_), e = shard_begin(host.J, s + 1, S_);
-      host.transport->send(host.workers + s, comm::kTagPs, encode_ps(PsType::kInit, host.start_clock, b, e - b, host.D,
-                                                                                      host.initial_W->data() + b * host.D));
+      host.transport->send(
+          host.workers + s, comm::kTagPs,
+          encode_ps(PsType::kInit, host.start_clock, b, e - b, host.D, host.initial_W->data() + b * host.D));
     }
   }
 }
@@ -26,7 +27,8 @@ void FmsExchange::send_own(const SfBatchPtr& batch) {
   dense_update(*batch, dW_);
   for (int s = 0; s < S_; ++s) {
     const int64_t b = shard_begin(host_.J, s, S_), e = shard_begin(host_.J, s + 1, S_);
-    host_.transport->send(host_.workers + s, comm::kTagPs, encode_ps(PsType::kPush, batch->clock, b, e - b, host_.D, dW_.data() + b * host_.D));
+    host_.transport->send(host_.workers + s, comm::kTagPs,
+                          encode_ps(PsType::kPush, batch->clock, b, e - b, host_.D, dW_.data() + b * host_.D));
   }
 }
 
@@ -38,10 +40,11 @@ void FmsExchange::on_message(comm::Message&& m) {
   const PsHeader h = decode_ps_header(m.data, m.src);
   const int64_t b = shard_begin(host_.J, s, S_), e = shard_begin(host_.J, s + 1, S_);
   if (h.type != PsType::kPull || h.row_begin != b || h.rows != e - b || h.cols != host_.D || h.clock < next_version_)
-    throw CommError(fmt::format("rank {}: from server rank {}: type {} rows [{}, {}) x {} version {}; expected a PULL "
-                                "of rows [{}, {}) x {} version >= {}",
-                                rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols,
-                                h.clock, b, e, host_.D, next_version_));
+    throw CommError(
+        fmt::format("rank {}: from server rank {}: type {} rows [{}, {}) x {} version {}; expected a PULL "
+                    "of rows [{}, {}) x {} version >= {}",
+                    rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols, h.clock, b,
+                    e, host_.D, next_version_));
   auto& a = versions_[h.clock];
   if (!a.W) a.W = std::make_shared<Matrix>(host_.J, host_.D);
   std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + b * host_.D);

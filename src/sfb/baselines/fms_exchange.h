@@ -33,7 +33,7 @@ class FmsExchange final : public runtime::Exchange {
   runtime::ExchangeHost host_;
   int S_;
   int rank_ = 0;
-  Matrix dW_;                          // reused
+  Matrix dW_;                             // reused
   std::map<int64_t, Assembly> versions_;  // version -> rows received so far
   int64_t next_version_ = 0;
 };

@@ -9,8 +9,13 @@
 // Threads: run() is the only thread.
 #include <cstdint>
 
+#include <map>
+#include <vector>
+
+#include "sfb/baselines/ps_codec.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
+#include "sfb/core/timer.h"
 
 namespace sfb::baselines {
 
@@ -27,9 +32,24 @@ class FmsServer {
   ServerStats run();
 
  private:
+  void handle(comm::Message& m);
+  void on_init(comm::Message& m, const PsHeader& h);
+  void on_push(comm::Message& m, const PsHeader& h);
+  void publish_complete_clocks();
+  void check_timeout() const;
+
   const double peer_timeout_s_;
   comm::Transport& t_;
   int P_, S_, s_;
+  ServerStats st_;
+  Matrix rows_;  // this server's rows of W
+  int64_t row_begin_ = 0, version_ = -1;
+  std::map<int64_t, std::vector<comm::Message>> pushes_;  // clock -> one PUSH per worker (empty until it arrives)
+  std::map<int64_t, int> push_count_;
+  std::vector<char> bye_;
+  int byes_ = 0;
+  std::vector<comm::Message> early_;  // PUSH messages that arrived before INIT
+  Stopwatch last_progress_;
 };
 
 }  // namespace sfb::baselines

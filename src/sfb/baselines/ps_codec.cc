@@ -38,9 +38,10 @@ PsHeader decode_ps_header(const comm::Bytes& data, int from) {
   h.rows = r.get<int64_t>("rows");
   h.cols = r.get<int64_t>("cols");
   r.skip(8, "reserved");
-  if (h.rows < 0 || h.cols < 0 || h.row_begin < 0 || h.clock < 0 || (h.cols > 0 && h.rows > (int64_t{1} << 40) / h.cols))
-    throw CommError(fmt::format("{}: bad shape rows {} cols {} at row {} clock {}", what, h.rows, h.cols, h.row_begin,
-                                h.clock));
+  if (h.rows < 0 || h.cols < 0 || h.row_begin < 0 || h.clock < 0 ||
+      (h.cols > 0 && h.rows > (int64_t{1} << 40) / h.cols))
+    throw CommError(
+        fmt::format("{}: bad shape rows {} cols {} at row {} clock {}", what, h.rows, h.cols, h.row_begin, h.clock));
   const auto want = kPsHeaderBytes + static_cast<size_t>(h.rows * h.cols) * sizeof(float);
   if (data.size() != want) throw CommError(fmt::format("{}: {} bytes, its header says {}", what, data.size(), want));
   return h;

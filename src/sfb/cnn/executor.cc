@@ -31,7 +31,8 @@ class MomentumSgd {
   MomentumSgd(Network& net, const CnnConfig& cfg) : net_(net), momentum_(cfg.momentum), decay_(cfg.weight_decay) {
     for (int p = 0; p < net.param_layers(); ++p) {
       velocity_.emplace_back();
-      for (Matrix* m : net.layer(net.param_layer_index(p)).params()) velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
+      for (Matrix* m : net.layer(net.param_layer_index(p)).params())
+        velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
     }
   }
   void step(float lr) {
@@ -122,20 +123,28 @@ ExecutorResult Executor::run() {
   const int64_t iters = cfg_.stop.max_clocks;
   for (int64_t it = 0; it < iters; ++it) {
     if (planner.before_iteration(it) && planned_at < 0) planned_at = it;
-    if (hooks_.batch) hooks_.batch(it, rows);
-    else sampler.next(cfg_.optimizer.minibatch, rows);
+    if (hooks_.batch)
+      hooks_.batch(it, rows);
+    else
+      sampler.next(cfg_.optimizer.minibatch, rows);
     load_batch(train_, rows, x, labels);
     const auto t0 = comm.begin(it, planner.plan());
     net.forward(x);
     const auto t1 = SteadyClock::now();
-    const double loss = net.backward(labels, [&comm](int p) { comm.ready(p); }, &layer_us);
+    const double loss = net.backward(
+        labels, [&comm](int p) { comm.ready(p); }, &layer_us);
     const auto t2 = SteadyClock::now();
     comm.wait();
     const auto t3 = SteadyClock::now();
     sgd.step(static_cast<float>(cfg_.optimizer.step(it)));
     IterationStats& st = res.iterations.emplace_back();
-    st = {it, us_since(t0, t1), us_since(t1, t2), us_since(t2, t3), us_since(t0, SteadyClock::now()),
-          planner.profiling(it) ? 0.0 : planner.predicted_us(), loss};
+    st = {it,
+          us_since(t0, t1),
+          us_since(t1, t2),
+          us_since(t2, t3),
+          us_since(t0, SteadyClock::now()),
+          planner.profiling(it) ? 0.0 : planner.predicted_us(),
+          loss};
     planner.record(it, st.forward_us, layer_us, st.backward_us);
     if (log.traces(it, planned_at)) {
       std::vector<std::string> names;
@@ -149,7 +158,8 @@ ExecutorResult Executor::run() {
   }
   res.seconds = total.seconds();
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params()) res.params.insert(res.params.end(), m->data(), m->data() + m->size());
+    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
+      res.params.insert(res.params.end(), m->data(), m->data() + m->size());
   res.checksum = fnv1a64(std::as_bytes(std::span(res.params.data(), res.params.size())));
   res.bytes_sent = t_.total_counters().bytes_sent;
   res.plan = planner.plan();

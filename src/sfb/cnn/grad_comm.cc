@@ -85,7 +85,8 @@ void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::ve
     const double t_start = us_since(iter_start_, SteadyClock::now());
     buf.clear();
     for (int p = grp.hi; p >= grp.lo; --p)
-      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads()) buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
+      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+        buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
     allreduce_.run(buf, iter * 4096 + static_cast<int64_t>(g));
     size_t o = 0;
     for (int p = grp.hi; p >= grp.lo; --p)

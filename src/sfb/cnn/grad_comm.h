@@ -31,7 +31,8 @@ class GradientCommunicator {
  public:
   // Called on the communication thread just before group g's all-reduce; ready[p] says whether
   // param layer p has reported its gradient in this iteration (tests).
-  using OnAllreduce = std::function<void(int64_t iter, int group, const mgwfbp::Group& g, const std::vector<char>& ready)>;
+  using OnAllreduce =
+      std::function<void(int64_t iter, int group, const mgwfbp::Group& g, const std::vector<char>& ready)>;
 
   GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook = {});
   ~GradientCommunicator();  // stops the thread

@@ -184,8 +184,7 @@ class MaxPool final : public Layer {
     if (!dx) return;
     dx->setZero(x.rows(), in_.size());
     for (int64_t i = 0; i < x.rows(); ++i)
-      for (int64_t o = 0; o < out_.size(); ++o)
-        (*dx)(i, arg_[static_cast<size_t>(i * out_.size() + o)]) += dy(i, o);
+      for (int64_t o = 0; o < out_.size(); ++o) (*dx)(i, arg_[static_cast<size_t>(i * out_.size() + o)]) += dy(i, o);
   }
 
  private:

@@ -37,9 +37,10 @@ Network::Network(const std::string& spec, Shape input) {
     } else if (f[0] == "fc" && f.size() == 2) {
       l = make_linear(s, number(item, f[1]));
     } else {
-      throw InvalidArgument(fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], "
-                                        "relu, pool:<k>, fc:<outputs>",
-                                        item));
+      throw InvalidArgument(
+          fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], "
+                      "relu, pool:<k>, fc:<outputs>",
+                      item));
     }
     s = l->out_shape();
     layers_.push_back(std::move(l));
@@ -75,12 +76,11 @@ double Network::backward(const std::vector<int32_t>& labels, const std::function
     const auto t0 = std::chrono::steady_clock::now();
     // The first layer needs no input gradient.
     layers_[static_cast<size_t>(i)]->backward(acts_[static_cast<size_t>(i)], acts_[static_cast<size_t>(i) + 1], grad_,
-                                               i > 0 ? &grad_next_ : nullptr);
+                                              i > 0 ? &grad_next_ : nullptr);
     if (layer_us)
       (*layer_us)[static_cast<size_t>(i)] =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (!layers_[static_cast<size_t>(i)]->params().empty() && on_ready)
-      on_ready(owner_[static_cast<size_t>(i)]);
+    if (!layers_[static_cast<size_t>(i)]->params().empty() && on_ready) on_ready(owner_[static_cast<size_t>(i)]);
     if (i > 0) grad_.swap(grad_next_);
   }
   return loss;
@@ -97,7 +97,9 @@ std::vector<int32_t> Network::predict(const Matrix& x) {
   return out;
 }
 
-int64_t Network::param_floats(int p) { return layers_[static_cast<size_t>(param_layer_[static_cast<size_t>(p)])]->param_count(); }
+int64_t Network::param_floats(int p) {
+  return layers_[static_cast<size_t>(param_layer_[static_cast<size_t>(p)])]->param_count();
+}
 
 int64_t Network::total_params() {
   int64_t n = 0;

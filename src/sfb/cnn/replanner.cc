@@ -54,11 +54,16 @@ mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& co
 
 Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, comm::RankOrderAllreduce& allreduce,
                      const mgwfbp::Plan* fixed)
-    : cfg_(cfg), t_(t), net_(net), allreduce_(allreduce), fixed_(fixed != nullptr),
+    : cfg_(cfg),
+      t_(t),
+      net_(net),
+      allreduce_(allreduce),
+      fixed_(fixed != nullptr),
       profile_iters_(fixed ? 0 : cfg.profile_iters) {
   const int L = net.param_layers();
-  plan_ = fixed ? *fixed
-                : mgwfbp::plan_synceasgd(mgwfbp::Profile{"init", std::vector<mgwfbp::Layer>(static_cast<size_t>(L)), 0.0});
+  plan_ =
+      fixed ? *fixed
+            : mgwfbp::plan_synceasgd(mgwfbp::Profile{"init", std::vector<mgwfbp::Layer>(static_cast<size_t>(L)), 0.0});
   mgwfbp::check_plan(plan_, L);
 }
 
@@ -143,10 +148,11 @@ void Replanner::replan(bool again) {
     cost.a_us = std::max(0.0, cost.a_us);  // noise on a fast link; a negative start-up is not physical
     cost.b_us_per_byte = std::max(0.0, cost.b_us_per_byte);
     chosen = mgwfbp::make_plan(cfg_.planner, prof, cost);
-    spdlog::info("{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; all-reduce fit a = {:.1f} us, b = {:.3e} "
-                 "us/B (R^2 {:.3f})",
-                 again ? "re-" : "", prof.forward_us, prof.backward_us(), net_.param_layers(), cost.a_us,
-                 cost.b_us_per_byte, fit.r2);
+    spdlog::info(
+        "{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; all-reduce fit a = {:.1f} us, b = {:.3e} "
+        "us/B (R^2 {:.3f})",
+        again ? "re-" : "", prof.forward_us, prof.backward_us(), net_.param_layers(), cost.a_us, cost.b_us_per_byte,
+        fit.r2);
     predictions_ = mgwfbp::predict(prof, mgwfbp::planner_names(), {t_.size()}, [&](int) { return cost; });
     for (const auto& pr : predictions_)
       spdlog::info("  planner {:<10} {:>3} groups, predicted iteration {:>9.0f} us, non-overlapped comm {:>8.0f} us",

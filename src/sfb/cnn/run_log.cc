@@ -20,8 +20,8 @@ bool RunLog::traces(int64_t it, int64_t planned_at) const {
 }
 
 void RunLog::event(const std::string& name, int tid, double ts_us, double dur_us) {
-  events_.push_back(Json{{"name", name}, {"ph", "X"}, {"pid", rank_}, {"tid", tid}, {"ts", fixed(ts_us, 1)},
-                         {"dur", fixed(dur_us, 1)}});
+  events_.push_back(Json{
+      {"name", name}, {"ph", "X"}, {"pid", rank_}, {"tid", tid}, {"ts", fixed(ts_us, 1)}, {"dur", fixed(dur_us, 1)}});
 }
 
 void RunLog::trace(const IterationTimeline& t) {
@@ -53,10 +53,11 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
     itu += r->iteration_us;
   }
   const double n = static_cast<double>(std::max<int64_t>(cnt, 1));
-  spdlog::info("iter {:>6}/{} | loss {:.4f} | test acc {} | iteration {:.1f} ms (forward {:.1f}, backward {:.1f}, "
-               "comm not overlapped {:.1f}; predicted {:.1f})",
-               it + 1, iterations_, loss, accuracy >= 0 ? fmt::format("{:.2f}%", 100 * accuracy) : std::string("n/a"),
-               itu / n / 1e3, f / n / 1e3, bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
+  spdlog::info(
+      "iter {:>6}/{} | loss {:.4f} | test acc {} | iteration {:.1f} ms (forward {:.1f}, backward {:.1f}, "
+      "comm not overlapped {:.1f}; predicted {:.1f})",
+      it + 1, iterations_, loss, accuracy >= 0 ? fmt::format("{:.2f}%", 100 * accuracy) : std::string("n/a"),
+      itu / n / 1e3, f / n / 1e3, bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
   if (!metrics_.is_open()) return;
   metrics_.write(to_line(Json{{"iteration", it + 1},
                               {"seconds", fixed(seconds, 6)},
@@ -72,9 +73,10 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
 void RunLog::finish() {
   const auto path = out_.path(out_.trace);
   if (rank_ != 0 || path.empty() || events_.empty()) return;
-  const Json doc{{"traceEvents", events_},
-                 {"displayTimeUnit", "ms"},
-                 {"otherData", {{"tracks", "tid 0: forward and update, 1: backward per layer, 2: all-reduce per group"}}}};
+  const Json doc{
+      {"traceEvents", events_},
+      {"displayTimeUnit", "ms"},
+      {"otherData", {{"tracks", "tid 0: forward and update, 1: backward per layer, 2: all-reduce per group"}}}};
   create_parent_directories(path);
   write_file_atomic(path, to_document(doc));
 }

@@ -42,8 +42,8 @@ class RunLog {
   void trace(const IterationTimeline& t);
   // Progress line and metrics line after iteration `it` (means over the last eval.every
   // iterations of `history`); `accuracy` < 0 when there is no test set.
-  void report(int64_t it, double loss, double accuracy, const std::vector<IterationStats>& history,
-              double predicted_us, double seconds);
+  void report(int64_t it, double loss, double accuracy, const std::vector<IterationStats>& history, double predicted_us,
+              double seconds);
   // Writes the trace file (when there is one and something was traced).
   void finish();
 

@@ -26,10 +26,10 @@ std::span<const float> expect_chunk(const Message& m, const ChunkHead& want, int
     got.chunk = r.get<int32_t>("chunk");
   }
   if (m.data.size() != bytes || !(got == want))
-    throw CommError(fmt::format("{}: chunk from rank {} ({} bytes, id {}, step {}, chunk {}); expected {} bytes, id {}, "
-                                "step {}, chunk {}",
-                                who, m.src, m.data.size(), got.id, got.step, got.chunk, bytes, want.id, want.step,
-                                want.chunk));
+    throw CommError(
+        fmt::format("{}: chunk from rank {} ({} bytes, id {}, step {}, chunk {}); expected {} bytes, id {}, "
+                    "step {}, chunk {}",
+                    who, m.src, m.data.size(), got.id, got.step, got.chunk, bytes, want.id, want.step, want.chunk));
   return {reinterpret_cast<const float*>(m.data.data() + kChunkHeadBytes), static_cast<size_t>(count)};
 }
 

@@ -70,9 +70,10 @@ void check_all_equal(Transport& t, uint64_t value, const std::string& what) {
     if (all[r] != all[0]) bad.push_back(fmt::format("rank {} has {:016x}", r, static_cast<uint64_t>(all[r])));
   }
   if (!bad.empty())
-    throw InvalidArgument(fmt::format("{} differs between ranks: rank 0 has {:016x}, {}; every rank must run "
-                                      "the same config and binary",
-                                      what, static_cast<uint64_t>(all[0]), fmt::join(bad, ", ")));
+    throw InvalidArgument(
+        fmt::format("{} differs between ranks: rank 0 has {:016x}, {}; every rank must run "
+                    "the same config and binary",
+                    what, static_cast<uint64_t>(all[0]), fmt::join(bad, ", ")));
 }
 
 }  // namespace sfb::comm

@@ -14,10 +14,10 @@
 namespace sfb::comm {
 
 struct FaultSpec {
-  Tag tag = -1;             // which sends count for drop_send (-1: all)
-  int64_t drop_send = -1;   // 0-based index of the send to drop (-1: none)
-  double delay_ms = 0.0;    // per send
-  int64_t kill_at = -1;     // 0-based index of the first failing call (-1: never)
+  Tag tag = -1;            // which sends count for drop_send (-1: all)
+  int64_t drop_send = -1;  // 0-based index of the send to drop (-1: none)
+  double delay_ms = 0.0;   // per send
+  int64_t kill_at = -1;    // 0-based index of the first failing call (-1: never)
 };
 
 class FaultyTransport : public Transport {

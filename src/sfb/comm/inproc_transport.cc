@@ -15,8 +15,7 @@ struct InprocTransport::Shared {
   int64_t barrier_generation = 0;
 };
 
-InprocTransport::InprocTransport(std::shared_ptr<Shared> shared, int rank)
-    : shared_(std::move(shared)), rank_(rank) {
+InprocTransport::InprocTransport(std::shared_ptr<Shared> shared, int rank) : shared_(std::move(shared)), rank_(rank) {
   init_counters(size());
 }
 

@@ -90,8 +90,8 @@ std::optional<Message> MpiTransport::poll() {
     MPI_Status st;
     SFB_MPI_CALL(MPI_Probe(m.src, MPI_ANY_TAG, comm_, &st));
     if (st.MPI_TAG / 2 != m.tag)
-      throw CommError(fmt::format("rank {}: chunked message from rank {} (tag {}) interrupted by tag {}", rank_,
-                                  m.src, m.tag, st.MPI_TAG / 2));
+      throw CommError(fmt::format("rank {}: chunked message from rank {} (tag {}) interrupted by tag {}", rank_, m.src,
+                                  m.tag, st.MPI_TAG / 2));
     SFB_MPI_CALL(MPI_Get_count(&st, MPI_BYTE, &count));
     const size_t off = m.data.size();
     m.data.resize(off + static_cast<size_t>(count));
@@ -113,9 +113,10 @@ std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm) {
   int provided = 0;
   SFB_MPI_CALL(MPI_Query_thread(&provided));
   if (provided < MPI_THREAD_MULTIPLE)
-    throw CommError(fmt::format("MPI provides thread level {} but sfb needs MPI_THREAD_MULTIPLE ({}); "
-                                "use an MPI built with thread support",
-                                provided, MPI_THREAD_MULTIPLE));
+    throw CommError(
+        fmt::format("MPI provides thread level {} but sfb needs MPI_THREAD_MULTIPLE ({}); "
+                    "use an MPI built with thread support",
+                    provided, MPI_THREAD_MULTIPLE));
   return std::make_unique<MpiTransport>(comm);
 }
 

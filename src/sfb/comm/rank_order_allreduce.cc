@@ -43,7 +43,8 @@ void RankOrderAllreduce::run(std::span<float> data, int64_t id) {
       continue;
     }
     parts[static_cast<size_t>(q)] = next_from(q);
-    from[static_cast<size_t>(q)] = expect_chunk(parts[static_cast<size_t>(q)], {id, 0, r}, static_cast<int64_t>(mine.size()), who);
+    from[static_cast<size_t>(q)] =
+        expect_chunk(parts[static_cast<size_t>(q)], {id, 0, r}, static_cast<int64_t>(mine.size()), who);
   }
   std::vector<float> sum(mine.size(), 0.0f);
   for (int q = 0; q < P; ++q)

@@ -18,7 +18,8 @@ void ring_allreduce(Transport& t, int workers, std::span<float> data, int64_t id
   const std::string who = fmt::format("rank {}: ring all-reduce", r);
   auto send_chunk = [&](int step, int c) {
     const ChunkRange cr = chunk_range(n, c, P);
-    t.send(right, kTagReduce, encode_chunk({id, step, c}, data.subspan(static_cast<size_t>(cr.begin), static_cast<size_t>(cr.count))));
+    t.send(right, kTagReduce,
+           encode_chunk({id, step, c}, data.subspan(static_cast<size_t>(cr.begin), static_cast<size_t>(cr.count))));
   };
   // The values of chunk c at this step, from the left neighbour.
   auto recv_chunk = [&](int step, int c, Message& m) {

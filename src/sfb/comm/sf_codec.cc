@@ -14,11 +14,12 @@ void check_common(ByteReader& r, size_t header, uint16_t kind) {
   if (r.remaining() < header)
     r.fail(fmt::format("{}: message of {} bytes is shorter than the {}-byte header", r.what(), r.remaining(), header));
   const auto magic = r.get<uint32_t>("magic");
-  if (magic != kWireMagic) r.fail(fmt::format("{}: bad magic 0x{:08x} (expected 0x{:08x})", r.what(), magic, kWireMagic));
+  if (magic != kWireMagic)
+    r.fail(fmt::format("{}: bad magic 0x{:08x} (expected 0x{:08x})", r.what(), magic, kWireMagic));
   const auto version = r.get<uint16_t>("version");
   if (version != kWireVersion)
-    r.fail(fmt::format("{}: wire version {} is not supported (expected {}); are all ranks the same sfbd build?", r.what(),
-                       version, kWireVersion));
+    r.fail(fmt::format("{}: wire version {} is not supported (expected {}); are all ranks the same sfbd build?",
+                       r.what(), version, kWireVersion));
   const auto k = r.get<uint16_t>("kind");
   if (k != kind) r.fail(fmt::format("{}: message kind {} where kind {} was expected", r.what(), k, kind));
 }
@@ -33,18 +34,22 @@ void put_common(ByteWriter& w, uint16_t kind) {
 
 int64_t encoded_sf_bytes(const SfBatch& b) {
   int64_t payload = int64_t{b.count} * b.J * 4;
-  if (b.sparse_v) payload += (int64_t{b.count} + 1) * 8 + static_cast<int64_t>(b.v_index.size()) * 8;
-  else payload += int64_t{b.count} * b.D * 4;
+  if (b.sparse_v)
+    payload += (int64_t{b.count} + 1) * 8 + static_cast<int64_t>(b.v_index.size()) * 8;
+  else
+    payload += int64_t{b.count} * b.D * 4;
   return static_cast<int64_t>(kSfHeaderBytes) + payload;
 }
 
 Bytes encode_sf_batch(const SfBatch& b) {
-  SFB_ENFORCE(b.u.rows() == b.count && b.u.cols() == b.J, "u is {}x{}, batch {}x{}", b.u.rows(), b.u.cols(), b.count, b.J);
+  SFB_ENFORCE(b.u.rows() == b.count && b.u.cols() == b.J, "u is {}x{}, batch {}x{}", b.u.rows(), b.u.cols(), b.count,
+              b.J);
   if (b.sparse_v) {
     SFB_ENFORCE(b.v_row_ptr.size() == static_cast<size_t>(b.count) + 1 && b.v_index.size() == b.v_value.size(),
                 "sparse v of batch is inconsistent");
   } else {
-    SFB_ENFORCE(b.v.rows() == b.count && b.v.cols() == b.D, "v is {}x{}, batch {}x{}", b.v.rows(), b.v.cols(), b.count, b.D);
+    SFB_ENFORCE(b.v.rows() == b.count && b.v.cols() == b.D, "v is {}x{}, batch {}x{}", b.v.rows(), b.v.cols(), b.count,
+                b.D);
   }
   const int64_t total = encoded_sf_bytes(b);
   ByteWriter w(static_cast<size_t>(total));
@@ -89,8 +94,10 @@ SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
   if (b.clock < 0) throw CommError(fmt::format("{}: negative clock", where));
   if (b.count < 0 || b.count > ex.max_count)
     throw CommError(fmt::format("{}: count {} outside [0, {}]", where, b.count, ex.max_count));
-  if (b.J <= 0 || (ex.J >= 0 && b.J != ex.J)) throw CommError(fmt::format("{}: J = {}, this worker has J = {}", where, b.J, ex.J));
-  if (b.D <= 0 || (ex.D >= 0 && b.D != ex.D)) throw CommError(fmt::format("{}: D = {}, this worker has D = {}", where, b.D, ex.D));
+  if (b.J <= 0 || (ex.J >= 0 && b.J != ex.J))
+    throw CommError(fmt::format("{}: J = {}, this worker has J = {}", where, b.J, ex.J));
+  if (b.D <= 0 || (ex.D >= 0 && b.D != ex.D))
+    throw CommError(fmt::format("{}: D = {}, this worker has D = {}", where, b.D, ex.D));
   if ((flags & ~1u) != 0) throw CommError(fmt::format("{}: unknown flags 0x{:x}", where, flags));
   b.sparse_v = (flags & 1u) != 0;
   if (b.sparse_v ? (nnz < 0 || nnz > int64_t{b.count} * b.D) : nnz != 0)
@@ -149,13 +156,14 @@ ControlMsg decode_control(std::span<const std::byte> d, int expected_sender) {
   const auto n = r.get<uint32_t>("payload words");
   r.skip(4, "reserved");
   if (expected_sender >= 0 && m.sender != expected_sender)
-    throw CommError(fmt::format("control message: header names sender {} but it came from rank {}", m.sender,
-                                expected_sender));
-  if (type < 1 || type > 6) throw CommError(fmt::format("control message from rank {}: unknown type {}", m.sender, type));
+    throw CommError(
+        fmt::format("control message: header names sender {} but it came from rank {}", m.sender, expected_sender));
+  if (type < 1 || type > 6)
+    throw CommError(fmt::format("control message from rank {}: unknown type {}", m.sender, type));
   m.type = static_cast<ControlType>(type);
   if (d.size() != kControlHeaderBytes + size_t{n} * 8)
-    throw CommError(fmt::format("control message from rank {}: {} bytes, header says {} payload words", m.sender,
-                                d.size(), n));
+    throw CommError(
+        fmt::format("control message from rank {}: {} bytes, header says {} payload words", m.sender, d.size(), n));
   m.payload.resize(n);
   r.get_array(m.payload.data(), n, "payload");
   return m;

@@ -61,8 +61,10 @@ std::optional<Message> Transport::try_recv(Tag tag) {
 Message Transport::recv(Tag tag) {
   for (int spins = 0;; ++spins) {
     if (auto m = try_recv(tag)) return std::move(*m);
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else std::this_thread::yield();
+    if (spins > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else
+      std::this_thread::yield();
   }
 }
 

@@ -63,8 +63,8 @@ template <typename S>
 Field int_field(std::string key, S Config::*sec, int64_t S::*m, int64_t lo, int64_t hi, std::string help) {
   return {key, "integer", [sec, m](const Config& c) { return std::to_string(c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
-            SFB_CHECK(n.is_integer(), "{}: {} must be an integer in [{}, {}], got {} {}", where, key,
-                      lo, hi, type_name(n), show_node(n));
+            SFB_CHECK(n.is_integer(), "{}: {} must be an integer in [{}, {}], got {} {}", where, key, lo, hi,
+                      type_name(n), show_node(n));
             const int64_t v = *n.value<int64_t>();
             SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
             c.*sec.*m = v;
@@ -76,8 +76,8 @@ template <typename S>
 Field float_field(std::string key, S Config::*sec, double S::*m, double lo, double hi, std::string help) {
   return {key, "float", [sec, m](const Config& c) { return fmt_double(c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
-            SFB_CHECK(n.is_number(), "{}: {} must be a number in [{}, {}], got {} {}", where, key,
-                      lo, hi, type_name(n), show_node(n));
+            SFB_CHECK(n.is_number(), "{}: {} must be a number in [{}, {}], got {} {}", where, key, lo, hi, type_name(n),
+                      show_node(n));
             const double v = *n.value<double>();
             SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
             c.*sec.*m = v;
@@ -91,14 +91,12 @@ Field string_field(std::string key, S Config::*sec, std::string S::*m, std::vect
   return {key, choices.empty() ? "string" : fmt::format("one of {}", fmt::join(choices, "|")),
           [sec, m](const Config& c) { return fmt::format("\"{}\"", c.*sec.*m); },
           [=](Config& c, const toml::node& n, const std::string& where) {
-            SFB_CHECK(n.is_string(), "{}: {} must be a string, got {} {}", where, key, type_name(n),
-                      show_node(n));
+            SFB_CHECK(n.is_string(), "{}: {} must be a string, got {} {}", where, key, type_name(n), show_node(n));
             std::string v = *n.value<std::string>();
             if (!choices.empty()) {
               bool ok = false;
               for (const auto& ch : choices) ok = ok || ch == v;
-              SFB_CHECK(ok, "{}: {} must be one of \"{}\", got \"{}\"", where, key,
-                        fmt::join(choices, "\", \""), v);
+              SFB_CHECK(ok, "{}: {} must be one of \"{}\", got \"{}\"", where, key, fmt::join(choices, "\", \""), v);
             }
             c.*sec.*m = std::move(v);
           },
@@ -109,8 +107,8 @@ template <typename S>
 Field bool_field(std::string key, S Config::*sec, bool S::*m, std::string help) {
   return {key, "boolean", [sec, m](const Config& c) { return c.*sec.*m ? "true" : "false"; },
           [=](Config& c, const toml::node& n, const std::string& where) {
-            SFB_CHECK(n.is_boolean(), "{}: {} must be true or false, got {} {}", where, key,
-                      type_name(n), show_node(n));
+            SFB_CHECK(n.is_boolean(), "{}: {} must be true or false, got {} {}", where, key, type_name(n),
+                      show_node(n));
             c.*sec.*m = *n.value<bool>();
           },
           std::move(help)};
@@ -119,6 +117,7 @@ Field bool_field(std::string key, S Config::*sec, bool S::*m, std::string help) 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr double kHuge = 1e300;
 
+// declarative table
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
@@ -132,8 +131,10 @@ const std::vector<Field>& schema() {
                              "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
                              "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer."));
     f.push_back(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
-    f.push_back(float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
-    f.push_back(float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
+    f.push_back(
+        float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
+    f.push_back(
+        float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
     f.push_back(string_field("mgwfbp.planner", &Config::mgwfbp, &MgwfbpConfig::planner, {},
                              "mgwfbp: merge planner: wfbp, synceasgd, mgwfbp, optimal, ddp, buckets:<MiB>, "
                              "horovod:<MiB>."));
@@ -146,8 +147,8 @@ const std::vector<Field>& schema() {
                           "mgwfbp: iterations between drift checks."));
     f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.job.seed); },
                  [](Config& c, const toml::node& n, const std::string& where) {
-                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
-                             "{}: job.seed must be an integer >= 0, got {}", where, show_node(n));
+                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0, "{}: job.seed must be an integer >= 0, got {}",
+                             where, show_node(n));
                    c.job.seed = static_cast<uint64_t>(*n.value<int64_t>());
                  },
                  "Seed of every random stream (minibatches, synthetic data, init)."});
@@ -170,7 +171,8 @@ const std::vector<Field>& schema() {
                           "Number of classes J. 0: max training label + 1 (idx only)."));
     f.push_back(int_field("data.label_offset", &Config::data, &DataConfig::label_offset, -kMax, kMax,
                           "libsvm: subtracted from every label (1 for labels 1..J)."));
-    f.push_back(bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
+    f.push_back(
+        bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
     f.push_back(int_field("data.max_train_samples", &Config::data, &DataConfig::max_train_samples, 0, kMax,
                           "Use only the first N training samples (0: all)."));
     f.push_back(int_field("data.max_test_samples", &Config::data, &DataConfig::max_test_samples, 0, kMax,
@@ -267,8 +269,8 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
                           "Training samples of rank 0's partition on which the objective is "
                           "evaluated (fixed, the first N)."));
-    f.push_back(int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax,
-                          "Stop after this many clocks."));
+    f.push_back(
+        int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax, "Stop after this many clocks."));
     f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kHuge,
                             "Stop after this many seconds (0: no limit)."));
     f.push_back(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
@@ -297,7 +299,8 @@ const std::vector<Field>& schema() {
     f.push_back(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
                              "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
                              "planning, relative to output.dir (\"\": none)."));
-    f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20, "mgwfbp: iterations traced."));
+    f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
+                          "mgwfbp: iterations traced."));
     f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,
                              {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
     return f;
@@ -345,7 +348,7 @@ void read_model_params(const toml::table& params, Origin& origin, Config& cfg) {
   for (auto&& [pk, pv] : params) {
     const std::string pfull = "model.params." + std::string(pk.str());
     const std::string where = origin.overrides.count(pfull) ? origin.overrides[pfull]
-                                                             : fmt::format("{}:{}", origin.file, pk.source().begin.line);
+                                                            : fmt::format("{}:{}", origin.file, pk.source().begin.line);
     std::string type;
     switch (pv.type()) {
       case toml::node_type::integer: type = "integer"; break;
@@ -353,7 +356,8 @@ void read_model_params(const toml::table& params, Origin& origin, Config& cfg) {
       case toml::node_type::string: type = "string"; break;
       case toml::node_type::boolean: type = "boolean"; break;
       default:
-        throw InvalidArgument(fmt::format("{}: {} must be a string, number or boolean, got {}", where, pfull, type_name(pv)));
+        throw InvalidArgument(
+            fmt::format("{}: {} must be a string, number or boolean, got {}", where, pfull, type_name(pv)));
     }
     cfg.model.params.push_back({std::string(pk.str()), show_node(pv), type, where});
   }
@@ -389,16 +393,17 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
       for (const auto& kk : known)
         if (kk.rfind(s + ".", 0) == 0) in_section.push_back(kk.substr(s.size() + 1));
       const std::string where = origin.overrides.count(full) ? origin.overrides[full]
-                                                              : fmt::format("{}:{}", origin.file, k.source().begin.line);
-      throw InvalidArgument(fmt::format("{}: unknown key '{}'; keys of [{}] are: {}", where, full, s,
-                                        fmt::join(in_section, ", ")));
+                                                             : fmt::format("{}:{}", origin.file, k.source().begin.line);
+      throw InvalidArgument(
+          fmt::format("{}: unknown key '{}'; keys of [{}] are: {}", where, full, s, fmt::join(in_section, ", ")));
     }
   }
 }
 
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
-  SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)", name);
+  SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)",
+            name);
   if (cfg.data.format == "idx") {
     SFB_CHECK(!cfg.data.train_images.empty() && !cfg.data.train_labels.empty(),
               "{}: data.format = \"idx\" needs data.train_images and data.train_labels", name);
@@ -465,14 +470,12 @@ uint64_t Config::model_fingerprint() const {
   return fnv1a64(out);
 }
 
-Config parse_config(const std::string& toml_text, const std::string& name,
-                    const std::vector<std::string>& overrides) {
+Config parse_config(const std::string& toml_text, const std::string& name, const std::vector<std::string>& overrides) {
   toml::table root;
   try {
     root = toml::parse(std::string_view(toml_text), std::string_view(name));
   } catch (const toml::parse_error& e) {
-    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", name, e.source().begin.line,
-                                      e.description()));
+    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", name, e.source().begin.line, e.description()));
   }
   return build(std::move(root), name, overrides);
 }
@@ -484,8 +487,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   } catch (const toml::parse_error& e) {
     if (e.source().begin.line == 0 || !e.source().path)
       throw InvalidArgument(fmt::format("{}: cannot read config: {}", path, e.description()));
-    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", path, e.source().begin.line,
-                                      e.description()));
+    throw InvalidArgument(fmt::format("{}:{}: TOML syntax error: {}", path, e.source().begin.line, e.description()));
   }
   return build(std::move(root), path, overrides);
 }

@@ -22,13 +22,13 @@ struct JobConfig {
 };
 
 struct DataConfig {
-  std::string format = "idx";  // idx | libsvm | synthetic
+  std::string format = "idx";                                        // idx | libsvm | synthetic
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train, test;                                           // libsvm
-  int64_t features = 0;  // libsvm: feature count (required); synthetic: D without bias
-  int64_t classes = 0;   // 0: max label + 1 (idx); required for libsvm and synthetic
-  int64_t label_offset = 0;  // libsvm: subtracted from every label
-  bool bias = true;          // append a constant 1 feature
+  int64_t features = 0;           // libsvm: feature count (required); synthetic: D without bias
+  int64_t classes = 0;            // 0: max label + 1 (idx); required for libsvm and synthetic
+  int64_t label_offset = 0;       // libsvm: subtracted from every label
+  bool bias = true;               // append a constant 1 feature
   int64_t max_train_samples = 0;  // 0: all
   int64_t max_test_samples = 0;   // 0: all
   int64_t synthetic_samples = 10000;
@@ -40,16 +40,16 @@ struct DataConfig {
 
 struct ModelConfig {
   std::string name = "mlr";
-  std::string plugin;         // shared library; when set, name is not used
-  double lambda = 1e-4;       // l2mlr: L2 weight
+  std::string plugin;          // shared library; when set, name is not used
+  double lambda = 1e-4;        // l2mlr: L2 weight
   std::string solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
-  double sdca_sigma = 0.0;    // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
-  int64_t dim = 32;           // dml: rows of L (projection dimension)
-  double margin = 1.0;        // dml: dissimilar pairs are pushed past this squared distance
-  int64_t eval_pairs = 2000;  // dml: pairs drawn for objective, accuracy and AUC
-  int64_t atoms = 64;         // sparse_coding: dictionary size
-  double gamma = 0.1;         // sparse_coding: l1 weight of the codes
-  int64_t lasso_steps = 30;   // sparse_coding: FISTA iterations per code
+  double sdca_sigma = 0.0;     // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
+  int64_t dim = 32;            // dml: rows of L (projection dimension)
+  double margin = 1.0;         // dml: dissimilar pairs are pushed past this squared distance
+  int64_t eval_pairs = 2000;   // dml: pairs drawn for objective, accuracy and AUC
+  int64_t atoms = 64;          // sparse_coding: dictionary size
+  double gamma = 0.1;          // sparse_coding: l1 weight of the codes
+  int64_t lasso_steps = 30;    // sparse_coding: FISTA iterations per code
   // [model.params]: a plugin's own keys, kept as TOML text with where they were set.
   struct Param {
     std::string key;

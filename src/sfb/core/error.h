@@ -36,8 +36,8 @@ class InternalError : public Error {
 }  // namespace sfb
 
 // User input check: throws InvalidArgument with a formatted message.
-#define SFB_CHECK(cond, ...)                                          \
-  do {                                                                \
+#define SFB_CHECK(cond, ...)                                             \
+  do {                                                                   \
     if (!(cond)) throw ::sfb::InvalidArgument(fmt::format(__VA_ARGS__)); \
   } while (0)
 
@@ -48,10 +48,9 @@ class InternalError : public Error {
   } while (0)
 
 // Internal invariant: throws InternalError naming the source location.
-#define SFB_ENFORCE(cond, ...)                                                          \
-  do {                                                                                  \
-    if (!(cond))                                                                        \
-      throw ::sfb::InternalError(fmt::format("{}:{}: internal invariant '{}' failed: {}", \
-                                             __FILE__, __LINE__, #cond,                 \
-                                             fmt::format(__VA_ARGS__)));                \
+#define SFB_ENFORCE(cond, ...)                                                                                       \
+  do {                                                                                                               \
+    if (!(cond))                                                                                                     \
+      throw ::sfb::InternalError(fmt::format("{}:{}: internal invariant '{}' failed: {}", __FILE__, __LINE__, #cond, \
+                                             fmt::format(__VA_ARGS__)));                                             \
   } while (0)

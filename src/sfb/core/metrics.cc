@@ -1,6 +1,5 @@
 #include "sfb/core/metrics.h"
 
-
 #include <cerrno>
 #include <cstring>
 

@@ -9,16 +9,16 @@
 namespace sfb {
 
 struct EvalRecord {
-  int64_t clock = 0;          // clocks completed by every replica when W was sampled
-  double seconds = 0.0;       // since training started
-  double objective = 0.0;     // mean training loss on the fixed evaluation sample
-  double accuracy = -1.0;     // test accuracy; -1 when there is no test set
-  double samples_per_s = 0.0; // samples processed by all ranks per second (P * K * clock / s)
-  int64_t bytes_sent = 0;     // by rank 0, all peers, SF and control messages
+  int64_t clock = 0;           // clocks completed by every replica when W was sampled
+  double seconds = 0.0;        // since training started
+  double objective = 0.0;      // mean training loss on the fixed evaluation sample
+  double accuracy = -1.0;      // test accuracy; -1 when there is no test set
+  double samples_per_s = 0.0;  // samples processed by all ranks per second (P * K * clock / s)
+  int64_t bytes_sent = 0;      // by rank 0, all peers, SF and control messages
   int64_t bytes_received = 0;
-  double compute_s = 0.0;     // rank 0: seconds computing sufficient factors
-  double update_s = 0.0;      // rank 0: seconds applying updates to W
-  double wait_s = 0.0;        // rank 0: seconds the compute thread waited on peers (staleness)
+  double compute_s = 0.0;  // rank 0: seconds computing sufficient factors
+  double update_s = 0.0;   // rank 0: seconds applying updates to W
+  double wait_s = 0.0;     // rank 0: seconds the compute thread waited on peers (staleness)
   // Model-specific values (duality_gap, pair_auc, reconstruction_error, ...), in the model's order.
   std::vector<std::pair<std::string, double>> extra;
 };

@@ -7,8 +7,8 @@
 
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
-#include "sfb/core/hash.h"
 #include "sfb/core/files.h"
+#include "sfb/core/hash.h"
 
 namespace sfb::io {
 
@@ -52,7 +52,8 @@ Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& na
   ByteReader r(d, name, ByteReader::Source::kFile);
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kMagic, 8) == 0, "{}: bad magic: not an sfb checkpoint", name);
   const auto version = r.get<uint32_t>("version");
-  SFB_CHECK_DATA(version == kVersion, "{}: checkpoint version {} is not supported (expected {})", name, version, kVersion);
+  SFB_CHECK_DATA(version == kVersion, "{}: checkpoint version {} is not supported (expected {})", name, version,
+                 kVersion);
   const auto dtype = r.get<uint32_t>("dtype");
   SFB_CHECK_DATA(dtype == 1, "{}: dtype {} is not supported (1 = float32)", name, dtype);
   Checkpoint c;

@@ -28,18 +28,17 @@ void Dataset::add_bias() {
 }
 
 void Dataset::validate() const {
-  SFB_CHECK_DATA(static_cast<int64_t>(labels.size()) == n, "{}: {} labels for {} samples", name,
-                 labels.size(), n);
+  SFB_CHECK_DATA(static_cast<int64_t>(labels.size()) == n, "{}: {} labels for {} samples", name, labels.size(), n);
   if (sparse) {
-    SFB_CHECK_DATA(csr.rows() == n && csr.cols() == dim, "{}: sparse matrix is {}x{}, expected {}x{}",
-                   name, csr.rows(), csr.cols(), n, dim);
+    SFB_CHECK_DATA(csr.rows() == n && csr.cols() == dim, "{}: sparse matrix is {}x{}, expected {}x{}", name, csr.rows(),
+                   csr.cols(), n, dim);
   } else {
-    SFB_CHECK_DATA(dense.rows() == n && dense.cols() == dim, "{}: matrix is {}x{}, expected {}x{}",
-                   name, dense.rows(), dense.cols(), n, dim);
+    SFB_CHECK_DATA(dense.rows() == n && dense.cols() == dim, "{}: matrix is {}x{}, expected {}x{}", name, dense.rows(),
+                   dense.cols(), n, dim);
   }
   for (int64_t i = 0; i < n; ++i) {
-    SFB_CHECK_DATA(labels[i] >= 0 && labels[i] < classes,
-                   "{}: sample {} has label {}, outside [0, {})", name, i, labels[i], classes);
+    SFB_CHECK_DATA(labels[i] >= 0 && labels[i] < classes, "{}: sample {} has label {}, outside [0, {})", name, i,
+                   labels[i], classes);
   }
 }
 

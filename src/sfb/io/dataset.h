@@ -19,8 +19,8 @@ struct Dataset {
   int64_t dim = 0;
   int64_t classes = 0;
   bool sparse = false;
-  Matrix dense;       // n x dim when !sparse
-  SparseRows csr;     // n x dim when sparse
+  Matrix dense;    // n x dim when !sparse
+  SparseRows csr;  // n x dim when sparse
   std::vector<int32_t> labels;
 
   // Appends a constant-1 column (the bias feature).

@@ -74,8 +74,8 @@ IdxHeader read_header(GzFile& f, const std::string& path) {
 
 void resolve_range(const std::string& path, int64_t n, int64_t& begin, int64_t& end) {
   if (end < 0) end = n;
-  SFB_CHECK_DATA(begin >= 0 && begin <= end && end <= n, "{}: rows [{}, {}) outside the file's {} rows",
-                 path, begin, end, n);
+  SFB_CHECK_DATA(begin >= 0 && begin <= end && end <= n, "{}: rows [{}, {}) outside the file's {} rows", path, begin,
+                 end, n);
 }
 
 }  // namespace
@@ -88,8 +88,8 @@ IdxHeader read_idx_header(const std::string& path) {
 Matrix read_idx_images(const std::string& path, int64_t begin, int64_t end) {
   GzFile f(path);
   const IdxHeader h = read_header(f, path);
-  SFB_CHECK_DATA(h.dims.size() >= 2, "{}: images need >= 2 dimensions (magic 0x{:08x}); is this a labels file?",
-                 path, h.magic);
+  SFB_CHECK_DATA(h.dims.size() >= 2, "{}: images need >= 2 dimensions (magic 0x{:08x}); is this a labels file?", path,
+                 h.magic);
   int64_t row = 1;
   for (size_t i = 1; i < h.dims.size(); ++i) row *= h.dims[i];
   resolve_range(path, h.dims[0], begin, end);
@@ -105,8 +105,8 @@ Matrix read_idx_images(const std::string& path, int64_t begin, int64_t end) {
 std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin, int64_t end) {
   GzFile f(path);
   const IdxHeader h = read_header(f, path);
-  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?",
-                 path, h.dims.size());
+  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
+                 h.dims.size());
   resolve_range(path, h.dims[0], begin, end);
   f.skip(begin, "labels before this rank's partition");
   std::vector<unsigned char> buf(static_cast<size_t>(end - begin));

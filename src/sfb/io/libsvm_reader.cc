@@ -74,19 +74,18 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
                    opt.classes);
     const int64_t label = static_cast<int64_t>(shifted);
     SFB_CHECK_DATA(label >= 0 && label < opt.classes,
-                   "{}:{}: label {} minus data.label_offset {} = {} is outside [0, {})", path, lineno,
-                   lab, opt.label_offset, label, opt.classes);
+                   "{}:{}: label {} minus data.label_offset {} = {} is outside [0, {})", path, lineno, lab,
+                   opt.label_offset, label, opt.classes);
     labels.push_back(static_cast<int32_t>(label));
     int64_t prev = 0;
     for (std::string_view tok = next_token(); !tok.empty(); tok = next_token()) {
       const size_t colon = tok.find(':');
-      SFB_CHECK_DATA(colon != std::string_view::npos, "{}:{}: token '{}' is not index:value", path,
-                     lineno, tok);
+      SFB_CHECK_DATA(colon != std::string_view::npos, "{}:{}: token '{}' is not index:value", path, lineno, tok);
       int64_t idx = 0;
       float val = 0;
       auto [ip, iec] = std::from_chars(tok.data(), tok.data() + colon, idx);
-      SFB_CHECK_DATA(iec == std::errc() && ip == tok.data() + colon, "{}:{}: index '{}' is not an integer",
-                     path, lineno, tok.substr(0, colon));
+      SFB_CHECK_DATA(iec == std::errc() && ip == tok.data() + colon, "{}:{}: index '{}' is not an integer", path,
+                     lineno, tok.substr(0, colon));
       auto [vp, vec] = std::from_chars(tok.data() + colon + 1, tok.data() + tok.size(), val);
       SFB_CHECK_DATA(vec == std::errc() && vp == tok.data() + tok.size() && std::isfinite(val),
                      "{}:{}: value '{}' is not a finite number", path, lineno, tok.substr(colon + 1));
@@ -97,8 +96,7 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
       cols.push_back(static_cast<int32_t>(idx - 1));
       vals.push_back(val);
     }
-    SFB_CHECK_DATA(cols.size() < static_cast<size_t>(INT32_MAX), "{}: more than 2^31 non-zeros in one partition",
-                   path);
+    SFB_CHECK_DATA(cols.size() < static_cast<size_t>(INT32_MAX), "{}: more than 2^31 non-zeros in one partition", path);
     row_ptr.push_back(static_cast<int32_t>(cols.size()));
   }
   if (end >= 0) {

@@ -29,7 +29,7 @@ LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, 
   LoadedData out;
   const bool has_test = data.format == "synthetic" ? data.synthetic_test_samples > 0
                         : data.format == "idx"     ? !data.test_images.empty()
-                                                       : !data.test.empty();
+                                                   : !data.test.empty();
   if (data.format == "idx") {
     const int64_t n_images = read_idx_header(data.train_images).dims.at(0);
     const int64_t n_labels = read_idx_header(data.train_labels).dims.at(0);
@@ -58,8 +58,9 @@ LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, 
     if (want_test && has_test)
       out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
   } else {
-    SyntheticSpec spec{data.synthetic_samples, data.features, data.classes, data.synthetic_density,
-                       data.synthetic_noise, seed, 0, data.synthetic_separation};
+    SyntheticSpec spec{
+        data.synthetic_samples,   data.features, data.classes, data.synthetic_density, data.synthetic_noise, seed, 0,
+        data.synthetic_separation};
     out.total_train = cap(spec.samples, data.max_train_samples);
     const Range r = partition_range(out.total_train, rank, size);
     out.train = make_synthetic(spec, r.begin, r.end);

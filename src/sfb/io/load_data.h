@@ -7,9 +7,9 @@
 namespace sfb::io {
 
 struct LoadedData {
-  Dataset train;           // this rank's partition
-  Dataset test;            // empty unless requested and configured
-  int64_t total_train = 0; // rows over all ranks
+  Dataset train;            // this rank's partition
+  Dataset test;             // empty unless requested and configured
+  int64_t total_train = 0;  // rows over all ranks
 };
 
 // data: the [data] section; seed: job.seed (synthetic data).

@@ -7,8 +7,8 @@
 
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
-#include "sfb/core/hash.h"
 #include "sfb/core/files.h"
+#include "sfb/core/hash.h"
 
 namespace sfb::io {
 
@@ -38,8 +38,8 @@ Matrix read_model(const std::string& path) {
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kModelMagic, 8) == 0, "{}: bad magic: not an sfb model file",
                  path);
   const auto version = r.get<uint32_t>("version");
-  SFB_CHECK_DATA(version == kModelVersion, "{}: model format version {} is not supported (expected {})", path,
-                 version, kModelVersion);
+  SFB_CHECK_DATA(version == kModelVersion, "{}: model format version {} is not supported (expected {})", path, version,
+                 kModelVersion);
   const auto dtype = r.get<uint32_t>("dtype");
   SFB_CHECK_DATA(dtype == 1, "{}: dtype {} is not supported (1 = float32)", path, dtype);
   const auto rows = r.get<int64_t>("rows");
@@ -50,8 +50,8 @@ Matrix read_model(const std::string& path) {
   Matrix w(rows, cols);
   const auto bytes = static_cast<std::streamsize>(w.size() * sizeof(float));
   in.read(reinterpret_cast<char*>(w.data()), bytes);
-  SFB_CHECK_DATA(in.gcount() == bytes, "{}: model data is truncated: {} x {} needs {} bytes, found {}", path,
-                 rows, cols, bytes, in.gcount());
+  SFB_CHECK_DATA(in.gcount() == bytes, "{}: model data is truncated: {} x {} needs {} bytes, found {}", path, rows,
+                 cols, bytes, in.gcount());
   in.peek();
   SFB_CHECK_DATA(in.eof(), "{}: trailing bytes after the {} x {} model data", path, rows, cols);
   const uint32_t crc = crc32(std::as_bytes(std::span(w.data(), static_cast<size_t>(w.size()))));

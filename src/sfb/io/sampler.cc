@@ -7,7 +7,8 @@
 
 namespace sfb::io {
 
-EpochSampler::EpochSampler(int64_t n, uint64_t seed, uint64_t stream) : perm_(static_cast<size_t>(n)), rng_(make_rng(seed, stream)) {
+EpochSampler::EpochSampler(int64_t n, uint64_t seed, uint64_t stream)
+    : perm_(static_cast<size_t>(n)), rng_(make_rng(seed, stream)) {
   SFB_ENFORCE(n > 0, "sampling from an empty partition");
   std::iota(perm_.begin(), perm_.end(), int64_t{0});
   reshuffle();

@@ -14,7 +14,8 @@ namespace {
 
 // Standard normal from a hash (Box-Muller on two hashed uniforms).
 float hashed_normal(uint64_t seed, int64_t y, int64_t j) {
-  const uint64_t h1 = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(y) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(j)));
+  const uint64_t h1 =
+      splitmix64(seed ^ splitmix64(static_cast<uint64_t>(y) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(j)));
   const uint64_t h2 = splitmix64(h1);
   const double u1 = (static_cast<double>(h1 >> 11) + 0.5) / 9007199254740992.0;
   const double u2 = static_cast<double>(h2 >> 11) / 9007199254740992.0;
@@ -44,8 +45,10 @@ Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin, int64_t end) {
   d.sparse = sparse;
   d.labels.resize(static_cast<size_t>(n));
   std::vector<Eigen::Triplet<float, int32_t>> trip;
-  if (sparse) trip.reserve(static_cast<size_t>(n * nnz));
-  else d.dense.resize(n, spec.features);
+  if (sparse)
+    trip.reserve(static_cast<size_t>(n * nnz));
+  else
+    d.dense.resize(n, spec.features);
   std::vector<int32_t> support;
   std::vector<char> taken(sparse ? static_cast<size_t>(spec.features) : 0, 0);
   for (int64_t r = 0; r < n; ++r) {
@@ -57,8 +60,7 @@ Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin, int64_t end) {
       label = std::uniform_int_distribution<int64_t>(0, spec.classes - 1)(rng);
     d.labels[static_cast<size_t>(r)] = static_cast<int32_t>(label);
     if (!sparse) {
-      for (int64_t j = 0; j < spec.features; ++j)
-        d.dense(r, j) = sep * hashed_normal(proto_seed, y, j) + gauss(rng);
+      for (int64_t j = 0; j < spec.features; ++j) d.dense(r, j) = sep * hashed_normal(proto_seed, y, j) + gauss(rng);
     } else {
       // Floyd's algorithm: nnz distinct features without touching all D.
       support.clear();

@@ -87,7 +87,8 @@ CostModel alpha_beta_model(Algorithm algo, int nodes, double alpha_us, double be
 Network named_network(const std::string& name) {
   if (name == "10gbe") return {name, 523.03 / 14.0, 8e-4};
   if (name == "ib") return {name, 97.537 / 14.0, 8.0 / 56000.0};
-  throw InvalidArgument(fmt::format("network must be 10gbe, ib, fit:FILE or ab:<a_us>,<b_us_per_byte>, got \"{}\"", name));
+  throw InvalidArgument(
+      fmt::format("network must be 10gbe, ib, fit:FILE or ab:<a_us>,<b_us_per_byte>, got \"{}\"", name));
 }
 
 }  // namespace sfb::mgwfbp

@@ -16,8 +16,8 @@
 namespace sfb::mgwfbp {
 
 struct CostModel {
-  double a_us = 0.0;            // start-up time, microseconds
-  double b_us_per_byte = 0.0;   // microseconds per byte
+  double a_us = 0.0;           // start-up time, microseconds
+  double b_us_per_byte = 0.0;  // microseconds per byte
   double time_us(int64_t bytes) const { return bytes > 0 ? a_us + b_us_per_byte * static_cast<double>(bytes) : 0.0; }
 };
 

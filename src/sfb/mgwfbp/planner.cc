@@ -193,19 +193,26 @@ Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
     return static_cast<int64_t>(v * static_cast<double>(kMiB));
   };
   Plan plan;
-  if (spec == "wfbp") plan = plan_wfbp(p);
-  else if (spec == "synceasgd") plan = plan_synceasgd(p);
-  else if (spec == "mgwfbp") plan = plan_mgwfbp(p, c);
-  else if (spec == "optimal") plan = plan_optimal(p, c);
-  else if (spec == "ddp") plan = plan_buckets(p, 25 * kMiB, kMiB);
+  if (spec == "wfbp")
+    plan = plan_wfbp(p);
+  else if (spec == "synceasgd")
+    plan = plan_synceasgd(p);
+  else if (spec == "mgwfbp")
+    plan = plan_mgwfbp(p, c);
+  else if (spec == "optimal")
+    plan = plan_optimal(p, c);
+  else if (spec == "ddp")
+    plan = plan_buckets(p, 25 * kMiB, kMiB);
   else if (spec.rfind("buckets:", 0) == 0) {
     const int64_t cap = mib(spec.substr(8));
     plan = plan_buckets(p, cap, std::min(cap, kMiB));
-  } else if (spec.rfind("horovod:", 0) == 0) plan = plan_horovod(p, mib(spec.substr(8)));
+  } else if (spec.rfind("horovod:", 0) == 0)
+    plan = plan_horovod(p, mib(spec.substr(8)));
   else
-    throw InvalidArgument(fmt::format("unknown planner \"{}\"; planners are wfbp, synceasgd, mgwfbp, optimal, ddp, "
-                                      "buckets:<MiB>, horovod:<MiB>",
-                                      spec));
+    throw InvalidArgument(
+        fmt::format("unknown planner \"{}\"; planners are wfbp, synceasgd, mgwfbp, optimal, ddp, "
+                    "buckets:<MiB>, horovod:<MiB>",
+                    spec));
   check_plan(plan, p.size());
   return plan;
 }

@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
-#include "sfb/core/strings.h"
 #include "sfb/core/files.h"
+#include "sfb/core/strings.h"
 
 namespace sfb::mgwfbp {
 
@@ -134,7 +134,8 @@ std::vector<Sample> read_bcaffe_comm(const std::string& path) {
   for (size_t i = 0; i < rows.size(); i += 2) {
     // Newer logs attribute a layer's communication to its weight row (bias 0); older ones time
     // weight and bias separately.
-    if (rows[i + 1].comm == 0) out.push_back({(rows[i].size + rows[i + 1].size) * 4, rows[i].comm});
+    if (rows[i + 1].comm == 0)
+      out.push_back({(rows[i].size + rows[i + 1].size) * 4, rows[i].comm});
     else {
       out.push_back({rows[i].size * 4, rows[i].comm});
       out.push_back({rows[i + 1].size * 4, rows[i + 1].comm});

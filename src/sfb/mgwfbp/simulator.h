@@ -16,9 +16,9 @@
 namespace sfb::mgwfbp {
 
 struct Timeline {
-  std::vector<double> ready_us;   // per layer
-  std::vector<double> start_us;   // per group
-  std::vector<double> end_us;     // per group
+  std::vector<double> ready_us;  // per layer
+  std::vector<double> start_us;  // per group
+  std::vector<double> end_us;    // per group
   double backward_us = 0.0;
   double comm_end_us = 0.0;
   double iteration_us = 0.0;
@@ -45,8 +45,8 @@ struct Prediction {
 
 // Every planner at every node count; cost(n) gives the all-reduce model for n nodes.
 template <typename CostFn>
-std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>& planners, const std::vector<int>& nodes,
-                                CostFn cost) {
+std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>& planners,
+                                const std::vector<int>& nodes, CostFn cost) {
   std::vector<Prediction> out;
   const double single = p.forward_us + p.backward_us();
   for (int n : nodes) {
@@ -54,8 +54,8 @@ std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>
     for (const auto& name : planners) {
       const Plan plan = make_plan(name, p, c);
       const Timeline t = simulate(p, c, plan);
-      out.push_back({name, n, static_cast<int>(plan.size()), t.iteration_us, t.non_overlapped_us,
-                     n * single / t.iteration_us});
+      out.push_back(
+          {name, n, static_cast<int>(plan.size()), t.iteration_us, t.non_overlapped_us, n * single / t.iteration_us});
     }
   }
   return out;

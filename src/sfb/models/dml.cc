@@ -56,8 +56,13 @@ std::vector<std::vector<int64_t>> rows_by_class(const io::Dataset& data, int64_t
 }  // namespace
 
 Dml::Dml(const api::ModelContext& ctx)
-    : train_(ctx.train()), J_(ctx.param_int("dim", 32)), D_(ctx.train().dim), sparse_(ctx.train().sparse),
-      margin_(ctx.param_double("margin", 1.0)), eval_pairs_(ctx.param_int("eval_pairs", 2000)), seed_(ctx.seed()),
+    : train_(ctx.train()),
+      J_(ctx.param_int("dim", 32)),
+      D_(ctx.train().dim),
+      sparse_(ctx.train().sparse),
+      margin_(ctx.param_double("margin", 1.0)),
+      eval_pairs_(ctx.param_int("eval_pairs", 2000)),
+      seed_(ctx.seed()),
       rank_(ctx.rank()) {
   SFB_CHECK(J_ >= 1, "model.dim must be >= 1, got {}", J_);
   SFB_CHECK(margin_ > 0, "model.margin must be > 0, got {}", margin_);
@@ -157,7 +162,8 @@ std::vector<double> Dml::distances(const Matrix& L, const io::Dataset& data, con
   for (size_t b = 0; b < pairs.size(); b += kBlock) {
     const auto m = static_cast<int64_t>(std::min(pairs.size() - b, static_cast<size_t>(kBlock)));
     d.resize(m, data.dim);
-    for (int64_t i = 0; i < m; ++i) diff_row(data, pairs[b + static_cast<size_t>(i)].a, pairs[b + static_cast<size_t>(i)].b, d.row(i));
+    for (int64_t i = 0; i < m; ++i)
+      diff_row(data, pairs[b + static_cast<size_t>(i)].a, pairs[b + static_cast<size_t>(i)].b, d.row(i));
     const Matrix z = d * L.transpose();
     for (int64_t i = 0; i < m; ++i) out[b + static_cast<size_t>(i)] = z.row(i).squaredNorm();
   }
@@ -204,10 +210,11 @@ api::NamedValues Dml::metrics(const Matrix& W, const io::Dataset& train, int64_t
   // Similar pairs should rank first (small distance): AUC = P(dist_sim < dist_dis).
   const double auc = (pos > 0 && neg > 0) ? 1.0 - (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : -1.0;
   return {{"pair_auc", auc}, {"margin_violations", [&] {
-             double v = 0;
-             for (size_t i = 0; i < pairs.size(); ++i) v += pairs[i].similar ? 0 : (dist[i] < margin_ ? 1 : 0);
-             return neg > 0 ? v / neg : 0.0;
-           }()}};
+                                double v = 0;
+                                for (size_t i = 0; i < pairs.size(); ++i)
+                                  v += pairs[i].similar ? 0 : (dist[i] < margin_ ? 1 : 0);
+                                return neg > 0 ? v / neg : 0.0;
+                              }()}};
 }
 
 }  // namespace sfb::models

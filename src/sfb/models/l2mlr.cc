@@ -9,7 +9,10 @@
 namespace sfb::models {
 
 L2Mlr::L2Mlr(const api::ModelContext& ctx)
-    : train_(ctx.train()), J_(ctx.train().classes), D_(ctx.train().dim), sparse_(ctx.train().sparse),
+    : train_(ctx.train()),
+      J_(ctx.train().classes),
+      D_(ctx.train().dim),
+      sparse_(ctx.train().sparse),
       lambda_(ctx.param_double("lambda", 1e-4)) {
   const std::string solver = ctx.param_string("solver", "sgd");
   SFB_CHECK(solver == "sgd" || solver == "sdca", "model.solver must be \"sgd\" or \"sdca\", got \"{}\"", solver);

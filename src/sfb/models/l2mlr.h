@@ -57,7 +57,7 @@ class L2Mlr : public api::Model {
   double lambda_n_;  // lambda * n over all ranks
   double sigma_;
   mutable std::mutex alpha_mu_;
-  Matrix alpha_;     // SDCA: n_local x J
+  Matrix alpha_;  // SDCA: n_local x J
 };
 
 }  // namespace sfb::models

@@ -50,8 +50,10 @@ void sparse_logits(const Rows& x, const Matrix& W, Matrix& out) {
 
 Matrix Mlr::probabilities(const api::Weights& W, const api::MiniBatch& batch) {
   Matrix p;
-  if (batch.sparse) sparse_logits(batch.x_csr, W.stored, p);
-  else p.noalias() = batch.x * W.stored.transpose();
+  if (batch.sparse)
+    sparse_logits(batch.x_csr, W.stored, p);
+  else
+    p.noalias() = batch.x * W.stored.transpose();
   if (W.scale != 1.0f) p *= W.scale;
   softmax_rows(p);
   return p;
@@ -99,8 +101,7 @@ double Mlr::cross_entropy(const Matrix& W, const io::Dataset& data, int64_t limi
   for (int64_t b = 0; b < n; b += kEvalBlock) {
     const int64_t e = std::min(n, b + kEvalBlock);
     const Matrix p = probabilities(W, data, b, e);
-    for (int64_t i = b; i < e; ++i)
-      loss -= std::log(std::max(p(i - b, data.labels[static_cast<size_t>(i)]), 1e-30f));
+    for (int64_t i = b; i < e; ++i) loss -= std::log(std::max(p(i - b, data.labels[static_cast<size_t>(i)]), 1e-30f));
   }
   return loss / static_cast<double>(n);
 }

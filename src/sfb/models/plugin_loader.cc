@@ -19,9 +19,10 @@ ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
     dlerror();
     void* s = dlsym(lib.get(), name);
     if (!s)
-      throw InvalidArgument(fmt::format("model.plugin: {} does not export {}(); a plugin defines its model with "
-                                        "SFB_DEFINE_PLUGIN(Class) from <sfb/api/plugin.h>",
-                                        path, name));
+      throw InvalidArgument(
+          fmt::format("model.plugin: {} does not export {}(); a plugin defines its model with "
+                      "SFB_DEFINE_PLUGIN(Class) from <sfb/api/plugin.h>",
+                      path, name));
     return s;
   };
   auto version = reinterpret_cast<api::PluginAbiVersionFn>(symbol(api::kPluginAbiVersionSymbol));

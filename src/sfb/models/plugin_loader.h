@@ -16,8 +16,10 @@ struct ModelDeleter {
   api::PluginDestroyFn destroy = nullptr;
   std::shared_ptr<void> library;
   void operator()(api::Model* m) const {
-    if (destroy) destroy(m);
-    else delete m;
+    if (destroy)
+      destroy(m);
+    else
+      delete m;
   }
 };
 using ModelPtr = std::unique_ptr<api::Model, ModelDeleter>;

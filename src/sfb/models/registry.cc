@@ -30,8 +30,8 @@ std::vector<std::string> model_names() {
 ModelPtr make_model(const std::string& name, const api::ModelContext& ctx) {
   for (const auto& m : builtin_models())
     if (m.name == name) return ModelPtr(m.create(ctx));
-  throw InvalidArgument(fmt::format("model.name: unknown model \"{}\"; built-in models are: {}", name,
-                                    fmt::join(model_names(), ", ")));
+  throw InvalidArgument(
+      fmt::format("model.name: unknown model \"{}\"; built-in models are: {}", name, fmt::join(model_names(), ", ")));
 }
 
 ModelPtr make_model(const Config& cfg, const io::Dataset& train, int64_t train_total, int rank, int ranks) {

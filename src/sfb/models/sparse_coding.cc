@@ -33,7 +33,9 @@ float top_eigenvalue(const Eigen::MatrixXf& G) {
 }  // namespace
 
 SparseCoding::SparseCoding(const api::ModelContext& ctx)
-    : dim_(ctx.train().dim), atoms_(ctx.param_int("atoms", 64)), gamma_(ctx.param_double("gamma", 0.1)),
+    : dim_(ctx.train().dim),
+      atoms_(ctx.param_int("atoms", 64)),
+      gamma_(ctx.param_double("gamma", 0.1)),
       steps_(ctx.param_int("lasso_steps", 30)) {
   SFB_CHECK(atoms_ >= 1, "model.atoms must be >= 1, got {}", atoms_);
   SFB_CHECK(steps_ >= 1, "model.lasso_steps must be >= 1, got {}", steps_);
@@ -61,7 +63,8 @@ Matrix SparseCoding::encode(const Matrix& B, const Matrix& X) const {
   float t = 1.0f;
   for (int64_t it = 0; it < steps_; ++it) {
     A_next.noalias() = Y - (Y * G - C) / L;
-    A_next = A_next.unaryExpr([thresh](float v) { return v > thresh ? v - thresh : (v < -thresh ? v + thresh : 0.0f); });
+    A_next =
+        A_next.unaryExpr([thresh](float v) { return v > thresh ? v - thresh : (v < -thresh ? v + thresh : 0.0f); });
     const float t_next = 0.5f * (1.0f + std::sqrt(1.0f + 4.0f * t * t));
     Y = A_next + ((t - 1.0f) / t_next) * (A_next - A);
     A.swap(A_next);

@@ -18,11 +18,11 @@ namespace sfb::runtime {
 
 struct ExchangeHost {
   comm::Transport* transport = nullptr;
-  int workers = 0;             // ranks 0 .. workers-1 train; any further ranks serve
+  int workers = 0;  // ranks 0 .. workers-1 train; any further ranks serve
   int32_t J = 0, D = 0;
   int64_t start_clock = 0;
-  const Matrix* initial_W = nullptr;           // valid during start()
-  std::function<void(SfBatchPtr)> deliver;     // to the update thread, in clock order
+  const Matrix* initial_W = nullptr;        // valid during start()
+  std::function<void(SfBatchPtr)> deliver;  // to the update thread, in clock order
   std::function<void(std::exception_ptr)> fail;
 };
 

@@ -14,14 +14,15 @@ double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 }  // namespace
 
 std::vector<int64_t> pack_stats(const RankStats& s) {
-  return {s.clocks,           s.pairs_sent,    s.pairs_received,    s.pairs_applied,  std::bit_cast<int64_t>(s.checksum),
-          s.bytes_sent,       s.bytes_received, to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s),
-          s.max_lead,         s.bytes_from_servers};
+  return {s.clocks,     s.pairs_sent,        s.pairs_received,   s.pairs_applied,   std::bit_cast<int64_t>(s.checksum),
+          s.bytes_sent, s.bytes_received,    to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s),
+          s.max_lead,   s.bytes_from_servers};
 }
 
 RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
   if (v.size() != kRankStatsWords)
-    throw CommError(fmt::format("DONE from rank {}: {} statistics words, expected {}", rank, v.size(), kRankStatsWords));
+    throw CommError(
+        fmt::format("DONE from rank {}: {} statistics words, expected {}", rank, v.size(), kRankStatsWords));
   RankStats s;
   s.rank = rank;
   s.clocks = v[0];

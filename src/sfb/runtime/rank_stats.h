@@ -18,7 +18,7 @@ struct RankStats {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   double compute_s = 0, update_s = 0, wait_s = 0;
-  int64_t max_lead = 0;        // max over clocks and in-neighbours of (clock - applied clocks)
+  int64_t max_lead = 0;            // max over clocks and in-neighbours of (clock - applied clocks)
   int64_t bytes_from_servers = 0;  // fms: bytes received from the parameter servers
 };
 

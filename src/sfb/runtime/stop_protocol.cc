@@ -61,8 +61,8 @@ void StopProtocol::local_done(const RankStats& stats) {
 }
 
 void StopProtocol::handle(const comm::ControlMsg& m, int from) {
-  const bool to_root = m.type == ControlType::kStopRequest || m.type == ControlType::kStopReply ||
-                       m.type == ControlType::kDone;
+  const bool to_root =
+      m.type == ControlType::kStopRequest || m.type == ControlType::kStopReply || m.type == ControlType::kDone;
   if (to_root != (rank_ == 0) || (!to_root && from != 0) || from < 0 || from >= workers_)
     throw CommError(fmt::format("rank {}: control message type {} from rank {} is not meant for this rank", rank_,
                                 static_cast<int>(m.type), from));
@@ -80,9 +80,7 @@ void StopProtocol::on_stop_request(int from, int64_t signal) {
   request_stop(fmt::format("rank {} received signal {}", from, signal));
 }
 
-void StopProtocol::on_stop_query(int /*from*/) {
-  io_.send(0, ControlType::kStopReply, io_.pause(), {});
-}
+void StopProtocol::on_stop_query(int /*from*/) { io_.send(0, ControlType::kStopReply, io_.pause(), {}); }
 
 void StopProtocol::on_stop_reply(int from, int64_t started) {
   if (!query_open_ || replied_[static_cast<size_t>(from)])

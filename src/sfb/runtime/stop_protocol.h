@@ -79,9 +79,9 @@ class StopProtocol {
   StopProtocolIo io_;
   std::string stop_reason_ = "max_clocks";
   bool stop_asked_ = false;
-  bool query_open_ = false;           // rank 0: STOP_QUERY sent, replies pending
-  std::vector<char> replied_;         // rank 0: per rank, for the open query
-  int64_t max_started_ = 0;           // rank 0: over the replies and itself
+  bool query_open_ = false;    // rank 0: STOP_QUERY sent, replies pending
+  std::vector<char> replied_;  // rank 0: per rank, for the open query
+  int64_t max_started_ = 0;    // rank 0: over the replies and itself
   bool done_sent_ = false;
   bool got_final_ = false;
   std::vector<char> done_;            // rank 0: per rank

@@ -92,8 +92,10 @@ void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches, st
     for (size_t bi = 0; bi < batches.size(); ++bi) {
       const SfBatch* b = batches[bi];
       if (b->sparse_v || b->count == 0) continue;
-      if (alpha_of(bi) == 1.0f) W.noalias() += b->u.transpose() * b->v;
-      else W.noalias() += alpha_of(bi) * (b->u.transpose() * b->v);
+      if (alpha_of(bi) == 1.0f)
+        W.noalias() += b->u.transpose() * b->v;
+      else
+        W.noalias() += alpha_of(bi) * (b->u.transpose() * b->v);
     }
   } else {
     // One GEMM for all dense batches: stack U (PK x J) and V (PK x D) in batch order.
@@ -103,20 +105,22 @@ void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches, st
     for (size_t bi = 0; bi < batches.size(); ++bi) {
       const SfBatch* b = batches[bi];
       if (b->sparse_v || b->count == 0) continue;
-      if (alpha_of(bi) == 1.0f) u_stack_.middleRows(r, b->count) = b->u;
-      else u_stack_.middleRows(r, b->count) = alpha_of(bi) * b->u;
+      if (alpha_of(bi) == 1.0f)
+        u_stack_.middleRows(r, b->count) = b->u;
+      else
+        u_stack_.middleRows(r, b->count) = alpha_of(bi) * b->u;
       v_stack_.middleRows(r, b->count) = b->v;
       r += b->count;
     }
     W.noalias() += u_stack_.topRows(dense_rows).transpose() * v_stack_.topRows(dense_rows);
   }
-  if (!sparse.empty()) apply_sparse(W, sparse, alpha.empty() ? std::span<const float>() : std::span<const float>(sparse_alpha));
+  if (!sparse.empty())
+    apply_sparse(W, sparse, alpha.empty() ? std::span<const float>() : std::span<const float>(sparse_alpha));
 }
 
-void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
-  const int64_t J = W.rows();
-  const int64_t D = W.cols();
-  // Regroup every non-zero by column, keeping batch and pair order within a column.
+// Regroups every non-zero of the batches by column, keeping batch and pair order within a column;
+// returns the number of pairs.
+int64_t UpdateApplier::group_by_column(std::span<const SfBatch* const> batches, int64_t D) {
   col_ptr_.assign(static_cast<size_t>(D) + 1, 0);
   int64_t nnz = 0;
   for (const SfBatch* b : batches) {
@@ -143,22 +147,33 @@ void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batc
   }
   for (int64_t c = D; c > 0; --c) col_ptr_[static_cast<size_t>(c)] = col_ptr_[static_cast<size_t>(c) - 1];
   col_ptr_[0] = 0;
+  return pairs;
+}
 
-  // U repacked so that block b's coefficients of pair p are u_blocked_[(b * pairs + p) * kRows + 0..kRows-1].
+// U repacked so that block b's coefficients of pair p are u_blocked_[(b * pairs + p) * kRows + 0..kRows-1],
+// each multiplied by its batch's alpha.
+void UpdateApplier::pack_u_blocks(std::span<const SfBatch* const> batches, std::span<const float> alpha, int64_t J,
+                                  int64_t pairs) {
   const int64_t blocks = (J + kRows - 1) / kRows;
   u_blocked_.assign(static_cast<size_t>(blocks * pairs * kRows), 0.0f);
-  {
-    int64_t p = 0;
-    for (size_t bi = 0; bi < batches.size(); ++bi) {
-      const SfBatch* b = batches[bi];
-      const float a = alpha.empty() ? 1.0f : alpha[bi];
-      for (int32_t i = 0; i < b->count; ++i, ++p) {
-        const float* u = b->u.data() + static_cast<int64_t>(i) * J;
-        for (int64_t j = 0; j < J; ++j) u_blocked_[static_cast<size_t>(((j / kRows) * pairs + p) * kRows + j % kRows)] = a * u[j];
-      }
+  int64_t p = 0;
+  for (size_t bi = 0; bi < batches.size(); ++bi) {
+    const SfBatch* b = batches[bi];
+    const float a = alpha.empty() ? 1.0f : alpha[bi];
+    for (int32_t i = 0; i < b->count; ++i, ++p) {
+      const float* u = b->u.data() + static_cast<int64_t>(i) * J;
+      for (int64_t j = 0; j < J; ++j)
+        u_blocked_[static_cast<size_t>(((j / kRows) * pairs + p) * kRows + j % kRows)] = a * u[j];
     }
   }
+}
 
+void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
+  const int64_t J = W.rows();
+  const int64_t D = W.cols();
+  const int64_t pairs = group_by_column(batches, D);
+  pack_u_blocks(batches, alpha, J, pairs);
+  const int64_t blocks = (J + kRows - 1) / kRows;
   float* w = W.data();
   const int64_t* cp = col_ptr_.data();
   const int32_t* ep = entry_pair_.data();
@@ -187,7 +202,8 @@ void UpdateApplier::apply_sparse(Matrix& W, std::span<const SfBatch* const> batc
         for (; n < n_used && used[n] < c1; ++n) {
           const int32_t c = used[n];
           Block acc = Block::Zero();
-          for (int64_t e = cp[c]; e < cp[c + 1]; ++e) acc += ev[e] * Eigen::Map<const Block>(ub + int64_t{ep[e]} * kRows);
+          for (int64_t e = cp[c]; e < cp[c + 1]; ++e)
+            acc += ev[e] * Eigen::Map<const Block>(ub + int64_t{ep[e]} * kRows);
           Eigen::Map<Block, Eigen::Aligned32>(buf + (c - c0) * kRows) += acc;
         }
         unpack_tile(buf, c0, c1, row, D);

@@ -40,14 +40,16 @@ class UpdateApplier {
 
  private:
   void apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha);
+  int64_t group_by_column(std::span<const SfBatch* const> batches, int64_t D);
+  void pack_u_blocks(std::span<const SfBatch* const> batches, std::span<const float> alpha, int64_t J, int64_t pairs);
   int threads_;
   // Reused across calls: no allocation once they have grown.
   Matrix u_stack_, v_stack_;
-  std::vector<int64_t> col_ptr_;         // D + 1: entries of column c are [col_ptr_[c], col_ptr_[c+1])
-  std::vector<int32_t> cols_used_;       // columns with at least one entry, ascending
-  std::vector<int32_t> entry_pair_;      // per entry: the pair (numbered across batches)
-  std::vector<float> u_blocked_;         // U repacked: [J/8 blocks][pairs][8]
-  std::vector<float> entry_v_;           // per entry: v_ic
+  std::vector<int64_t> col_ptr_;     // D + 1: entries of column c are [col_ptr_[c], col_ptr_[c+1])
+  std::vector<int32_t> cols_used_;   // columns with at least one entry, ascending
+  std::vector<int32_t> entry_pair_;  // per entry: the pair (numbered across batches)
+  std::vector<float> u_blocked_;     // U repacked: [J/8 blocks][pairs][8]
+  std::vector<float> entry_v_;       // per entry: v_ic
 };
 
 }  // namespace sfb::runtime

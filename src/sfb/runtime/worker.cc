@@ -25,8 +25,10 @@ int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host) {
 
 int worker_count(const Config& cfg, int ranks) {
   if (cfg.comm.scheme != "fms") return ranks;
-  SFB_CHECK(ranks > cfg.fms.servers, "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
-            "run mpirun -np P+S", cfg.fms.servers, cfg.fms.servers, ranks);
+  SFB_CHECK(ranks > cfg.fms.servers,
+            "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
+            "run mpirun -np P+S",
+            cfg.fms.servers, cfg.fms.servers, ranks);
   return ranks - static_cast<int>(cfg.fms.servers);
 }
 
@@ -52,8 +54,16 @@ MonitorOutputs monitor_outputs(const Config& cfg, int workers) {
 
 Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m,
                      WorkerHooks h, Exchange* ex)
-    : cfg(c), t(tr), train(tn), test(te), model(m), hooks(std::move(h)), exchange(ex), rank(tr.rank()),
-      P(worker_count(c, tr.size())), topo(make_topology(c, P)) {}
+    : cfg(c),
+      t(tr),
+      train(tn),
+      test(te),
+      model(m),
+      hooks(std::move(h)),
+      exchange(ex),
+      rank(tr.rank()),
+      P(worker_count(c, tr.size())),
+      topo(make_topology(c, P)) {}
 
 // SSP rule (docs/design.md): clock c may start once every in-neighbour's batches of clocks
 // < c - s are applied. A worker always reads its own writes (as in Petuum's SSP): its own
@@ -192,8 +202,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     model.init(s.W, init_rng);
   }
   SFB_CHECK(start.clock >= 0 && start.clock < cfg.stop.max_clocks,
-            "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue", start.clock,
-            cfg.stop.max_clocks);
+            "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",
+            start.clock, cfg.stop.max_clocks);
   s.start_clock = start.clock;
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);

@@ -58,12 +58,12 @@ struct WorkerStart {
 struct WorkerResult {
   Matrix W;
   RankStats self;
-  std::vector<int64_t> pairs_sent_to;      // per destination rank
-  std::vector<int64_t> pairs_applied_from; // per source rank (own included)
-  std::vector<RankStats> all;              // rank 0: every rank's statistics, in rank order
-  std::vector<EvalRecord> evals;           // rank 0
-  std::string stop_reason;                 // rank 0: max_clocks, target_accuracy, signal, ...
-  int64_t start_clock = 0;  // where training started (a checkpoint's clock when resumed)
+  std::vector<int64_t> pairs_sent_to;       // per destination rank
+  std::vector<int64_t> pairs_applied_from;  // per source rank (own included)
+  std::vector<RankStats> all;               // rank 0: every rank's statistics, in rank order
+  std::vector<EvalRecord> evals;            // rank 0
+  std::string stop_reason;                  // rank 0: max_clocks, target_accuracy, signal, ...
+  int64_t start_clock = 0;                  // where training started (a checkpoint's clock when resumed)
   int64_t final_clock = 0;
   double seconds = 0;
 };

@@ -72,9 +72,10 @@ void Worker::State::receive_sf(comm::Message&& m) {
     // FIFO per sender: a clock out of order means a lost or duplicated message.
     std::lock_guard lock(mu);
     if (batch->clock != received[static_cast<size_t>(m.src)])
-      throw CommError(fmt::format("rank {}: SF batch of clock {} from rank {}, expected clock {}: a message was lost or "
-                                  "duplicated",
-                                  rank, batch->clock, m.src, received[static_cast<size_t>(m.src)]));
+      throw CommError(
+          fmt::format("rank {}: SF batch of clock {} from rank {}, expected clock {}: a message was lost or "
+                      "duplicated",
+                      rank, batch->clock, m.src, received[static_cast<size_t>(m.src)]));
     ++received[static_cast<size_t>(m.src)];
   }
   in_q.push(std::move(batch));
@@ -105,7 +106,8 @@ void Worker::State::check_stop_reasons() {
     stop->request_stop(fmt::format("signal {}", sig), sig);
   } else if (rank == 0) {
     std::string reason = monitor ? monitor->stop_reason() : std::string();
-    if (reason.empty() && cfg.stop.max_seconds > 0 && since_start.seconds() > cfg.stop.max_seconds) reason = "max_seconds";
+    if (reason.empty() && cfg.stop.max_seconds > 0 && since_start.seconds() > cfg.stop.max_seconds)
+      reason = "max_seconds";
     if (!reason.empty()) stop->request_stop(reason);
   }
 }

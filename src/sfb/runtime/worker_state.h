@@ -27,8 +27,8 @@ inline int64_t to_ns(double s) { return static_cast<int64_t>(s * 1e9); }
 inline double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
 struct Worker::State {
-  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m, WorkerHooks h,
-        Exchange* ex);
+  State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m,
+        WorkerHooks h, Exchange* ex);
 
   // Fixed for the run.
   const Config& cfg;
@@ -39,7 +39,7 @@ struct Worker::State {
   WorkerHooks hooks;
   Exchange* exchange;  // null: SFB (the communication thread broadcasts the SFs itself)
   const int rank;
-  const int P;         // workers (the ranks after them, if any, are parameter servers)
+  const int P;  // workers (the ranks after them, if any, are parameter servers)
   comm::Topology topo;
   std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
   int32_t J = 0, D = 0, K = 0;
@@ -63,12 +63,12 @@ struct Worker::State {
   // Clock state, guarded by mu; cv wakes the compute thread.
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<int64_t> applied;  // per rank: batches applied (= clocks, they arrive in order)
-  std::vector<int64_t> received; // per rank: batches received (own: committed), for diagnostics
-  int64_t start_clock = 0;       // first clock (a resumed run starts at its checkpoint's clock)
-  int64_t stop_at = 0;           // clocks every rank computes
-  int64_t started = 0;           // clocks this rank has started computing
-  bool paused = false;           // a stop query is open: start no new clock
+  std::vector<int64_t> applied;   // per rank: batches applied (= clocks, they arrive in order)
+  std::vector<int64_t> received;  // per rank: batches received (own: committed), for diagnostics
+  int64_t start_clock = 0;        // first clock (a resumed run starts at its checkpoint's clock)
+  int64_t stop_at = 0;            // clocks every rank computes
+  int64_t started = 0;            // clocks this rank has started computing
+  bool paused = false;            // a stop query is open: start no new clock
   bool compute_done = false;
   bool update_done = false;
 

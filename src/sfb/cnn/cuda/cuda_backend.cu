@@ -40,7 +40,9 @@ struct DevBuf {
     o.p = nullptr;
     o.n = 0;
   }
-  ~DevBuf() { if (p) cudaFree(p); }
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
   void resize(size_t count) {
     if (count <= n) return;
     if (p) cudaFree(p);
@@ -72,7 +74,8 @@ __global__ void col2im_kernel(const float* col, float* dx, int C, int H, int W, 
   const int64_t total = static_cast<int64_t>(C) * H * W;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int ix = static_cast<int>(i % W), iy = static_cast<int>((i / W) % H), c = static_cast<int>(i / (static_cast<int64_t>(W) * H));
+    const int ix = static_cast<int>(i % W), iy = static_cast<int>((i / W) % H),
+              c = static_cast<int>(i / (static_cast<int64_t>(W) * H));
     float s = 0.0f;
     for (int ky = 0; ky < k; ++ky) {
       const int oy = iy - ky + pad;
@@ -106,15 +109,18 @@ __global__ void bias_grad_kernel(const float* dy, float* db, int64_t n, int C, i
 }
 
 __global__ void relu_kernel(const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 __global__ void relu_back_kernel(const float* x, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-__global__ void maxpool_kernel(const float* x, float* y, int* arg, int64_t n, int C, int H, int W, int k, int OH, int OW) {
+__global__ void maxpool_kernel(const float* x, float* y, int* arg, int64_t n, int C, int H, int W, int k, int OH,
+                               int OW) {
   const int64_t total = n * C * OH * OW;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -136,7 +142,8 @@ __global__ void maxpool_kernel(const float* x, float* y, int* arg, int64_t n, in
     arg[i] = at;
   }
 }
-__global__ void maxpool_back_kernel(const float* dy, const int* arg, float* dx, int64_t n, int64_t out_per, int64_t in_per) {
+__global__ void maxpool_back_kernel(const float* dy, const int* arg, float* dx, int64_t n, int64_t out_per,
+                                    int64_t in_per) {
   // Windows do not overlap (stride = k): every input receives at most one output's gradient.
   const int64_t total = n * out_per;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -146,7 +153,8 @@ __global__ void maxpool_back_kernel(const float* dy, const int* arg, float* dx, 
 
 // One thread per row: loss and (p - onehot) / n.
 __global__ void softmax_ce_kernel(const float* z, const int* labels, float* dz, float* loss, int64_t n, int classes) {
-  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < n; r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < n;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float* zr = z + r * classes;
     float m = zr[0];
     for (int j = 1; j < classes; ++j) m = fmaxf(m, zr[j]);
@@ -154,7 +162,8 @@ __global__ void softmax_ce_kernel(const float* z, const int* labels, float* dz, 
     for (int j = 0; j < classes; ++j) s += expf(zr[j] - m);
     const int y = labels[r];
     loss[r] = -(zr[y] - m - logf(s));
-    for (int j = 0; j < classes; ++j) dz[r * classes + j] = (expf(zr[j] - m) / s - (j == y ? 1.0f : 0.0f)) / static_cast<float>(n);
+    for (int j = 0; j < classes; ++j)
+      dz[r * classes + j] = (expf(zr[j] - m) / s - (j == y ? 1.0f : 0.0f)) / static_cast<float>(n);
   }
 }
 
@@ -190,8 +199,8 @@ class CudaBackend final : public DeviceBackend {
     for (int i = 0; i < net_.layers(); ++i) {
       auto ps = net_.layer(i).params();
       for (size_t k = 0; k < ps.size(); ++k)
-        check(cudaMemcpy(params_[static_cast<size_t>(i)][k]->p, ps[k]->data(), static_cast<size_t>(ps[k]->size()) * sizeof(float),
-                         cudaMemcpyHostToDevice),
+        check(cudaMemcpy(params_[static_cast<size_t>(i)][k]->p, ps[k]->data(),
+                         static_cast<size_t>(ps[k]->size()) * sizeof(float), cudaMemcpyHostToDevice),
               "upload parameters");
     }
   }
@@ -199,11 +208,13 @@ class CudaBackend final : public DeviceBackend {
   const Matrix& forward(const Matrix& x) override {
     n_ = x.rows();
     acts_[0].resize(static_cast<size_t>(x.size()));
-    check(cudaMemcpy(acts_[0].p, x.data(), static_cast<size_t>(x.size()) * sizeof(float), cudaMemcpyHostToDevice), "upload batch");
+    check(cudaMemcpy(acts_[0].p, x.data(), static_cast<size_t>(x.size()) * sizeof(float), cudaMemcpyHostToDevice),
+          "upload batch");
     for (int i = 0; i < net_.layers(); ++i) forward_layer(i);
     const auto out = net_.layer(net_.layers() - 1).info().out;
     logits_.resize(n_, out.size());
-    check(cudaMemcpy(logits_.data(), acts_.back().p, static_cast<size_t>(logits_.size()) * sizeof(float), cudaMemcpyDeviceToHost),
+    check(cudaMemcpy(logits_.data(), acts_.back().p, static_cast<size_t>(logits_.size()) * sizeof(float),
+                     cudaMemcpyDeviceToHost),
           "download logits");
     return logits_;
   }
@@ -212,7 +223,8 @@ class CudaBackend final : public DeviceBackend {
                   std::vector<double>* layer_us) override {
     const int classes = static_cast<int>(logits_.cols());
     labels_.resize(static_cast<size_t>(n_));
-    check(cudaMemcpy(labels_.p, labels.data(), static_cast<size_t>(n_) * sizeof(int), cudaMemcpyHostToDevice), "upload labels");
+    check(cudaMemcpy(labels_.p, labels.data(), static_cast<size_t>(n_) * sizeof(int), cudaMemcpyHostToDevice),
+          "upload labels");
     grad_.resize(static_cast<size_t>(n_ * classes));
     loss_.resize(static_cast<size_t>(n_));
     softmax_ce_kernel<<<blocks(n_), kThreads>>>(acts_.back().p, labels_.p, grad_.p, loss_.p, n_, classes);
@@ -231,7 +243,8 @@ class CudaBackend final : public DeviceBackend {
         for (size_t k = 0; k < ps.size(); ++k) {
           const size_t bytes = static_cast<size_t>(ps[k]->size()) * sizeof(float);
           stage(bytes);
-          check(cudaMemcpy(pinned_, grads_[static_cast<size_t>(i)][k]->p, bytes, cudaMemcpyDeviceToHost), "download gradients");
+          check(cudaMemcpy(pinned_, grads_[static_cast<size_t>(i)][k]->p, bytes, cudaMemcpyDeviceToHost),
+                "download gradients");
           std::memcpy(ps[k]->data(), pinned_, bytes);
         }
       } else {
@@ -268,20 +281,18 @@ class CudaBackend final : public DeviceBackend {
         DevBuf<float>& col = cols_[static_cast<size_t>(i)];
         col.resize(static_cast<size_t>(n_) * ckk * hw);
         for (int64_t s = 0; s < n_; ++s)
-          im2col_kernel<<<blocks(int64_t{ckk} * hw), kThreads>>>(x.p + s * in_per, col.p + s * ckk * hw, li.in.c, li.in.h,
-                                                                 li.in.w, k, li.pad, li.out.h, li.out.w);
+          im2col_kernel<<<blocks(int64_t{ckk} * hw), kThreads>>>(x.p + s * in_per, col.p + s * ckk * hw, li.in.c,
+                                                                 li.in.h, li.in.w, k, li.pad, li.out.h, li.out.w);
         check(cudaGetLastError(), "im2col_kernel");
         // Y_s (oc x hw) = W (oc x ckk) col_s (ckk x hw): column-major Y^T = col^T W^T.
         check(cublasSgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_N, hw, oc, ckk, &one, col.p, hw,
-                                        int64_t{ckk} * hw, params_[static_cast<size_t>(i)][0]->p, ckk, 0, &zero, y.p, hw,
-                                        int64_t{oc} * hw, static_cast<int>(n_)),
+                                        int64_t{ckk} * hw, params_[static_cast<size_t>(i)][0]->p, ckk, 0, &zero, y.p,
+                                        hw, int64_t{oc} * hw, static_cast<int>(n_)),
               "conv forward GEMM");
         add_bias_kernel<<<blocks(n_ * out_per), kThreads>>>(y.p, params_[static_cast<size_t>(i)][1]->p, n_, oc, hw);
         break;
       }
-      case LayerInfo::Kind::kRelu:
-        relu_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, n_ * out_per);
-        break;
+      case LayerInfo::Kind::kRelu: relu_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, n_ * out_per); break;
       case LayerInfo::Kind::kPool: {
         DevBuf<int>& arg = args_[static_cast<size_t>(i)];
         arg.resize(static_cast<size_t>(n_ * out_per));
@@ -330,8 +341,8 @@ class CudaBackend final : public DeviceBackend {
                                           int64_t{ckk} * hw, static_cast<int>(n_)),
                 "conv input gradient GEMM");
           for (int64_t s = 0; s < n_; ++s)
-            col2im_kernel<<<blocks(in_per), kThreads>>>(dcol_.p + s * ckk * hw, dx + s * in_per, li.in.c, li.in.h, li.in.w,
-                                                        k, li.pad, li.out.h, li.out.w);
+            col2im_kernel<<<blocks(in_per), kThreads>>>(dcol_.p + s * ckk * hw, dx + s * in_per, li.in.c, li.in.h,
+                                                        li.in.w, k, li.pad, li.out.h, li.out.w);
         }
         break;
       }
@@ -341,7 +352,8 @@ class CudaBackend final : public DeviceBackend {
       case LayerInfo::Kind::kPool:
         if (need_dx) {
           check(cudaMemset(dx, 0, static_cast<size_t>(n_ * in_per) * sizeof(float)), "memset");
-          maxpool_back_kernel<<<blocks(n_ * out_per), kThreads>>>(dy, args_[static_cast<size_t>(i)].p, dx, n_, out_per, in_per);
+          maxpool_back_kernel<<<blocks(n_ * out_per), kThreads>>>(dy, args_[static_cast<size_t>(i)].p, dx, n_, out_per,
+                                                                  in_per);
         }
         break;
       case LayerInfo::Kind::kLinear: {
