@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 sfb_deps
 sfb_build sfbd
 NP=${NP:-4}
-echo "== mpirun -np $NP build/sfbd --config configs/fashion_mlr.toml $*"
+echo "== mpirun -np $NP build/apps/sfbd --config configs/fashion_mlr.toml $*"
 start=$(date +%s%N)
 sfb_mpirun -np "$NP" "$SFB_BUILD/apps/sfbd" --config "$SFB_ROOT/configs/fashion_mlr.toml" \
   --set output.dir="$SFB_ROOT/runs/fashion_mlr" "$@"

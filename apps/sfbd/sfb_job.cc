@@ -76,7 +76,7 @@ int run_server(Job& job) {
   sfb::baselines::FmsServer fms(job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport);
   const auto st = fms.run();
   spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
-               st.bytes_sent / 1e6, st.bytes_received / 1e6, st.apply_s);
+               st.traffic.bytes_sent / 1e6, st.traffic.bytes_received / 1e6, st.apply_s);
   job.transport.reset();
   return job.mpi.broadcast(0, 0) ? kExitDiverged : kExitOk;
 }

@@ -1,4 +1,4 @@
-// The communication schemes side by side (DESIGN.md invariant 4): under BSP, SFB (full broadcast),
+// The communication schemes side by side (docs/design.md, invariant 4): under BSP, SFB (full broadcast),
 // FMS (1 or 2 parameter servers) and the dense ring all-reduce compute the same W from the same
 // samples; Halton partial broadcast sends to exactly its Q out-neighbours; the ring all-reduce and
 // the parameter-server wire format on their own.
@@ -31,12 +31,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 Config small_config() {
-  Config c = testing::quiet_synthetic(30, 5, 600, 100);
-  c.optimizer.minibatch = 6;
-  c.optimizer.lr = 0.2;
+  Config c = testing::with_schedule(testing::quiet_synthetic(30, 5, 600, 100), 6, 0.2, 10, 100);
   c.stop.max_clocks = 40;
-  c.eval.every = 10;
-  c.eval.train_sample = 100;
   c.runtime.peer_timeout_s = 60;  // a hang fails the test instead of waiting the default 10 minutes
   return c;
 }

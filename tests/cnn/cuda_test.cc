@@ -8,6 +8,7 @@
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/network.h"
+#include "testing/configs.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::cnn {
@@ -63,15 +64,7 @@ TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
   d.classes = 4;
   d.dense = random_batch(256, 64, 9);
   for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
-  Config cfg;
-  cfg.job.mode = "mgwfbp";
-  cfg.cnn.input = "1x8x8";
-  cfg.cnn.layers = "conv:4:3:1,relu,pool:2,fc:16,relu,fc:4";
-  cfg.optimizer.minibatch = 16;
-  cfg.stop.max_clocks = 10;
-  cfg.eval.every = 1000;
-  cfg.output.metrics = cfg.output.summary = cfg.output.dir = "";
-  cfg.mgwfbp.profile_iters = 2;
+  const Config cfg = testing::quiet_cnn("conv:4:3:1,relu,pool:2,fc:16,relu,fc:4", 16, 10);
   std::vector<float> w[2];
   for (int dev = 0; dev < 2; ++dev) {
     Config c = cfg;

@@ -12,6 +12,7 @@
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/network.h"
 #include "sfb/core/error.h"
+#include "testing/configs.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::cnn {
@@ -109,18 +110,8 @@ TEST(LayerGradients, InputGradientOfConvAndPoolMatchesFiniteDifferences) {
 }
 
 Config cnn_config() {
-  Config c;
-  c.job.mode = "mgwfbp";
-  c.cnn.input = "1x8x8";
-  c.cnn.layers = "conv:4:3:1,relu,pool:2,conv:4:3:1,relu,fc:16,relu,fc:3";
-  c.optimizer.minibatch = 4;
+  Config c = testing::quiet_cnn("conv:4:3:1,relu,pool:2,conv:4:3:1,relu,fc:16,relu,fc:3", 4, 6);
   c.optimizer.lr = 0.05;
-  c.stop.max_clocks = 6;
-  c.eval.every = 1000;
-  c.output.metrics = "";
-  c.output.summary = "";
-  c.output.dir = "";
-  c.mgwfbp.profile_iters = 2;
   return c;
 }
 

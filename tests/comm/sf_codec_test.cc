@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "sfb/core/error.h"
+#include "testing/batches.h"
 
 namespace sfb::comm {
 namespace {
@@ -14,30 +15,11 @@ namespace {
 using ::testing::HasSubstr;
 
 SfBatch dense_batch(int32_t k, int32_t j, int32_t d) {
-  SfBatch b;
-  b.sender = 2;
-  b.clock = 17;
-  b.count = k;
-  b.J = j;
-  b.D = d;
-  b.u = Matrix::Random(k, j);
-  b.v = Matrix::Random(k, d);
-  return b;
+  return testing::dense_sf_batch(2, 17, Matrix::Random(k, j), Matrix::Random(k, d));
 }
 
 SfBatch sparse_batch() {
-  SfBatch b;
-  b.sender = 1;
-  b.clock = 3;
-  b.count = 3;
-  b.J = 4;
-  b.D = 100;
-  b.sparse_v = true;
-  b.u = Matrix::Random(3, 4);
-  b.v_row_ptr = {0, 2, 2, 5};
-  b.v_index = {3, 50, 0, 1, 99};
-  b.v_value = {1, 2, 3, 4, 5};
-  return b;
+  return testing::sparse_sf_batch(1, 3, 100, Matrix::Random(3, 4), {0, 2, 2, 5}, {3, 50, 0, 1, 99}, {1, 2, 3, 4, 5});
 }
 
 std::string comm_error(const Bytes& bytes, SfExpect ex) {

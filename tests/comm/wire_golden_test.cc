@@ -18,6 +18,7 @@
 #include "sfb/core/hash.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/model_file.h"
+#include "testing/batches.h"
 #include "testing/rank_threads.h"
 
 namespace sfb {
@@ -33,29 +34,13 @@ Matrix ramp(int64_t rows, int64_t cols, float scale) {
 }
 
 TEST(WireGolden, SfBatchDense) {
-  SfBatch b;
-  b.sender = 3;
-  b.clock = 123456789;
-  b.count = 4;
-  b.J = 5;
-  b.D = 7;
-  b.u = ramp(4, 5, 0.25f);
-  b.v = ramp(4, 7, -0.5f);
+  const SfBatch b = testing::dense_sf_batch(3, 123456789, ramp(4, 5, 0.25f), ramp(4, 7, -0.5f));
   EXPECT_EQ(hash_of(comm::encode_sf_batch(b)), 14203149784202780102ULL);
 }
 
 TEST(WireGolden, SfBatchSparse) {
-  SfBatch b;
-  b.sender = 1;
-  b.clock = 3;
-  b.count = 3;
-  b.J = 4;
-  b.D = 100;
-  b.sparse_v = true;
-  b.u = ramp(3, 4, 1.5f);
-  b.v_row_ptr = {0, 2, 2, 5};
-  b.v_index = {3, 50, 0, 1, 99};
-  b.v_value = {1, 2, 3, 4, 5};
+  const SfBatch b =
+      testing::sparse_sf_batch(1, 3, 100, ramp(3, 4, 1.5f), {0, 2, 2, 5}, {3, 50, 0, 1, 99}, {1, 2, 3, 4, 5});
   EXPECT_EQ(hash_of(comm::encode_sf_batch(b)), 11751390642394650473ULL);
 }
 

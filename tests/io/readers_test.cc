@@ -95,7 +95,8 @@ TEST(Idx, TruncatedWrongMagicAndSwappedFilesAreRefused) {
 
 TEST(Idx, FashionMnistIsReadable) {
   const std::string dir = SFB_FASHION_DIR;
-  if (!fs::exists(dir + "/t10k-labels-idx1-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  ASSERT_TRUE(fs::exists(dir + "/t10k-labels-idx1-ubyte.gz"))
+      << "dataset-fashion-mnist is not installed: scripts/install-deps.sh installs it";
   EXPECT_EQ(read_idx_header(dir + "/train-images-idx3-ubyte.gz").dims, (std::vector<int64_t>{60000, 28, 28}));
   const auto labels = read_idx_labels(dir + "/t10k-labels-idx1-ubyte.gz");
   ASSERT_EQ(labels.size(), 10000u);

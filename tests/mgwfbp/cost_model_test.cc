@@ -16,7 +16,8 @@ namespace sfb::mgwfbp {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kShared = std::string(SFB_SOURCE_DIR) + "/../shared/data/mgwfbp_profiles/shyhuai_B-Caffe/logdata";
+// The MG-WFBP authors' B-Caffe logs and OSU measurements, vendored in data/mgwfbp_profiles.
+const std::string kLogs = std::string(SFB_SOURCE_DIR) + "/data/mgwfbp_profiles/shyhuai_B-Caffe/logdata";
 
 TEST(Fit, RecoversKnownParametersFromNoisySamples) {
   std::mt19937_64 rng(3);
@@ -37,12 +38,11 @@ TEST(Fit, RecoversKnownParametersFromNoisySamples) {
 }
 
 TEST(Fit, OsuLogsOfTheAuthors) {
-  if (!fs::exists(kShared + "/allreduce8.log")) GTEST_SKIP() << "shared data not present";
-  // shared/data/mgwfbp_profiles/README.md: a ~ 820 us, b ~ 3.35e-3 us/B over sizes >= 8 KiB.
-  const Fit f = fit_cost_model(read_osu_log(kShared + "/allreduce8.log"), 8192);
+  // data/mgwfbp_profiles/README.md: a ~ 820 us, b ~ 3.35e-3 us/B over sizes >= 8 KiB.
+  const Fit f = fit_cost_model(read_osu_log(kLogs + "/allreduce8.log"), 8192);
   EXPECT_NEAR(f.model.a_us, 820, 40);
   EXPECT_NEAR(f.model.b_us_per_byte, 3.35e-3, 0.1e-3);
-  const Fit f2 = fit_cost_model(read_osu_log(kShared + "/allreduce2.log"), 8192);
+  const Fit f2 = fit_cost_model(read_osu_log(kLogs + "/allreduce2.log"), 8192);
   EXPECT_NEAR(f2.model.a_us, 113, 15);
 }
 
@@ -84,8 +84,7 @@ TEST(Profiles, CsvRoundTripAndErrors) {
 }
 
 TEST(Profiles, BcaffeGoogLeNetLog) {
-  if (!fs::exists(kShared + "/tmp8comm.log")) GTEST_SKIP() << "shared data not present";
-  const Profile p = read_bcaffe_log(kShared + "/tmp8comm.log");
+  const Profile p = read_bcaffe_log(kLogs + "/tmp8comm.log");
   ASSERT_EQ(p.size(), 64);
   EXPECT_EQ(p.total_params(), 13379136);  // README: the sum over one block
   EXPECT_EQ(p.layers[0].params, 9408 + 64);

@@ -46,14 +46,7 @@ Matrix finite_diff(const Matrix& W, F f, float eps) {
   return G;
 }
 
-Config base_config() {
-  Config c = testing::quiet_synthetic(12, 4, 400, 200);
-  c.optimizer.minibatch = 8;
-  c.optimizer.lr = 0.05;
-  c.eval.every = 10;
-  c.eval.train_sample = 200;
-  return c;
-}
+Config base_config() { return testing::with_schedule(testing::quiet_synthetic(12, 4, 400, 200), 8, 0.05, 10, 200); }
 
 struct Trained {
   std::vector<runtime::WorkerResult> results;

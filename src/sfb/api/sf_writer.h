@@ -9,6 +9,7 @@
 // Used by the SF-compute thread only; not thread-safe.
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "sfb/core/tensor.h"
 
@@ -34,5 +35,23 @@ class SfWriter {
   // Ends the batch: checks every pair was written and hands the batch to the runtime.
   virtual void commit() = 0;
 };
+
+// Writes row i of `v` (K x D, dense) as sparse v_i: only its non-zero entries go on the wire. For
+// models whose v has many exact zeros (sparse codes, differences of sparse rows).
+inline void write_v_nonzeros(SfWriter& out, const Matrix& v) {
+  std::vector<int32_t> idx;
+  std::vector<float> val;
+  for (int64_t i = 0; i < v.rows(); ++i) {
+    idx.clear();
+    val.clear();
+    for (int64_t c = 0; c < v.cols(); ++c) {
+      if (v(i, c) != 0.0f) {
+        idx.push_back(static_cast<int32_t>(c));
+        val.push_back(v(i, c));
+      }
+    }
+    out.write_v(static_cast<int32_t>(i), idx, val);
+  }
+}
 
 }  // namespace sfb::api

@@ -126,9 +126,7 @@ ServerStats FmsServer::run() {
     handle(*m);
   }
   t_.flush();
-  const auto c = t_.total_counters();
-  st_.bytes_sent = c.bytes_sent;
-  st_.bytes_received = c.bytes_received;
+  st_.traffic = t_.total_counters();
   return st_;
 }
 

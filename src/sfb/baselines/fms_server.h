@@ -20,10 +20,9 @@
 namespace sfb::baselines {
 
 struct ServerStats {
-  int64_t clocks = 0;
-  int64_t bytes_sent = 0;
-  int64_t bytes_received = 0;
-  double apply_s = 0;
+  int64_t clocks = 0;          // versions published
+  double apply_s = 0;          // adding the pushes to the rows
+  comm::PeerCounters traffic;  // the server's bytes and messages, all peers
 };
 
 class FmsServer {

@@ -8,7 +8,7 @@
 namespace sfb::comm {
 
 Bytes encode_chunk(const ChunkHead& head, std::span<const float> values) {
-  ByteWriter w(kChunkHeadBytes + values.size_bytes());
+  ByteWriter w(ChunkHead::kBytes + values.size_bytes());
   w.put<int64_t>(head.id);
   w.put<int32_t>(head.step);
   w.put<int32_t>(head.chunk);
@@ -17,9 +17,9 @@ Bytes encode_chunk(const ChunkHead& head, std::span<const float> values) {
 }
 
 std::span<const float> expect_chunk(const Message& m, const ChunkHead& want, int64_t count, const std::string& who) {
-  const size_t bytes = kChunkHeadBytes + static_cast<size_t>(count) * sizeof(float);
+  const size_t bytes = ChunkHead::kBytes + static_cast<size_t>(count) * sizeof(float);
   ChunkHead got{-1, -1, -1};
-  if (m.data.size() >= kChunkHeadBytes) {
+  if (m.data.size() >= ChunkHead::kBytes) {
     ByteReader r(m.data, who, ByteReader::Source::kMessage);
     got.id = r.get<int64_t>("id");
     got.step = r.get<int32_t>("step");
@@ -30,7 +30,7 @@ std::span<const float> expect_chunk(const Message& m, const ChunkHead& want, int
         fmt::format("{}: chunk from rank {} ({} bytes, id {}, step {}, chunk {}); expected {} bytes, id {}, "
                     "step {}, chunk {}",
                     who, m.src, m.data.size(), got.id, got.step, got.chunk, bytes, want.id, want.step, want.chunk));
-  return {reinterpret_cast<const float*>(m.data.data() + kChunkHeadBytes), static_cast<size_t>(count)};
+  return {reinterpret_cast<const float*>(m.data.data() + ChunkHead::kBytes), static_cast<size_t>(count)};
 }
 
 }  // namespace sfb::comm

@@ -10,9 +10,8 @@
 
 namespace sfb::comm {
 
-inline constexpr size_t kChunkHeadBytes = 16;
-
 struct ChunkHead {
+  static constexpr size_t kBytes = 16;  // on the wire
   int64_t id = 0;
   int32_t step = 0;
   int32_t chunk = 0;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -46,6 +47,17 @@ void write_file_atomic(const std::string& path, std::span<const std::byte> conte
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, std::as_bytes(std::span(content.data(), content.size())));
+}
+
+void for_each_line(const std::string& path, const std::string& what,
+                   const std::function<void(const std::string& line, int lineno)>& fn) {
+  std::ifstream in(path);
+  SFB_CHECK_DATA(in.good(), "{}: cannot open {}: {}", path, what, std::strerror(errno));
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first != std::string::npos && line[first] != '#') fn(line, lineno);
+  }
 }
 
 void create_directories(const std::string& dir) {

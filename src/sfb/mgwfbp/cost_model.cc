@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 
 namespace sfb::mgwfbp {
 
@@ -43,23 +44,16 @@ Fit fit_cost_model(const std::vector<Sample>& samples, int64_t min_bytes) {
 }
 
 std::vector<Sample> read_osu_log(const std::string& path) {
-  std::ifstream in(path);
-  SFB_CHECK_DATA(in.good(), "{}: cannot open: {}", path, std::strerror(errno));
   std::vector<Sample> out;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
+  for_each_line(path, "OSU log", [&](const std::string& line, int lineno) {
     // "N,bytes latency": the node count prefix is dropped.
-    if (auto comma = line.find(','); comma != std::string::npos) line = line.substr(comma + 1);
-    std::istringstream ss(line);
+    const auto comma = line.find(',');
+    std::istringstream ss(comma == std::string::npos ? line : line.substr(comma + 1));
     double bytes = 0, us = 0;
     SFB_CHECK_DATA(static_cast<bool>(ss >> bytes >> us) && bytes >= 0 && us >= 0 && std::isfinite(us),
                    "{}:{}: expected 'bytes latency_us', got '{}'", path, lineno, line);
     out.push_back({static_cast<int64_t>(bytes), us});
-  }
+  });
   SFB_CHECK_DATA(!out.empty(), "{}: no measurements", path);
   return out;
 }

@@ -48,16 +48,10 @@ int64_t parse_int(const std::string& tok, const std::string& where, const char* 
 }  // namespace
 
 Profile read_profile_csv(const std::string& path) {
-  std::ifstream in(path);
-  SFB_CHECK_DATA(in.good(), "{}: cannot open profile: {}", path, std::strerror(errno));
   Profile p;
   p.source = path;
-  std::string line;
-  int lineno = 0;
   bool header = false, has_tf = false;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+  for_each_line(path, "profile", [&](const std::string& line, int lineno) {
     const auto cols = split_trimmed(line, ',');
     const std::string where = fmt::format("{}:{}", path, lineno);
     if (!header) {
@@ -66,7 +60,7 @@ Profile read_profile_csv(const std::string& path) {
                      "{}: header must be 'name,params,t_b' or 'name,params,t_b,t_f', got '{}'", where, line);
       header = true;
       has_tf = cols.size() == 4;
-      continue;
+      return;
     }
     SFB_CHECK_DATA(cols.size() == (has_tf ? 4u : 3u), "{}: expected {} columns, got {}", where, has_tf ? 4 : 3,
                    cols.size());
@@ -77,7 +71,7 @@ Profile read_profile_csv(const std::string& path) {
     if (has_tf) l.t_f_us = parse_double(cols[3], where, "t_f");
     p.forward_us += l.t_f_us;
     p.layers.push_back(std::move(l));
-  }
+  });
   SFB_CHECK_DATA(header, "{}: empty profile (no header)", path);
   SFB_CHECK_DATA(!p.layers.empty(), "{}: profile has no layers", path);
   return p;
@@ -99,22 +93,17 @@ struct BcaffeRow {
 
 // The last 128 "[id, size, compute, comm(, merged)]" rows of a B-Caffe log.
 std::vector<BcaffeRow> read_bcaffe_rows(const std::string& path) {
-  std::ifstream in(path);
-  SFB_CHECK_DATA(in.good(), "{}: cannot open B-Caffe log: {}", path, std::strerror(errno));
   std::vector<BcaffeRow> rows;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
+  for_each_line(path, "B-Caffe log", [&](const std::string& line, int lineno) {
     const auto open = line.find("] [");
     const auto close = line.rfind(']');
-    if (open == std::string::npos || close == std::string::npos || close <= open + 3) continue;
+    if (open == std::string::npos || close == std::string::npos || close <= open + 3) return;
     const auto cols = split_trimmed(line.substr(open + 3, close - open - 3), ',');
     const std::string where = fmt::format("{}:{}", path, lineno);
     SFB_CHECK_DATA(cols.size() >= 4, "{}: expected [id, size, compute, comm, ...], got {} fields", where, cols.size());
     rows.push_back({parse_int(cols[0], where, "param id"), parse_int(cols[1], where, "size"),
                     parse_double(cols[2], where, "compute time"), parse_double(cols[3], where, "comm time"), lineno});
-  }
+  });
   constexpr size_t kBlock = 128;
   SFB_CHECK_DATA(rows.size() >= kBlock, "{}: {} profile rows, need a block of {}", path, rows.size(), kBlock);
   rows.erase(rows.begin(), rows.end() - kBlock);

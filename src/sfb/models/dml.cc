@@ -56,22 +56,20 @@ std::vector<std::vector<int64_t>> rows_by_class(const io::Dataset& data, int64_t
 }  // namespace
 
 Dml::Dml(const api::ModelContext& ctx)
-    : train_(ctx.train()),
-      J_(ctx.param_int("dim", 32)),
-      D_(ctx.train().dim),
-      sparse_(ctx.train().sparse),
+    : ShapedModel("dml", ctx.param_int("dim", 32), ctx.train().dim, ctx.train().sparse),
+      train_(ctx.train()),
       margin_(ctx.param_double("margin", 1.0)),
       eval_pairs_(ctx.param_int("eval_pairs", 2000)),
       seed_(ctx.seed()),
       rank_(ctx.rank()) {
-  SFB_CHECK(J_ >= 1, "model.dim must be >= 1, got {}", J_);
+  SFB_CHECK(rows() >= 1, "model.dim must be >= 1, got {}", rows());
   SFB_CHECK(margin_ > 0, "model.margin must be > 0, got {}", margin_);
   by_class_ = rows_by_class(train_, train_.n);
 }
 
 void Dml::init(Matrix& W, Rng& rng) {
   // L_jk ~ N(0, 1/D): E ||L d||^2 = (J/D) ||d||^2, distances start at the data's own scale.
-  std::normal_distribution<float> g(0.0f, 1.0f / std::sqrt(static_cast<float>(D_)));
+  std::normal_distribution<float> g(0.0f, 1.0f / std::sqrt(static_cast<float>(cols())));
   for (Eigen::Index i = 0; i < W.size(); ++i) W.data()[i] = g(rng);
 }
 
@@ -104,7 +102,7 @@ double Dml::pair_loss(const Matrix& L, const io::Dataset& data, const std::vecto
 void Dml::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) {
   const int64_t k = batch.size();
   const auto pairs = batch_pairs(batch);
-  Matrix d(k, D_);
+  Matrix d(k, cols());
   std::vector<float> sign(static_cast<size_t>(k));
   for (int64_t i = 0; i < k; ++i) {
     diff_row(train_, pairs[static_cast<size_t>(i)].a, pairs[static_cast<size_t>(i)].b, d.row(i));
@@ -120,23 +118,10 @@ void Dml::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::Sf
     z.row(i) *= g;
   }
   out.write_u_block(z);
-  if (!sparse_) {
+  if (sparse_v())
+    api::write_v_nonzeros(out, d);
+  else
     out.write_v_block(d);
-  } else {
-    std::vector<int32_t> idx;
-    std::vector<float> val;
-    for (int64_t i = 0; i < k; ++i) {
-      idx.clear();
-      val.clear();
-      for (int64_t c = 0; c < D_; ++c) {
-        if (d(i, c) != 0.0f) {
-          idx.push_back(static_cast<int32_t>(c));
-          val.push_back(d(i, c));
-        }
-      }
-      out.write_v(static_cast<int32_t>(i), idx, val);
-    }
-  }
   out.commit();
 }
 

@@ -13,17 +13,13 @@
 // metrics: pair_auc (AUC of -distance for "similar") on the test pairs.
 #include <vector>
 
-#include "sfb/api/model.h"
+#include "sfb/models/shaped_model.h"
 
 namespace sfb::models {
 
-class Dml : public api::Model {
+class Dml : public ShapedModel {
  public:
   explicit Dml(const api::ModelContext& ctx);
-  std::string name() const override { return "dml"; }
-  int64_t rows() const override { return J_; }
-  int64_t cols() const override { return D_; }
-  bool sparse_v() const override { return sparse_; }
   void init(Matrix& W, Rng& rng) override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
@@ -48,8 +44,6 @@ class Dml : public api::Model {
 
  private:
   const io::Dataset& train_;
-  int64_t J_, D_;
-  bool sparse_;
   double margin_;
   int64_t eval_pairs_;
   uint64_t seed_;

@@ -9,10 +9,8 @@
 namespace sfb::models {
 
 L2Mlr::L2Mlr(const api::ModelContext& ctx)
-    : train_(ctx.train()),
-      J_(ctx.train().classes),
-      D_(ctx.train().dim),
-      sparse_(ctx.train().sparse),
+    : ShapedModel("l2mlr", ctx.train().classes, ctx.train().dim, ctx.train().sparse),
+      train_(ctx.train()),
       lambda_(ctx.param_double("lambda", 1e-4)) {
   const std::string solver = ctx.param_string("solver", "sgd");
   SFB_CHECK(solver == "sgd" || solver == "sdca", "model.solver must be \"sgd\" or \"sdca\", got \"{}\"", solver);
@@ -22,7 +20,7 @@ L2Mlr::L2Mlr(const api::ModelContext& ctx)
   sigma_ = sigma > 0 ? sigma : static_cast<double>(ctx.ranks()) * static_cast<double>(ctx.minibatch());
   if (sdca_) {
     SFB_CHECK(lambda_ > 0, "model.solver = \"sdca\" needs model.lambda > 0, got {}", lambda_);
-    alpha_ = Matrix::Zero(train_.n, J_);
+    alpha_ = Matrix::Zero(train_.n, rows());
   }
 }
 
@@ -59,7 +57,7 @@ double L2Mlr::objective(const Matrix& W, const io::Dataset& data, int64_t limit)
 }
 
 double L2Mlr::accuracy(const Matrix& W, const io::Dataset& data) const {
-  return Mlr(J_, D_, sparse_).accuracy(W, data);
+  return Mlr(rows(), cols(), sparse_v()).accuracy(W, data);
 }
 
 Matrix L2Mlr::alpha() const {
@@ -73,7 +71,7 @@ double L2Mlr::mean_dual_entropy(int64_t limit) const {
   if (n == 0) return 0.0;
   double h = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < J_; ++j) {
+    for (int64_t j = 0; j < rows(); ++j) {
       const double q = (j == train_.labels[static_cast<size_t>(i)] ? 1.0 : 0.0) - alpha_(i, j);
       if (q > 0) h -= q * std::log(q);
     }
@@ -89,7 +87,7 @@ double L2Mlr::duality_gap(const Matrix& W, const io::Dataset& train, int64_t lim
   std::lock_guard lock(alpha_mu_);
   double gap = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < J_; ++j) {
+    for (int64_t j = 0; j < rows(); ++j) {
       const double q = (j == train.labels[static_cast<size_t>(i)] ? 1.0 : 0.0) - alpha_(i, j);
       if (q > 0) gap += q * (std::log(q) - std::log(std::max(static_cast<double>(p(i, j)), 1e-30)));
     }

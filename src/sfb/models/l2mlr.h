@@ -18,17 +18,13 @@
 // it under the same lock.
 #include <mutex>
 
-#include "sfb/api/model.h"
+#include "sfb/models/shaped_model.h"
 
 namespace sfb::models {
 
-class L2Mlr : public api::Model {
+class L2Mlr : public ShapedModel {
  public:
   explicit L2Mlr(const api::ModelContext& ctx);
-  std::string name() const override { return "l2mlr"; }
-  int64_t rows() const override { return J_; }
-  int64_t cols() const override { return D_; }
-  bool sparse_v() const override { return sparse_; }
   api::UpdateRule update_rule() const override {
     return sdca_ ? api::UpdateRule::kAsWritten : api::UpdateRule::kGradientStep;
   }
@@ -50,8 +46,6 @@ class L2Mlr : public api::Model {
 
  private:
   const io::Dataset& train_;
-  int64_t J_, D_;
-  bool sparse_;
   double lambda_;
   bool sdca_;
   double lambda_n_;  // lambda * n over all ranks

@@ -3,18 +3,14 @@
 // For sample (x, y): p = softmax(W x), the gradient is (p - e_y) x^T, so the SF pair is
 // u = p - e_y (length J) and v = x (length D). The minibatch is handled in matrix form:
 // logits = X W^T (K x J), a row-wise softmax, U = P - Y.
-#include "sfb/api/model.h"
+#include "sfb/models/shaped_model.h"
 
 namespace sfb::models {
 
-class Mlr : public api::Model {
+class Mlr : public ShapedModel {
  public:
   explicit Mlr(const api::ModelContext& ctx) : Mlr(ctx.train().classes, ctx.train().dim, ctx.train().sparse) {}
-  Mlr(int64_t classes, int64_t dim, bool sparse) : J_(classes), D_(dim), sparse_(sparse) {}
-  std::string name() const override { return "mlr"; }
-  int64_t rows() const override { return J_; }
-  int64_t cols() const override { return D_; }
-  bool sparse_v() const override { return sparse_; }
+  Mlr(int64_t classes, int64_t dim, bool sparse) : ShapedModel("mlr", classes, dim, sparse) {}
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
   double accuracy(const Matrix& W, const io::Dataset& data) const override;
@@ -27,10 +23,6 @@ class Mlr : public api::Model {
   static double cross_entropy(const Matrix& W, const io::Dataset& data, int64_t limit);
   // Writes v_i = x_i for every sample of the batch (dense block or sparse rows).
   static void write_x_as_v(const api::MiniBatch& batch, api::SfWriter& out);
-
- private:
-  int64_t J_, D_;
-  bool sparse_;
 };
 
 }  // namespace sfb::models

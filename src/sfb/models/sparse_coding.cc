@@ -33,11 +33,10 @@ float top_eigenvalue(const Eigen::MatrixXf& G) {
 }  // namespace
 
 SparseCoding::SparseCoding(const api::ModelContext& ctx)
-    : dim_(ctx.train().dim),
-      atoms_(ctx.param_int("atoms", 64)),
+    : ShapedModel("sparse_coding", ctx.train().dim, ctx.param_int("atoms", 64), true),
       gamma_(ctx.param_double("gamma", 0.1)),
       steps_(ctx.param_int("lasso_steps", 30)) {
-  SFB_CHECK(atoms_ >= 1, "model.atoms must be >= 1, got {}", atoms_);
+  SFB_CHECK(cols() >= 1, "model.atoms must be >= 1, got {}", cols());
   SFB_CHECK(steps_ >= 1, "model.lasso_steps must be >= 1, got {}", steps_);
 }
 
@@ -52,13 +51,13 @@ Matrix SparseCoding::encode(const Matrix& B, const Matrix& X) const {
   // FISTA (Beck & Teboulle 2009) on 0.5 ||x - B a||^2 + gamma ||a||_1 for all rows at once:
   // the gradient of the smooth part is A G - X B with G = B^T B.
   // G = B^T B as a symmetric rank update: half the flops of the plain product.
-  Eigen::MatrixXf G = Eigen::MatrixXf::Zero(atoms_, atoms_);
+  Eigen::MatrixXf G = Eigen::MatrixXf::Zero(cols(), cols());
   G.selfadjointView<Eigen::Lower>().rankUpdate(B.transpose());
   G.triangularView<Eigen::StrictlyUpper>() = G.transpose();
   const Matrix C = X * B;
   const float L = std::max(top_eigenvalue(G), 1e-12f);
   const float thresh = static_cast<float>(gamma_) / L;
-  Matrix A = Matrix::Zero(X.rows(), atoms_);
+  Matrix A = Matrix::Zero(X.rows(), cols());
   Matrix Y = A, A_next;
   float t = 1.0f;
   for (int64_t it = 0; it < steps_; ++it) {
@@ -81,19 +80,7 @@ void SparseCoding::compute_sf(const api::Weights& W, const api::MiniBatch& batch
   R.noalias() = A * W.stored.transpose();  // K x dim: rows are (B a_i)^T
   R -= X;
   out.write_u_block(R);
-  std::vector<int32_t> idx;
-  std::vector<float> val;
-  for (int64_t i = 0; i < A.rows(); ++i) {
-    idx.clear();
-    val.clear();
-    for (int64_t c = 0; c < atoms_; ++c) {
-      if (A(i, c) != 0.0f) {
-        idx.push_back(static_cast<int32_t>(c));
-        val.push_back(A(i, c));
-      }
-    }
-    out.write_v(static_cast<int32_t>(i), idx, val);
-  }
+  api::write_v_nonzeros(out, A);  // the codes are sparse
   out.commit();
 }
 
@@ -130,7 +117,7 @@ SparseCoding::Eval SparseCoding::evaluate_uncached(const Matrix& B, const io::Da
   }
   e.objective = (0.5 * err + gamma_ * l1) / static_cast<double>(n);
   e.rel_error = norm > 0 ? err / norm : 0.0;
-  e.sparsity = zeros / (static_cast<double>(n) * static_cast<double>(atoms_));
+  e.sparsity = zeros / (static_cast<double>(n) * static_cast<double>(cols()));
   return e;
 }
 

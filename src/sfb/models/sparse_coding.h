@@ -12,17 +12,13 @@
 #include <mutex>
 #include <optional>
 
-#include "sfb/api/model.h"
+#include "sfb/models/shaped_model.h"
 
 namespace sfb::models {
 
-class SparseCoding : public api::Model {
+class SparseCoding : public ShapedModel {
  public:
   explicit SparseCoding(const api::ModelContext& ctx);
-  std::string name() const override { return "sparse_coding"; }
-  int64_t rows() const override { return dim_; }
-  int64_t cols() const override { return atoms_; }
-  bool sparse_v() const override { return true; }
   void init(Matrix& W, Rng& rng) override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return true; }
@@ -54,7 +50,6 @@ class SparseCoding : public api::Model {
   mutable std::mutex cache_mu_;
   mutable std::optional<CachedEval> cache_;
 
-  int64_t dim_, atoms_;
   double gamma_;
   int64_t steps_;
 };

@@ -1,6 +1,6 @@
 #pragma once
 // One SFB worker (one rank): the SF-computing, parameter-update and communication threads
-// around two bounded SF queues, plus rank 0's objective monitor (DESIGN.md, "One worker
+// around two bounded SF queues, plus rank 0's objective monitor (docs/design.md, "One worker
 // process").
 //
 //  * SF-compute thread: waits until its clock c is allowed (every in-neighbour's batches up to
