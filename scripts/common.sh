@@ -16,8 +16,10 @@ sfb_build() {
 
 # mpirun with the flags this project always needs on one host: root is allowed, more ranks than
 # cores are allowed, no core binding, one OpenMP thread per rank unless the caller says otherwise.
+# SFB_MPIRUN is the same as a command array, for what cannot call a shell function (timeout, env).
+SFB_MPIRUN=(env "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}" mpirun --allow-run-as-root --oversubscribe --bind-to none)
 sfb_mpirun() {
-  OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} mpirun --allow-run-as-root --oversubscribe --bind-to none "$@"
+  "${SFB_MPIRUN[@]}" "$@"
 }
 
 # sfb_field KEY FILE: the value of top-level key KEY of a summary.json (strings unquoted; objects

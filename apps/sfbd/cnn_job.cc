@@ -14,10 +14,14 @@ namespace sfbd {
 int run_cnn(Job& job) {
   const auto& cfg = job.cfg;
   sfb::io::LoadedData data;
-  const bool ok = all_ranks_ok(job.mpi, [&] {
+  const bool ok = job.all_ok("agreeing that the data loaded", [&] {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
+    job.claim_outputs();
+    const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
+    sfb::io::data_memory(cfg.data, job.rank(), job.ranks(), job.rank() == 0).check(available, "loading the data");
     data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
+    sfb::cnn::cnn_memory(cfg, data.train).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "this CNN");
   });
   if (!ok) return kExitBadInput;
   sfb::cnn::ExecutorResult r;
@@ -34,12 +38,10 @@ int run_cnn(Job& job) {
   if (job.rank() == 0) {
     const sfb::Json summary = cnn_summary(cfg, r, job.ranks(), sums);
     print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
-    if (const auto path = cfg.output.path(cfg.output.summary); !path.empty()) {
-      sfb::create_parent_directories(path);
+    if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
       sfb::write_file_atomic(path, sfb::to_document(summary));
-    }
   }
-  return kExitOk;
+  return r.diverged_at >= 0 ? kExitDiverged : kExitOk;
 }
 
 }  // namespace sfbd

@@ -8,6 +8,8 @@
 #include "sfb/comm/mpi_session.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
+#include "sfb/core/files.h"
+#include "watchdog.h"
 
 namespace sfbd {
 
@@ -17,18 +19,28 @@ inline constexpr int kExitFailed = 3;
 inline constexpr int kExitDiverged = 4;
 
 struct Job {
-  sfb::Config cfg;  // after --set overrides, with runtime.threads resolved
+  sfb::Config cfg;  // after --set overrides, with runtime.threads resolved (the defaults before)
   sfb::comm::MpiSession& mpi;
+  Watchdog& watchdog;
   std::unique_ptr<sfb::comm::Transport> transport;
-  std::string resume_path;  // --resume
+  std::string resume_path;                          // --resume
+  std::unique_ptr<sfb::DirectoryLock> output_lock;  // rank 0: output.dir, for the whole job
   int rank() const { return mpi.rank(); }
   int ranks() const { return mpi.size(); }
+  // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s).
+  [[nodiscard]] Watchdog::Guard waiting_on_peers(std::string stage) {
+    return watchdog.guard(std::move(stage), cfg.runtime.peer_timeout_s);
+  }
+  // Runs `step` on every rank. When it throws sfb::Error (or runs out of memory) on any rank,
+  // every rank learns it, the lowest failing rank prints its message once (with how many other
+  // ranks failed) and false is returned: the caller exits with kExitBadInput. `stage` names the
+  // agreement for the watchdog.
+  bool all_ok(const std::string& stage, const std::function<void()>& step);
+  // Rank 0, before training: claims output.dir (a lock against a second job), removes temporaries a
+  // killed job left and proves every file this job will write writable, so no trained model is
+  // lost to an output path. Throws InvalidArgument naming the key and path.
+  void claim_outputs();
 };
-
-// Runs `step` on every rank. When it throws sfb::Error on any rank, every rank learns it, the
-// failing ranks print their message (only rank 0 when `root_reports`: the error is the same
-// everywhere) and false is returned: the caller exits with kExitBadInput.
-bool all_ranks_ok(const sfb::comm::MpiSession& mpi, const std::function<void()>& step, bool root_reports = false);
 
 // job.mode = "sfb" (sfb_job.cc) and "mgwfbp" (cnn_job.cc); each returns the exit code.
 int run_sfb(Job& job);

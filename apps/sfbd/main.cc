@@ -1,10 +1,13 @@
 // sfbd: the sfb training daemon. Run as `mpirun -np N sfbd --config job.toml [--set key=value]`.
 //
-// Exit codes: 0 success (every rank), 2 bad input (config, data) reported by every rank that saw
-// it, 3 training failed (MPI_Abort ends every rank), 4 the objective diverged.
+// Exit codes: 0 success (every rank), 2 bad input (config, data, outputs) found before training
+// and reported once by rank 0, 3 training failed (MPI_Abort ends every rank), 4 the objective
+// diverged.
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
@@ -14,24 +17,70 @@
 #include "sfb/comm/latency_transport.h"
 #include "sfb/core/error.h"
 #include "sfb/core/log.h"
+#include "sfb/core/strings.h"
 #include "sfb/runtime/signals.h"
 #include "sfb/runtime/worker.h"
 
 namespace sfbd {
 
-bool all_ranks_ok(const sfb::comm::MpiSession& mpi, const std::function<void()>& step, bool root_reports) {
+namespace {
+
+// Rank 0 prints each distinct message once, with the ranks that had it unless all did.
+void report_errors(const std::vector<std::string>& errors) {
+  std::map<std::string, std::vector<int>> by_message;
+  for (size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) by_message[errors[r]].push_back(static_cast<int>(r));
+  for (const auto& [message, ranks] : by_message) {
+    const bool everywhere = ranks.size() == errors.size();
+    fmt::print(stderr, "sfbd: error{}: {}\n",
+               everywhere || errors.size() == 1
+                   ? ""
+                   : fmt::format(" (rank{} {})", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")),
+               message);
+  }
+}
+
+}  // namespace
+
+bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
   std::string error;
   try {
     step();
   } catch (const sfb::Error& e) {
     error = e.what();
+  } catch (const std::bad_alloc&) {
+    error = fmt::format(
+        "out of memory while {} (the estimate before it passed); give each rank more memory or "
+        "make the job smaller",
+        stage);
   }
-  if (!mpi.any(!error.empty())) return true;
-  if (!error.empty()) {
-    if (root_reports && mpi.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", error);
-    if (!root_reports) spdlog::error("{}", error);
+  std::vector<std::string> errors;
+  {
+    auto guard = waiting_on_peers(stage);
+    if (!mpi.any(!error.empty())) return true;
+    errors = mpi.gather(sfb::excerpt(error, 4000));
   }
+  report_errors(errors);
   return false;
+}
+
+void Job::claim_outputs() {
+  if (rank() != 0) return;
+  const auto& out = cfg.output;
+  try {
+    sfb::create_directories(out.dir);
+  } catch (const sfb::InvalidArgument& e) {
+    throw sfb::InvalidArgument(fmt::format("output.dir: {}", e.what()));
+  }
+  output_lock = std::make_unique<sfb::DirectoryLock>(out.dir);
+  const bool cnn = cfg.job.mode == "mgwfbp";
+  const std::pair<const char*, std::string> files[] = {{"output.metrics", out.metrics},
+                                                       {"output.summary", out.summary},
+                                                       {"output.model", cnn ? "" : out.model},
+                                                       {"checkpoint.path", cnn ? "" : cfg.checkpoint.path},
+                                                       {"output.trace", cnn ? out.trace : ""}};
+  for (const auto& [key, file] : files)
+    if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
 }
 
 namespace {
@@ -75,6 +124,7 @@ bool connect(Job& job) {
   if (job.cfg.comm.inject_latency_us > 0)
     job.transport =
         std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);
+  job.transport->set_peer_timeout(job.cfg.runtime.peer_timeout_s);
   try {
     sfb::comm::check_all_equal(*job.transport, job.cfg.fingerprint(), "the config (after --set overrides)");
   } catch (const sfb::InvalidArgument& e) {
@@ -85,22 +135,21 @@ bool connect(Job& job) {
   return true;
 }
 
-int run(int argc, char** argv, sfb::comm::MpiSession& mpi) {
+// `finalize_s` gets the time MPI_Finalize may take (runtime.peer_timeout_s once the config is read).
+int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, double& finalize_s) {
   Cli cli;
   if (auto code = parse_cli(argc, argv, mpi.rank(), cli)) return *code;
   if (cli.list_keys) {
     if (mpi.rank() == 0) print_keys();
     return kExitOk;
   }
-  Job job{sfb::Config{}, mpi, nullptr, cli.resume_path};
-  const bool loaded = all_ranks_ok(
-      mpi,
-      [&] {
-        if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
-        job.cfg = sfb::load_config(cli.config_path, cli.overrides);
-      },
-      true);
+  Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, nullptr};
+  const bool loaded = job.all_ok("agreeing on the config", [&] {
+    if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
+    job.cfg = sfb::load_config(cli.config_path, cli.overrides);
+  });
   if (!loaded) return kExitBadInput;
+  finalize_s = job.cfg.runtime.peer_timeout_s;
   if (cli.check_only) {
     if (mpi.rank() == 0)
       fmt::print("{}: OK ({}, {} ranks)\n", cli.config_path, job.cfg.sfb.consistency_name(), mpi.size());
@@ -120,14 +169,22 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi) {
 
 int main(int argc, char** argv) {
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
+  sfbd::Watchdog watchdog(mpi);
   int code = sfbd::kExitOk;
+  double finalize_s = sfb::RuntimeConfig{}.peer_timeout_s;
   try {
-    code = sfbd::run(argc, argv, mpi);
+    code = sfbd::run(argc, argv, mpi, watchdog, finalize_s);
   } catch (const std::exception& e) {
     // A failure on one rank: the others cannot finish without it, so end the whole job.
     fmt::print(stderr, "sfbd: rank {}: fatal: {}\n", mpi.rank(), e.what());
     std::fflush(stderr);
     mpi.abort(sfbd::kExitFailed);
+  } catch (...) {
+    fmt::print(stderr, "sfbd: rank {}: fatal: an exception that is not a std::exception\n", mpi.rank());
+    std::fflush(stderr);
+    mpi.abort(sfbd::kExitFailed);
   }
+  auto guard = watchdog.guard("MPI_Finalize", finalize_s);
+  mpi.finalize();
   return code;
 }

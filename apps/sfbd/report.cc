@@ -167,6 +167,7 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},
           {"comm_wait_us", fixed(planned_mean(r, &S::comm_wait_us), 1)},
           {"replans", r.replans},
+          {"stop_reason", r.diverged_at >= 0 ? "diverged" : "max_clocks"},
           {"checksums_equal", equal},
           {"checksum", hex(r.checksum)},
           {"rank_checksums", sums},

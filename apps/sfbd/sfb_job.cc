@@ -13,6 +13,7 @@
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
+#include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/study_hooks.h"
 
 namespace sfbd {
@@ -28,43 +29,49 @@ struct Setup {
 // Workers, data and model; false (every rank) when any rank found bad input.
 bool set_up(Job& job, Setup& s) {
   const auto& cfg = job.cfg;
-  return all_ranks_ok(job.mpi, [&] {
+  return job.all_ok("agreeing that the data and model loaded", [&] {
+    job.claim_outputs();
     s.workers = sfb::runtime::worker_count(cfg, job.ranks());
     s.server = job.rank() >= s.workers;
     if (s.server) return;
+    const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
+    sfb::io::data_memory(cfg.data, job.rank(), s.workers, job.rank() == 0).check(available, "loading the data");
     s.data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), s.workers, job.rank() == 0);
     s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
+    const auto& d = s.data.train;
+    const double v_floats = d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(d.n) + 1
+                                     : static_cast<double>(s.model->cols());
+    sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(), v_floats)
+        .check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "training this model");
     SFB_CHECK(cfg.comm.scheme != "fms" || (!s.model->has_prox() && s.model->prox_scale(cfg.optimizer.lr) == 1.0),
               "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not apply; use "
               "comm.scheme = \"sfb\" or \"allreduce\"",
               s.model->name());
-    if (job.rank() == 0) sfb::create_directories(cfg.output.dir);
   });
 }
 
 // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
 // (the file need only exist where rank 0 runs). False when it is unusable.
-bool load_checkpoint(Job& job, sfb::io::Checkpoint& ckpt) {
+bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::Checkpoint& ckpt) {
   const auto& cfg = job.cfg;
   const auto& path = job.resume_path;
   sfb::Bytes bytes;
-  const bool ok = all_ranks_ok(
-      job.mpi,
-      [&] {
-        if (job.rank() != 0) return;
-        ckpt = sfb::io::read_checkpoint(path);
-        SFB_CHECK_DATA(
-            ckpt.fingerprint == cfg.model_fingerprint(),
-            "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
-            "{:016x}, this config {:016x}); resume with the config that wrote it",
-            path, ckpt.fingerprint, cfg.model_fingerprint());
-        SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
-                       "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
-                       "stop.max_clocks",
-                       path, ckpt.clock, cfg.stop.max_clocks);
-        bytes = sfb::io::encode_checkpoint(ckpt);
-      },
-      true);
+  const bool ok = job.all_ok("agreeing on the checkpoint", [&] {
+    if (job.rank() != 0) return;
+    ckpt = sfb::io::read_checkpoint(path);
+    SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
+                   "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
+                   "{:016x}, this config {:016x}); resume with the config that wrote it",
+                   path, ckpt.fingerprint, cfg.model_fingerprint());
+    SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
+                   "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
+                   "stop.max_clocks",
+                   path, ckpt.clock, cfg.stop.max_clocks);
+    SFB_CHECK_DATA(ckpt.W.rows() == model->rows() && ckpt.W.cols() == model->cols(),
+                   "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.W.rows(),
+                   ckpt.W.cols(), model->name(), model->rows(), model->cols());
+    bytes = sfb::io::encode_checkpoint(ckpt);
+  });
   if (!ok) return false;
   ckpt = sfb::io::decode_checkpoint(sfb::comm::broadcast_bytes(*job.transport, 0, bytes), path);
   spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, ckpt.clock, ckpt.ranks);
@@ -78,12 +85,19 @@ int run_server(Job& job) {
   spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
                st.traffic.bytes_sent / 1e6, st.traffic.bytes_received / 1e6, st.apply_s);
   job.transport.reset();
+  auto guard = job.waiting_on_peers("learning whether the job diverged");
   return job.mpi.broadcast(0, 0) ? kExitDiverged : kExitOk;
 }
 
 void write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result) {
   const auto& cfg = job.cfg;
-  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) sfb::io::write_model(path, result.W);
+  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
+    // A model file is never written with weights that are not finite (a diverged run).
+    if (result.W.allFinite())
+      sfb::io::write_model(path, result.W);
+    else
+      spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
+  }
   const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols()};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run)));
@@ -104,7 +118,7 @@ int run_sfb(Job& job) {
   sfb::io::Checkpoint ckpt;
   sfb::runtime::WorkerStart start;
   if (!job.resume_path.empty()) {
-    if (!load_checkpoint(job, ckpt)) return kExitBadInput;
+    if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
     start = {ckpt.clock, &ckpt.W};
   }
   if (s.server) return run_server(job);
@@ -116,6 +130,7 @@ int run_sfb(Job& job) {
                result.self.pairs_received, result.self.pairs_applied);
   if (job.rank() == 0) write_outputs(job, s, result);
   job.transport.reset();
+  auto guard = job.waiting_on_peers("learning whether the job diverged");
   const int diverged = job.mpi.broadcast(job.rank() == 0 && result.stop_reason == "diverged" ? 1 : 0, 0);
   return diverged ? kExitDiverged : kExitOk;
 }

@@ -13,6 +13,7 @@
 #include "sfb/cnn/network.h"
 #include "sfb/core/error.h"
 #include "testing/configs.h"
+#include "testing/files.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::cnn {
@@ -24,6 +25,7 @@ using mgwfbp::Plan;
 using mgwfbp::plan_synceasgd;
 using mgwfbp::plan_wfbp;
 using mgwfbp::Profile;
+using ::testing::HasSubstr;
 
 io::Dataset random_images(int n, Shape shape, int classes, uint64_t seed) {
   io::Dataset d;
@@ -233,6 +235,20 @@ TEST(Executor, NoGroupIsAllReducedBeforeAllItsLayersAreReady) {
   // Exactly one all-reduce per group and iteration on the wire: 2 (P - 1) sends per rank each.
   for (const auto& c : counted)
     EXPECT_EQ(c->reduce_sends.load(), cfg.stop.max_clocks * static_cast<int64_t>(plan.size()) * 2 * (P - 1));
+}
+
+std::string spec_error(const std::string& spec, Shape in) {
+  return testing::error_of<InvalidArgument>([&] { Network(spec, in); });
+}
+
+TEST(Network, LayerNumbersAreBoundedBeforeAnyLayerComputesWithThem) {
+  // pool:0 divided by zero (SIGFPE); a pad of 2^31 - 1 overflowed an int and trained anyway.
+  EXPECT_THAT(spec_error("pool:0,fc:10", {1, 8, 8}), HasSubstr("\"pool:0\": pool size must be in [1, 1024], got 0"));
+  EXPECT_THAT(spec_error("conv:4:3:2147483647,fc:2", {1, 8, 8}), HasSubstr("pad must be in [0, 1024]"));
+  EXPECT_THAT(spec_error("conv:4:3:99999999999,fc:2", {1, 8, 8}), HasSubstr("is not a non-negative integer"));
+  EXPECT_THAT(spec_error("fc:0", {1, 8, 8}), HasSubstr("outputs must be in [1, 16777216]"));
+  EXPECT_THAT(spec_error("conv:60000:1,fc:2", {1, 100, 100}), HasSubstr("values per sample (more than 2^28)"));
+  EXPECT_THAT(spec_error("fc:16000000", {1, 100, 100}), HasSubstr("parameters (more than 2^31)"));
 }
 
 TEST(Network, BadSpecsAreRejectedNamingTheLayer) {

@@ -65,7 +65,7 @@ TEST(ModelFile, CorruptionIsDetectedAndNamed) {
   EXPECT_THAT(error_reading(path), HasSubstr("model data is truncated"));
   fs::resize_file(path, 20);
   EXPECT_THAT(error_reading(path), HasSubstr("header needs 40 bytes"));
-  EXPECT_THAT(error_reading(path + ".missing"), HasSubstr("cannot open"));
+  EXPECT_THAT(error_reading(path + ".missing"), HasSubstr("cannot read model file"));
   fs::remove(path);
 }
 

@@ -1,6 +1,3 @@
-#include <unistd.h>
-#include <zlib.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +10,7 @@
 #include "sfb/io/load_data.h"
 #include "sfb/io/sampler.h"
 #include "sfb/io/synthetic.h"
+#include "testing/files.h"
 
 namespace sfb::io {
 namespace {
@@ -20,24 +18,10 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir()
-      : path_(fs::temp_directory_path() /
-              ("sfb_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-std::string be32(uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
-}
+using testing::be32;
+using testing::TempDir;
+using testing::write_gz;
+using testing::write_raw;
 
 // n images of rows x cols, pixel (i, k) = (i * 7 + k) % 256; labels i % 10.
 std::pair<std::string, std::string> idx_bytes(uint32_t n, uint32_t rows, uint32_t cols) {
@@ -49,22 +33,7 @@ std::pair<std::string, std::string> idx_bytes(uint32_t n, uint32_t rows, uint32_
   return {img, lab};
 }
 
-void write_raw(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-void write_gz(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
-  gzclose(f);
-}
-
-std::string data_error(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string data_error(const std::function<void()>& fn) { return testing::error_of<DataError>(fn); }
 
 TEST(Idx, ReadsPartitionsOfGzAndRawFiles) {
   TempDir dir;
@@ -137,7 +106,7 @@ TEST(Libsvm, BadTokensNameFileAndLine) {
   EXPECT_THAT(err("1 9:1"), HasSubstr("bad.svm:2: feature index 9 is outside [1, 4]"));
   EXPECT_THAT(err("1 0:1"), HasSubstr("feature index 0 is outside"));
   EXPECT_THAT(err("1 3:1 2:1"), HasSubstr("bad.svm:2: feature index 2 does not increase"));
-  EXPECT_THAT(err("1 3:abc"), HasSubstr("bad.svm:2: value 'abc' is not a finite number"));
+  EXPECT_THAT(err("1 3:abc"), HasSubstr("bad.svm:2: value 'abc' of feature 3 is not a number"));
   EXPECT_THAT(err("1 3"), HasSubstr("bad.svm:2: token '3' is not index:value"));
   EXPECT_THAT(err("1 2:nan"), HasSubstr("is not a finite number"));
   // Regression (fuzz_libsvm under UBSan): a label beyond int64 was cast before the range check.

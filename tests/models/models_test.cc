@@ -129,7 +129,7 @@ class ShrinkOnly : public api::Model {
   std::string name() const override { return "shrink_only"; }
   int64_t rows() const override { return J_; }
   int64_t cols() const override { return D_; }
-  void init(Matrix& W, Rng&) override { W.setConstant(2.0f); }
+  void init(MatrixMap W, Rng&) override { W.setConstant(2.0f); }
   void compute_sf(const api::Weights&, const api::MiniBatch& batch, api::SfWriter& out) override {
     out.write_u_block(Matrix::Zero(batch.size(), J_));
     out.write_v_block(Matrix::Ones(batch.size(), D_));
@@ -219,7 +219,7 @@ TEST_P(DmlGradient, SfsMatchFiniteDifferencesOfThePairLoss) {
   auto& m = dynamic_cast<Dml&>(*base);
   Matrix L = Matrix::Zero(3, data.dim);
   Rng rng = make_rng(1, 2);
-  m.init(L, rng);
+  m.init(view(L), rng);
   L *= 1.5f;
   const auto batch = all_rows(data, 5);
   const auto pairs = m.batch_pairs(batch);
@@ -280,7 +280,7 @@ TEST(SparseCoding, SfsAreTheReconstructionGradientWithCodesFixed) {
   EXPECT_EQ(m.cols(), 5);
   Matrix B(6, 5);
   Rng rng = make_rng(4, 4);
-  m.init(B, rng);
+  m.init(view(B), rng);
   const auto batch = all_rows(data);
   const Matrix A = m.encode(B, data.dense);
   EXPECT_GT((A.array() != 0).count(), 0);
@@ -302,7 +302,7 @@ TEST(SparseCoding, LassoCodesSatisfyTheOptimalityConditions) {
   auto& m = dynamic_cast<SparseCoding&>(*base);
   Matrix B(10, 8);
   Rng rng = make_rng(5, 5);
-  m.init(B, rng);
+  m.init(view(B), rng);
   const Matrix A = m.encode(B, data.dense);
   // KKT: g = B^T (x - B a); |g_k| <= gamma where a_k = 0, g_k = gamma * sign(a_k) otherwise.
   const Matrix Gr = (data.dense - A * B.transpose()) * B;
@@ -323,7 +323,7 @@ TEST(SparseCoding, ProxProjectsColumnsOntoTheUnitBall) {
   auto m = make_model("sparse_coding", ctx);
   Matrix B(4, 3);
   B << 3, 0.1f, 0, 4, 0.1f, 0, 0, 0.1f, 0, 0, 0.1f, 1;
-  m->prox(B, 0.1);
+  m->prox(view(B), 0.1);
   EXPECT_NEAR(B.col(0).norm(), 1.0f, 1e-6f);
   EXPECT_NEAR(B(0, 0), 0.6f, 1e-6f);
   EXPECT_NEAR(B.col(1).norm(), 0.2f, 1e-6f);  // inside the ball: unchanged
@@ -441,6 +441,39 @@ TEST(Plugins, MissingFileWrongAbiAndMissingSymbolAreRefusedNamingTheFile) {
               HasSubstr(std::string(SFB_NO_SYMBOL_PLUGIN) + " does not export sfb_plugin_abi_version()"));
   // A file that is not a shared library at all.
   EXPECT_THAT(error_of(std::string(SFB_SOURCE_DIR) + "/README.md"), HasSubstr("cannot load"));
+}
+
+TEST(Plugins, WhatAPluginThrowsOrReturnsWrongBecomesAnSfbErrorNamingIt) {
+  Config cfg = base_config();
+  cfg.model.plugin = SFB_HOSTILE_PLUGIN;
+  const io::Dataset data = io::make_synthetic({20, 4, 2, 1.0, 0.0, 2, 0});
+  auto make = [&](const std::string& fault) {
+    cfg.model.params = {{"fault", "\"" + fault + "\"", "string", "test"}};
+    return make_model(cfg, data, data.n, 0, 1);
+  };
+  // A plugin's own config error is bad input (exit code 2), named with the plugin.
+  EXPECT_THAT([&] { make("config_error"); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr(std::string(SFB_HOSTILE_PLUGIN) + ": fault = \"config_error\" is not a setting")));
+  auto model = make("throw_int");
+  api::BatchSfWriter writer(2, 4, [](SfBatchPtr) {});
+  api::MiniBatch batch;
+  batch.x = Matrix::Zero(3, 4);
+  batch.labels = {0, 1, 0};
+  writer.begin(0, 0, 3, 1.0f, false);
+  const Matrix W = Matrix::Zero(2, 4);
+  EXPECT_THAT(
+      [&] { model->compute_sf({W}, batch, writer); },
+      ::testing::ThrowsMessage<Error>(HasSubstr("compute_sf() threw an exception that is not a std::exception")));
+  auto model2 = make("throw_std");
+  EXPECT_THAT([&] { model2->compute_sf({W}, batch, writer); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("compute_sf() threw: out of ideas")));
+  Matrix init = Matrix::Zero(2, 4);
+  Rng rng = make_rng(1, 1);
+  EXPECT_THAT([&] { make("nan_init")->init(view(init), rng); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("init() left non-finite values in W")));
+  EXPECT_THAT([&] { make("bad_scale")->prox_scale(0.1); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("prox_scale(0.1) returned 0, not a finite positive factor")));
 }
 
 TEST(Plugins, TheExamplePluginLoadsTrainsAndReadsItsParams) {

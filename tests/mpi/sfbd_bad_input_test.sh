@@ -66,7 +66,7 @@ expect foreign-checkpoint 2 "other model, data or optimizer settings" -- "${MPI[
   --set optimizer.lr=0.01 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
 expect finished-checkpoint 2 "is at clock 20 and stop.max_clocks is 20" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set stop.max_clocks=20 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
-expect missing-checkpoint 2 "cannot open checkpoint" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/none.ck" --set output.dir="$OUT/o9"
+expect missing-checkpoint 2 "none.ck: cannot read checkpoint: No such file" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/none.ck" --set output.dir="$OUT/o9"
 expect check-ok 0 "OK (SSP(s=2), 4 ranks)" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --check
 expect fms-too-few-ranks 2 "fms.servers = 1 needs more than 1 ranks, got 1" -- "${MPI[@]}" -np 1 "$SFBD" --config "$base" \
   --set comm.scheme=fms --set output.dir="$OUT/o10"

@@ -402,6 +402,23 @@ TEST(Faults, ADroppedBatchIsReportedNotHung) {
   EXPECT_LT(sw.seconds(), 30.0);
 }
 
+TEST(Faults, ARankThatGoesSilentIsNamedWithinThePeerTimeout) {
+  // Rank 2 stops delivering anything from its 60th send on, without an error (as a SIGSTOPped
+  // rank or a cut link): every rank must end with an error naming who it waits for, not hang.
+  Config cfg = small_config();
+  cfg.stop.max_clocks = 100000;
+  cfg.runtime.peer_timeout_s = 1.0;
+  Stopwatch sw;
+  try {
+    train_faulty(4, cfg, [](int r) { return comm::FaultSpec{-1, -1, 0.0, -1, r == 2 ? 60 : -1}; });
+    FAIL() << "a silent rank went unnoticed";
+  } catch (const CommError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("[rank 0: rank 0: waited 1 s (runtime.peer_timeout_s)"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no progress from rank 2"));
+  }
+  EXPECT_LT(sw.seconds(), 60.0);  // a hang guard, not a timing target
+}
+
 TEST(Faults, AKilledRankIsNamedByItsPeers) {
   Config cfg = small_config();
   cfg.stop.max_clocks = 100000;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sfb/api/errors.h"
 #include "sfb/api/minibatch.h"
 #include "sfb/api/model_context.h"
 #include "sfb/api/sf_writer.h"
@@ -41,8 +42,9 @@ class Model {
   // Parameter shape J x D (fixed for the model's life).
   virtual int64_t rows() const = 0;
   virtual int64_t cols() const = 0;
-  // W arrives sized J x D and zeroed; every rank calls this with the same rng state.
-  virtual void init(Matrix& W, Rng& rng) {
+  // W arrives sized J x D and zeroed; every rank calls this with the same rng state. W is a view
+  // (it cannot be resized: its memory belongs to the runtime).
+  virtual void init(MatrixMap W, Rng& rng) {
     (void)W;
     (void)rng;
   }
@@ -51,9 +53,9 @@ class Model {
   virtual bool sparse_v() const { return false; }
   // Writes out.count() SF pairs for `batch` (one per sample) and calls out.commit().
   virtual void compute_sf(const Weights& W, const MiniBatch& batch, SfWriter& out) = 0;
-  // A general proximal step W <- prox_{step * r}(W), called after each applied batch.
+  // A general proximal step W <- prox_{step * r}(W), called after each applied batch (on a view).
   virtual bool has_prox() const { return false; }
-  virtual void prox(Matrix& W, double step) {
+  virtual void prox(MatrixMap W, double step) {
     (void)W;
     (void)step;
   }

@@ -11,15 +11,15 @@
 // destroyed by the library that made it. Everything a plugin calls in sfb is virtual or inline, so
 // the library links nothing of sfb (find_package(sfb) gives the headers as sfb::api).
 //
-// kPluginAbiVersion changes whenever Model, ModelContext, SfWriter, MiniBatch, Weights or
-// io::Dataset change layout or virtual functions.
+// kPluginAbiVersion (sfb/api/abi_id.h) is computed at build time from the API headers
+// themselves: any change to Model, ModelContext, SfWriter, MiniBatch, Weights, the errors or the
+// data types they use gives another id, and sfbd refuses a plugin built against other headers.
 #include <cstdint>
 
+#include "sfb/api/abi_id.h"
 #include "sfb/api/model.h"
 
 namespace sfb::api {
-
-inline constexpr int32_t kPluginAbiVersion = 1;
 
 extern "C" {
 using PluginAbiVersionFn = int32_t (*)();

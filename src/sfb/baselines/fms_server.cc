@@ -1,9 +1,7 @@
 #include "sfb/baselines/fms_server.h"
 
-#include <chrono>
 #include <map>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <fmt/ranges.h>
@@ -105,7 +103,8 @@ void FmsServer::handle(comm::Message& m) {
 ServerStats FmsServer::run() {
   bye_.assign(static_cast<size_t>(P_), 0);
   last_progress_.reset();
-  for (int idle = 0; byes_ < P_;) {
+  Backoff backoff;
+  while (byes_ < P_) {
     std::optional<comm::Message> m;
     if (version_ >= 0 && !early_.empty()) {
       m = std::move(early_.back());
@@ -115,13 +114,10 @@ ServerStats FmsServer::run() {
     }
     if (!m) {
       check_timeout();
-      if (++idle < 16)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));
+      backoff.idle();
       continue;
     }
-    idle = 0;
+    backoff.reset();
     last_progress_.reset();
     handle(*m);
   }

@@ -80,6 +80,30 @@ Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
   return net;
 }
 
+MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train) {
+  Network net = make_network(cfg.cnn, train);
+  const double batch = static_cast<double>(cfg.optimizer.minibatch);
+  double acts = static_cast<double>(net.layer(0).in_shape().size()), cols = 0;
+  for (int i = 0; i < net.layers(); ++i) {
+    const LayerInfo li = net.layer(i).info();
+    acts += static_cast<double>(li.out.size());
+    if (li.kind == LayerInfo::Kind::kConv)
+      cols += static_cast<double>(li.in.c) * li.kernel * li.kernel * li.out.h * li.out.w;
+  }
+  MemoryEstimate e;
+  e.add("parameters, gradients and momentum", "cnn.layers", 4.0 * 3 * static_cast<double>(net.total_params()));
+  e.add("activations and their gradients", "cnn.layers, optimizer.minibatch", 4.0 * 2 * acts * batch);
+  e.add("the convolutions' im2col buffers", "cnn.layers, optimizer.minibatch", 4.0 * cols * batch);
+  return e;
+}
+
+bool params_finite(Network& net) {
+  for (int p = 0; p < net.param_layers(); ++p)
+    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
+      if (!m->allFinite()) return false;
+  return true;
+}
+
 double test_accuracy(Network& net, const io::Dataset& test) {
   int64_t right = 0;
   Matrix tx;
@@ -94,7 +118,9 @@ double test_accuracy(Network& net, const io::Dataset& test) {
 
 Executor::Executor(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
                    ExecutorHooks hooks, int local_rank)
-    : cfg_(cfg), t_(transport), train_(train), test_(test), hooks_(std::move(hooks)), local_rank_(local_rank) {}
+    : cfg_(cfg), t_(transport), train_(train), test_(test), hooks_(std::move(hooks)), local_rank_(local_rank) {
+  t_.set_peer_timeout(cfg.runtime.peer_timeout_s);  // every all-reduce and collective waits at most this long
+}
 
 ExecutorResult Executor::run() {
   const int rank = t_.rank();
@@ -137,6 +163,11 @@ ExecutorResult Executor::run() {
     comm.wait();
     const auto t3 = SteadyClock::now();
     sgd.step(static_cast<float>(cfg_.optimizer.step(it)));
+    if (!params_finite(net)) {
+      res.diverged_at = it;
+      spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1, loss);
+      break;
+    }
     IterationStats& st = res.iterations.emplace_back();
     st = {it,
           us_since(t0, t1),

@@ -22,6 +22,7 @@
 #include "sfb/cnn/run_log.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
+#include "sfb/core/memory.h"
 #include "sfb/io/dataset.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/simulator.h"
@@ -49,6 +50,9 @@ struct ExecutorResult {
   double seconds = 0;
   int64_t bytes_sent = 0;
   int replans = 0;
+  // The weights stopped being finite at this iteration (the same on every rank: the replicas are
+  // identical); training stopped there. -1: they stayed finite.
+  int64_t diverged_at = -1;
 };
 
 class Executor {
@@ -70,6 +74,11 @@ class Executor {
 // The network of cnn.layers on cnn.input, checked against the data (dense, D = input size, at
 // least as many outputs as classes); throws InvalidArgument naming the keys.
 Network make_network(const CnnConfig& cfg, const io::Dataset& train);
+// What training `cfg`'s network on `train` allocates per rank: parameters with their gradients
+// and momentum, activations and their gradients for a minibatch, the convolutions' im2col buffers.
+MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train);
+// Whether every parameter of the network is finite.
+bool params_finite(Network& net);
 // Fraction of `test` the network classifies right.
 double test_accuracy(Network& net, const io::Dataset& test);
 

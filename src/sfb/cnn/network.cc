@@ -1,5 +1,6 @@
 #include "sfb/cnn/network.h"
 
+#include <charconv>
 #include <chrono>
 #include <sstream>
 
@@ -11,38 +12,62 @@
 namespace sfb::cnn {
 namespace {
 
-int number(const std::string& layer, const std::string& text) {
-  try {
-    size_t used = 0;
-    const int v = std::stoi(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
+// Every number of a layer spec is bounded before any layer computes with it in int: the layers'
+// own arithmetic (offsets, shapes) then cannot overflow, and a 0 never reaches a division.
+constexpr int kMaxChannels = 1 << 16, kMaxKernel = 1 << 10;
+constexpr int64_t kMaxActivations = int64_t{1} << 28;  // floats per sample after any layer
+constexpr int64_t kMaxParams = int64_t{1} << 31;       // of one layer
+
+int number(const std::string& layer, const std::string& text, int lo, int hi, const char* what) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc() && end == text.data() + text.size() && v >= lo && v <= hi) return v;
+  if (ec == std::errc() && end == text.data() + text.size())
+    throw InvalidArgument(
+        fmt::format("cnn.layers: \"{}\": {} must be in [{}, {}], got {}", excerpt(layer), what, lo, hi, v));
+  throw InvalidArgument(
+      fmt::format("cnn.layers: \"{}\": \"{}\" is not a non-negative integer", excerpt(layer), excerpt(text)));
+}
+
+// Weights and bias of a layer with `outputs` outputs of `fan_in` inputs each, checked before the
+// layer allocates them.
+void check_params(const std::string& item, int64_t outputs, int64_t fan_in) {
+  const int64_t params = outputs * fan_in + outputs;  // both factors are bounded: no overflow
+  SFB_CHECK(params <= kMaxParams, "cnn.layers: \"{}\" would have {} parameters (more than 2^31)", excerpt(item),
+            params);
+}
+
+std::unique_ptr<Layer> make_layer(const std::string& item, Shape s) {
+  const auto f = split_trimmed(item, ':');
+  if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
+    const int c = number(item, f[1], 1, kMaxChannels, "channels"), k = number(item, f[2], 1, kMaxKernel, "kernel");
+    check_params(item, c, int64_t{s.c} * k * k);
+    return make_conv2d(s, c, k, f.size() == 4 ? number(item, f[3], 0, kMaxKernel, "pad") : 0);
   }
-  throw InvalidArgument(fmt::format("cnn.layers: \"{}\": \"{}\" is not a non-negative integer", layer, text));
+  if (f[0] == "relu" && f.size() == 1) return make_relu(s);
+  if (f[0] == "pool" && f.size() == 2) return make_maxpool(s, number(item, f[1], 1, kMaxKernel, "pool size"));
+  if (f[0] == "fc" && f.size() == 2) {
+    const int outputs = number(item, f[1], 1, 1 << 24, "outputs");
+    check_params(item, outputs, s.size());
+    return make_linear(s, outputs);
+  }
+  throw InvalidArgument(
+      fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], relu, pool:<k>, "
+                  "fc:<outputs>",
+                  excerpt(item)));
 }
 
 }  // namespace
 
 Network::Network(const std::string& spec, Shape input) {
   Shape s = input;
+  SFB_CHECK(s.size() <= kMaxActivations, "cnn.input {}x{}x{} has more than 2^28 values", s.c, s.h, s.w);
   for (const auto& item : split_trimmed(spec, ',')) {
-    const auto f = split_trimmed(item, ':');
-    std::unique_ptr<Layer> l;
-    if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
-      l = make_conv2d(s, number(item, f[1]), number(item, f[2]), f.size() == 4 ? number(item, f[3]) : 0);
-    } else if (f[0] == "relu" && f.size() == 1) {
-      l = make_relu(s);
-    } else if (f[0] == "pool" && f.size() == 2) {
-      l = make_maxpool(s, number(item, f[1]));
-    } else if (f[0] == "fc" && f.size() == 2) {
-      l = make_linear(s, number(item, f[1]));
-    } else {
-      throw InvalidArgument(
-          fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], "
-                      "relu, pool:<k>, fc:<outputs>",
-                      item));
-    }
+    // The input of a layer is known to be within bounds; so are its numbers (make_layer).
+    std::unique_ptr<Layer> l = make_layer(item, s);
     s = l->out_shape();
+    SFB_CHECK(s.size() <= kMaxActivations, "cnn.layers: \"{}\" makes {}x{}x{} values per sample (more than 2^28)",
+              excerpt(item), s.c, s.h, s.w);
     layers_.push_back(std::move(l));
   }
   SFB_CHECK(!layers_.empty(), "cnn.layers is empty");

@@ -25,7 +25,8 @@ void FaultyTransport::do_send(int dst, Tag tag, SharedBytes data) {
   if (spec_.delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(spec_.delay_ms * 1000)));
   if (spec_.tag < 0 || tag == spec_.tag) {
-    if (tagged_sends_.fetch_add(1) == spec_.drop_send) {
+    const int64_t n = tagged_sends_.fetch_add(1);
+    if (n == spec_.drop_send || (spec_.silent_from >= 0 && n >= spec_.silent_from)) {
       dropped_.fetch_add(1);
       return;
     }

@@ -4,7 +4,9 @@
 //   * drop the N-th send (counted over sends with tag `tag`, or all tags when tag < 0);
 //   * delay every send by delay_ms (the calling thread sleeps first);
 //   * kill: from the N-th call (send or poll) on, every call throws CommError, as if this rank's
-//     network had died.
+//     network had died;
+//   * go silent: from the N-th send on (counted as for drop_send), every send is lost without an
+//     error, as if this rank were stopped (SIGSTOP) or its link cut: its peers must notice.
 // Thread-safety as the wrapped transport; the call counters are atomic.
 #include <atomic>
 #include <memory>
@@ -14,10 +16,11 @@
 namespace sfb::comm {
 
 struct FaultSpec {
-  Tag tag = -1;            // which sends count for drop_send (-1: all)
-  int64_t drop_send = -1;  // 0-based index of the send to drop (-1: none)
-  double delay_ms = 0.0;   // per send
-  int64_t kill_at = -1;    // 0-based index of the first failing call (-1: never)
+  Tag tag = -1;              // which sends count for drop_send (-1: all)
+  int64_t drop_send = -1;    // 0-based index of the send to drop (-1: none)
+  double delay_ms = 0.0;     // per send
+  int64_t kill_at = -1;      // 0-based index of the first failing call (-1: never)
+  int64_t silent_from = -1;  // 0-based index of the first lost send; all later ones are lost too (-1: never)
 };
 
 class FaultyTransport : public Transport {
@@ -27,6 +30,10 @@ class FaultyTransport : public Transport {
   int size() const override { return inner_->size(); }
   void barrier() override;
   void flush() override { inner_->flush(); }
+  void set_peer_timeout(double seconds) override {
+    Transport::set_peer_timeout(seconds);
+    inner_->set_peer_timeout(seconds);
+  }
   int64_t dropped() const { return dropped_.load(); }
 
  protected:

@@ -19,6 +19,10 @@ class LatencyTransport : public Transport {
   int size() const override { return inner_->size(); }
   void barrier() override { inner_->barrier(); }
   void flush() override { inner_->flush(); }
+  void set_peer_timeout(double seconds) override {
+    Transport::set_peer_timeout(seconds);
+    inner_->set_peer_timeout(seconds);
+  }
 
  protected:
   void do_send(int dst, Tag tag, SharedBytes data) override { inner_->send_shared(dst, tag, std::move(data)); }

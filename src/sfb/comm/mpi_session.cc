@@ -21,7 +21,13 @@ MpiSession::MpiSession(int& argc, char**& argv, Threads threads) {
   MPI_Comm_free(&local);
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() { finalize(); }
+
+void MpiSession::finalize() {
+  if (finalized_) return;
+  finalized_ = true;
+  MPI_Finalize();
+}
 
 std::unique_ptr<Transport> MpiSession::make_transport() const { return make_mpi_transport(MPI_COMM_WORLD); }
 
@@ -29,6 +35,23 @@ bool MpiSession::any(bool flag) const {
   int mine = flag ? 1 : 0, any = 0;
   SFB_MPI_CALL(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   return any != 0;
+}
+
+std::vector<std::string> MpiSession::gather(const std::string& value) const {
+  const int len = static_cast<int>(value.size());
+  std::vector<int> lens(rank_ == 0 ? static_cast<size_t>(size_) : 0), offsets(lens.size());
+  SFB_MPI_CALL(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  std::string all;
+  if (rank_ == 0) {
+    for (size_t r = 1; r < lens.size(); ++r) offsets[r] = offsets[r - 1] + lens[r - 1];
+    all.resize(static_cast<size_t>(offsets.back() + lens.back()));
+  }
+  SFB_MPI_CALL(
+      MPI_Gatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lens.size(); ++r)
+    out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lens[r])));
+  return out;
 }
 
 int MpiSession::broadcast(int value, int root) const {

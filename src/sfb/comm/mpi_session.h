@@ -7,6 +7,7 @@
 // Threads: construct and destroy on the main thread; the queries may be called from any thread.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sfb/comm/transport.h"
@@ -29,7 +30,9 @@ class MpiSession {
   enum class Threads { kSerialized, kMultiple };
   // Initialises MPI with at least `threads` support (kMultiple is checked by make_transport()).
   MpiSession(int& argc, char**& argv, Threads threads);
-  ~MpiSession();  // MPI_Finalize
+  ~MpiSession();  // finalize() unless done
+  // MPI_Finalize (once); no MPI call may follow.
+  void finalize();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
@@ -44,6 +47,8 @@ class MpiSession {
   std::unique_ptr<Transport> make_transport() const;
   // Collective: true on every rank when any rank passes true.
   bool any(bool flag) const;
+  // Collective: every rank's string, in rank order, on rank 0 (empty elsewhere).
+  std::vector<std::string> gather(const std::string& value) const;
   // Collective: root's value on every rank.
   int broadcast(int value, int root) const;
   // Ends every rank of the job with `code` (MPI_Abort).
@@ -56,6 +61,7 @@ class MpiSession {
 
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, ranks_on_host_ = 1;
+  bool finalized_ = false;
 };
 
 }  // namespace sfb::comm

@@ -4,8 +4,10 @@
 #include <climits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/timer.h"
 
 namespace sfb::comm {
 
@@ -47,7 +49,7 @@ void MpiTransport::do_send(int dst, Tag tag, SharedBytes data) {
   do {
     const int64_t n = std::min(max_chunk_bytes_, total - off);
     const bool last = off + n == total;
-    Pending p{MPI_REQUEST_NULL, data};
+    Pending p{MPI_REQUEST_NULL, data, dst};
     // One logical message may span chunks: 2*tag+1 = "more follows", 2*tag = last chunk.
     SFB_MPI_CALL(MPI_Isend(base + off, static_cast<int>(n), MPI_BYTE, dst, 2 * tag + (last ? 0 : 1), comm_, &p.req));
     off += n;
@@ -104,9 +106,26 @@ std::optional<Message> MpiTransport::poll() {
 void MpiTransport::barrier() { SFB_MPI_CALL(MPI_Barrier(comm_)); }
 
 void MpiTransport::flush() {
-  std::lock_guard lock(pending_mu_);
-  for (auto& p : pending_) SFB_MPI_CALL(MPI_Wait(&p.req, MPI_STATUS_IGNORE));
-  pending_.clear();
+  const auto deadline = deadline_after(peer_timeout_s());
+  Backoff backoff;
+  for (;;) {
+    std::vector<int> waiting;
+    {
+      std::lock_guard lock(pending_mu_);
+      progress_locked();
+      for (const auto& p : pending_) waiting.push_back(p.dst);
+    }
+    if (waiting.empty()) return;
+    if (SteadyClock::now() > deadline) {
+      std::sort(waiting.begin(), waiting.end());
+      waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
+      throw CommError(
+          fmt::format("rank {}: sends to ranks {} still pending after {} s (runtime.peer_timeout_s): is the "
+                      "peer stopped?",
+                      rank_, fmt::join(waiting, ", "), peer_timeout_s()));
+    }
+    backoff.idle();
+  }
 }
 
 std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm) {

@@ -26,6 +26,7 @@ class MpiTransport : public Transport {
  public:
   static constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
   explicit MpiTransport(MPI_Comm comm, int64_t max_chunk_bytes = kMaxChunkBytes);
+  // Flushes (bounded by the peer timeout); sends still pending then are abandoned.
   ~MpiTransport() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -41,6 +42,7 @@ class MpiTransport : public Transport {
   struct Pending {
     MPI_Request req;
     SharedBytes keep_alive;
+    int dst;
   };
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/timer.h"
 
 namespace sfb::comm {
 
@@ -59,12 +60,27 @@ std::optional<Message> Transport::try_recv(Tag tag) {
 }
 
 Message Transport::recv(Tag tag) {
-  for (int spins = 0;; ++spins) {
+  const auto deadline = deadline_after(peer_timeout_s());
+  Backoff backoff;
+  for (;;) {
     if (auto m = try_recv(tag)) return std::move(*m);
-    if (spins > 64)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    else
-      std::this_thread::yield();
+    if (SteadyClock::now() > deadline)
+      throw CommError(
+          fmt::format("rank {}: no {} message for {} s (runtime.peer_timeout_s): a peer is stopped, lost "
+                      "or far behind",
+                      rank(), tag_name(tag), peer_timeout_s()));
+    backoff.idle();
+  }
+}
+
+const char* tag_name(Tag tag) {
+  switch (tag) {
+    case kTagSf: return "SF batch";
+    case kTagControl: return "control";
+    case kTagCollective: return "collective";
+    case kTagPs: return "parameter-server";
+    case kTagReduce: return "all-reduce";
+    default: return "tagged";
   }
 }
 

@@ -57,11 +57,17 @@ class Transport {
   std::optional<Message> try_recv();
   // Next message with this tag; messages of other tags are stashed for try_recv().
   std::optional<Message> try_recv(Tag tag);
-  // Blocks until a message with this tag arrives (polling, for collectives).
+  // Blocks until a message with this tag arrives (polling, for collectives); throws CommError
+  // after peer_timeout_s() without one.
   Message recv(Tag tag);
   virtual void barrier() = 0;
-  // Blocks until every send posted so far has left this rank's buffers.
+  // Blocks until every send posted so far has left this rank's buffers; throws CommError naming
+  // the destinations still pending after peer_timeout_s().
   virtual void flush() {}
+  // How long recv() and flush() wait on peers (runtime.peer_timeout_s; 600 s until set). Every
+  // wait on a peer is bounded: a stopped or lost peer becomes an error, never a hang.
+  virtual void set_peer_timeout(double seconds) { peer_timeout_s_ = seconds; }
+  double peer_timeout_s() const { return peer_timeout_s_; }
 
   PeerCounters counters(int peer) const;
   PeerCounters total_counters() const;
@@ -78,7 +84,11 @@ class Transport {
   std::unique_ptr<AtomicCounters[]> counters_;
   int counters_size_ = 0;
   std::deque<Message> stash_;  // touched only by the receiving thread
+  std::atomic<double> peer_timeout_s_{600.0};
 };
+
+// "SF batch", "control", ...: what a tag carries, for messages.
+const char* tag_name(Tag tag);
 
 // N ranks in one process (tests, benchmarks): transports[i] is rank i.
 std::vector<std::unique_ptr<Transport>> make_inproc_group(int size);

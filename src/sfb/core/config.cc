@@ -1,6 +1,7 @@
 #include "sfb/core/config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
+#include "sfb/core/strings.h"
 
 namespace sfb {
 namespace {
@@ -39,6 +41,7 @@ std::string type_name(const toml::node& n) {
   }
 }
 
+// A value as it appears in messages: quoted when a string, cut short when long (core/strings.h).
 std::string show_node(const toml::node& n) {
   std::ostringstream os;
   if (auto s = n.as_string()) {
@@ -46,8 +49,11 @@ std::string show_node(const toml::node& n) {
   } else {
     n.visit([&os](auto&& v) { os << v; });
   }
-  return os.str();
+  return excerpt(os.str());
 }
+
+// The longest string value a key may hold (a path: PATH_MAX).
+constexpr size_t kMaxStringBytes = 4096;
 
 struct Field {
   std::string key;
@@ -93,6 +99,8 @@ Field string_field(std::string key, S Config::*sec, std::string S::*m, std::vect
           [=](Config& c, const toml::node& n, const std::string& where) {
             SFB_CHECK(n.is_string(), "{}: {} must be a string, got {} {}", where, key, type_name(n), show_node(n));
             std::string v = *n.value<std::string>();
+            SFB_CHECK(v.size() <= kMaxStringBytes, "{}: {} is {} bytes long (at most {}): {}", where, key, v.size(),
+                      kMaxStringBytes, show_node(n));
             if (!choices.empty()) {
               bool ok = false;
               for (const auto& ch : choices) ok = ok || ch == v;
@@ -116,6 +124,8 @@ Field bool_field(std::string key, S Config::*sec, bool S::*m, std::string help) 
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr double kHuge = 1e300;
+// The longest duration a timer here honours: a year. Longer ones would overflow deadlines.
+constexpr double kMaxSeconds = 365.0 * 24 * 3600;
 
 // declarative table
 const std::vector<Field>& schema() {
@@ -257,9 +267,11 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMax,
                           "ASP flow control: a worker runs at most this many clocks ahead of any "
                           "in-neighbour, so a fast worker cannot flood a slow one's memory."));
-    f.push_back(float_field("runtime.peer_timeout_s", &Config::runtime, &RuntimeConfig::peer_timeout_s, 0.001, kHuge,
+    f.push_back(float_field("runtime.peer_timeout_s", &Config::runtime, &RuntimeConfig::peer_timeout_s, 0.001,
+                            kMaxSeconds,
                             "A rank that waits this long for peers without any progress stops with an "
-                            "error naming the ranks it waits for (a hung or lost peer)."));
+                            "error naming the ranks it waits for (a stopped, hung or lost peer); every wait on a "
+                            "peer, also at start-up and shutdown, is bounded by it."));
     f.push_back(int_field("runtime.slow_rank", &Config::runtime, &RuntimeConfig::slow_rank, -1, 1 << 20,
                           "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
     f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
@@ -271,7 +283,7 @@ const std::vector<Field>& schema() {
                           "evaluated (fixed, the first N)."));
     f.push_back(
         int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax, "Stop after this many clocks."));
-    f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kHuge,
+    f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kMaxSeconds,
                             "Stop after this many seconds (0: no limit)."));
     f.push_back(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
                             "Stop when test accuracy >= this (0: off)."));
@@ -280,6 +292,10 @@ const std::vector<Field>& schema() {
     f.push_back(float_field("stop.rel_tol", &Config::stop, &StopConfig::rel_tol, 0.0, 1.0,
                             "Stop when the objective's relative change stays below this for "
                             "`patience` evaluations (0: off)."));
+    f.push_back(float_field("stop.divergence_factor", &Config::stop, &StopConfig::divergence_factor, 0.0, 1e12,
+                            "The run has diverged (exit code 4, no checkpoint or model with those weights) when "
+                            "the objective is not finite or exceeds this multiple of its value at the start "
+                            "(0: only when not finite)."));
     f.push_back(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
                           "Evaluations the relative change must stay below rel_tol."));
     f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMax,
@@ -324,7 +340,7 @@ void merge_into(toml::table& dst, const toml::table& src) {
 void apply_overrides(toml::table& root, const std::vector<std::string>& overrides, Origin& origin) {
   for (const auto& ov : overrides) {
     const auto eq = ov.find('=');
-    SFB_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", ov);
+    SFB_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", excerpt(ov));
     const std::string key = ov.substr(0, eq);
     const std::string value = ov.substr(eq + 1);
     toml::table t;
@@ -335,11 +351,11 @@ void apply_overrides(toml::table& root, const std::vector<std::string>& override
         // A bare word such as `--set model.name=mlr` is taken as a string.
         t = toml::parse(std::string_view(fmt::format("{} = \"{}\"", key, value)), std::string_view("--set"));
       } catch (const toml::parse_error& e) {
-        throw InvalidArgument(fmt::format("--set {}: cannot parse: {}", ov, e.description()));
+        throw InvalidArgument(fmt::format("--set {}: cannot parse: {}", excerpt(ov), e.description()));
       }
     }
     merge_into(root, t);
-    origin.overrides[key] = fmt::format("--set {}", ov);
+    origin.overrides[key] = fmt::format("--set {}", excerpt(ov, 120));
   }
 }
 
@@ -481,6 +497,8 @@ Config parse_config(const std::string& toml_text, const std::string& name, const
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  SFB_CHECK(!std::filesystem::is_directory(path, ec), "{}: is a directory, not a config file", path);
   toml::table root;
   try {
     root = toml::parse_file(path);

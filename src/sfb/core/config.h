@@ -106,6 +106,7 @@ struct StopConfig {
   double target_objective = 0.0;
   double rel_tol = 0.0;
   int64_t patience = 3;
+  double divergence_factor = 100.0;  // diverged when the objective exceeds this times its start (0: off)
 };
 
 struct CheckpointConfig {

@@ -1,6 +1,7 @@
 #include "sfb/core/files.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/strings.h"
 
 namespace sfb {
 
@@ -69,6 +71,86 @@ void create_directories(const std::string& dir) {
 
 void create_parent_directories(const std::string& path) {
   create_directories(std::filesystem::path(path).parent_path().string());
+}
+
+void prepare_output_file(const std::string& path, const std::string& key) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  for (const auto& part : p)
+    SFB_CHECK(part.native().size() <= 255, "{}: {}: a path component of {} characters (at most 255): {}...", key,
+              excerpt(path), part.native().size(), excerpt(part.native(), 40));
+  try {
+    create_parent_directories(path);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: {}", key, e.what()));
+  }
+  std::error_code ec;
+  SFB_CHECK(!fs::is_directory(p, ec), "{}: {} is a directory, not a file name", key, path);
+  // Temporaries of this file that a killed writer left behind (see write_file_atomic).
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const std::string stem = p.filename().string() + ".tmp.";
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.path().filename().string().rfind(stem, 0) == 0) fs::remove(entry.path(), ec);
+  // Writable: the same temporary write_file_atomic will use.
+  const std::string probe = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw InvalidArgument(fmt::format("{}: cannot write {}: {}", key, path, std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+Bytes read_file(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path, what, ec.message());
+  SFB_CHECK_DATA(fs::is_regular_file(status), "{}: cannot read {}: {}", path, what,
+                 fs::is_directory(status) ? "it is a directory" : "not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  SFB_CHECK_DATA(fd >= 0, "{}: cannot read {}: {}", path, what, std::strerror(errno));
+  Bytes out(static_cast<size_t>(fs::file_size(path, ec)));
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  const int err = errno;
+  ::close(fd);
+  SFB_CHECK_DATA(got == out.size(), "{}: cannot read {}: {}", path, what, got < out.size() ? std::strerror(err) : "");
+  return out;
+}
+
+DirectoryLock::DirectoryLock(const std::string& dir) {
+  path_ = (std::filesystem::path(dir) / ".sfbd.lock").string();
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw InvalidArgument(fmt::format("output.dir {}: cannot create {}: {}", dir, path_, std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    char holder[256] = {0};
+    const ssize_t n = ::pread(fd_, holder, sizeof(holder) - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    throw InvalidArgument(
+        fmt::format("output.dir {} is in use by another sfbd job ({}); give this job another "
+                    "output.dir or wait for that one to end",
+                    dir, n > 0 ? excerpt(std::string(holder, static_cast<size_t>(n))) : "holder unknown"));
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  const std::string me = fmt::format("process {} on host {}", ::getpid(), host);
+  if (::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, me.data(), me.size(), 0) < 0) {
+    // Naming the holder is a courtesy; the lock itself is what counts.
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ < 0) return;
+  // Unlinked while still locked: a job that opens the name meanwhile finds it locked and fails
+  // (LOCK_NB), one that opens it afterwards creates a new file. Then close releases the flock.
+  ::unlink(path_.c_str());
+  ::close(fd_);
 }
 
 }  // namespace sfb

@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 
+#include "sfb/core/bytes.h"
+
 namespace sfb {
 
 // Writes `content` to `path` atomically: a temporary file in the same directory, fsync, rename.
@@ -22,5 +24,33 @@ void for_each_line(const std::string& path, const std::string& what,
 // InvalidArgument naming the directory and the reason when it cannot.
 void create_directories(const std::string& dir);
 void create_parent_directories(const std::string& path);
+
+// Before a job writes `path` (atomically, write_file_atomic): creates its directory, removes the
+// temporaries a killed writer left there (<path>.tmp.<pid>), and proves it writable by creating
+// and removing one. Throws InvalidArgument naming `key` (the config key), the path and the reason
+// (not a directory, read-only, no space, a directory in the file's place, a name too long).
+void prepare_output_file(const std::string& path, const std::string& key);
+
+// The whole contents of a regular file; throws DataError "<path>: cannot read <what>: <reason>"
+// (also for a directory or a device).
+Bytes read_file(const std::string& path, const std::string& what);
+
+// An exclusive claim on a directory for as long as this object lives (flock on <dir>/.sfbd.lock,
+// which the kernel releases when the process ends, however it ends): two jobs writing one output
+// directory would interleave metrics lines and overwrite each other's model. The lock file names
+// the holder (pid, host) and is removed when the claim ends normally (a crash leaves it, unlocked:
+// the next job takes it over).
+class DirectoryLock {
+ public:
+  // Throws InvalidArgument naming the directory and the holder when another process has it.
+  explicit DirectoryLock(const std::string& dir);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
 
 }  // namespace sfb

@@ -1,7 +1,9 @@
 #pragma once
 // Small string helpers shared by the parsers of profiles, network specs and the like.
+#include <cstdio>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sfb {
@@ -16,6 +18,24 @@ inline std::vector<std::string> split_trimmed(const std::string& s, char sep) {
     const auto e = item.find_last_not_of(" \t\r");
     out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
   }
+  return out;
+}
+
+// `s` as it may appear in a message: non-printable bytes as \xNN, cut after `max` characters
+// with the total length said ("abc... (104857600 bytes)"). Input echoed in errors goes through it.
+inline std::string excerpt(std::string_view s, size_t max = 80) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (s.size() > max) out += "... (" + std::to_string(s.size()) + " bytes)";
   return out;
 }
 

@@ -12,6 +12,9 @@ using Vector = Eigen::VectorXf;
 using MatrixMap = Eigen::Map<Matrix>;
 using ConstMatrixMap = Eigen::Map<const Matrix>;
 
+// A view of m that cannot be resized (what the runtime hands a model to write into).
+inline MatrixMap view(Matrix& m) { return MatrixMap(m.data(), m.rows(), m.cols()); }
+
 // A sparse vector as parallel (index, value) arrays, indices strictly increasing.
 struct SparseVec {
   std::vector<int32_t> index;

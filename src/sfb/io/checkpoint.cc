@@ -1,9 +1,6 @@
 #include "sfb/io/checkpoint.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
@@ -69,7 +66,10 @@ Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& na
   SFB_CHECK_DATA(c.clock >= 0 && c.ranks >= 1, "{}: clock {} / ranks {} are invalid", name, c.clock, c.ranks);
   SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
                  "{}: implausible shape {} x {}", name, rows, cols);
-  const auto data_bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 4;
+  // 2^31 x 2^31 x 4 bytes would overflow 64 bits: the product is checked, never wrapped.
+  uint64_t data_bytes = 0;
+  SFB_CHECK_DATA(!__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols) * 4, &data_bytes),
+                 "{}: a {} x {} matrix is more than any checkpoint holds", name, rows, cols);
   SFB_CHECK_DATA(r.remaining() == data_bytes, "{}: checkpoint has {} data bytes, a {} x {} matrix needs {}", name,
                  r.remaining(), rows, cols, data_bytes);
   const uint32_t crc = checksum(d.first(kCheckpointHeaderBytes), d.subspan(kCheckpointHeaderBytes));
@@ -82,11 +82,6 @@ Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& na
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) { write_file_atomic(path, encode_checkpoint(c)); }
 
-Checkpoint read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SFB_CHECK_DATA(in.good(), "{}: cannot open checkpoint: {}", path, std::strerror(errno));
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return decode_checkpoint(std::as_bytes(std::span(bytes.data(), bytes.size())), path);
-}
+Checkpoint read_checkpoint(const std::string& path) { return decode_checkpoint(read_file(path, "checkpoint"), path); }
 
 }  // namespace sfb::io

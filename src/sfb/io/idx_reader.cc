@@ -6,10 +6,16 @@
 #include <cstring>
 #include <memory>
 
+#include <fmt/ranges.h>
+
 #include "sfb/core/error.h"
 
 namespace sfb::io {
 namespace {
+
+// The most bytes one IDX file may describe (1 TiB): products of dimensions beyond it are refused
+// before any arithmetic could overflow.
+constexpr int64_t kMaxIdxBytes = int64_t{1} << 40;
 
 // gzopen reads plain files transparently, so one path serves .gz and raw IDX.
 class GzFile {
@@ -22,20 +28,30 @@ class GzFile {
   ~GzFile() {
     if (f_) gzclose(f_);
   }
-  // Reads exactly n bytes or throws, naming what was being read.
-  void read(void* dst, size_t n, const char* what) {
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+
+  // Reads up to n bytes; fewer only at the end of the data.
+  size_t read_some(void* dst, size_t n) {
     auto* p = static_cast<char*>(dst);
-    while (n > 0) {
-      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n, 1u << 30));
-      const int got = gzread(f_, p, chunk);
-      if (got < 0) {
-        int err = 0;
-        throw DataError(fmt::format("{}: read error in {}: {}", path_, what, gzerror(f_, &err)));
+    size_t done = 0;
+    while (done < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+      const int got = gzread(f_, p + done, chunk);
+      if (got < 0) fail_corrupt();
+      if (got == 0) {
+        check_clean_end();
+        break;
       }
-      SFB_CHECK_DATA(got > 0, "{}: file is truncated while reading {} ({} bytes missing)", path_, what, n);
-      p += got;
-      n -= static_cast<size_t>(got);
+      done += static_cast<size_t>(got);
     }
+    return done;
+  }
+  // Reads exactly n bytes or throws, naming what was being read and how much is missing.
+  void read(void* dst, size_t n, const char* what) {
+    const size_t got = read_some(dst, n);
+    SFB_CHECK_DATA(got == n, "{}: file is truncated while reading {} ({} of {} bytes missing)", path_, what, n - got,
+                   n);
   }
   void skip(int64_t n, const char* what) {
     std::vector<char> buf(1 << 16);
@@ -45,8 +61,38 @@ class GzFile {
       n -= static_cast<int64_t>(k);
     }
   }
+  // Reads to the end: a gzip stream is only whole when its trailer (CRC-32 and length) checks.
+  void verify_to_end() {
+    std::vector<char> buf(1 << 16);
+    while (read_some(buf.data(), buf.size()) > 0) {
+    }
+  }
 
  private:
+  // zlib reports a bad stream wherever its read-ahead found it: name the position, not the field.
+  [[noreturn]] void fail_corrupt() {
+    throw DataError(
+        fmt::format("{}: damaged gzip data near compressed byte {}: {}; the file is corrupt, get a fresh "
+                    "copy",
+                    path_, gzoffset(f_), zlib_message()));
+  }
+  // At the end of the data: a gzip file cut short (trailer missing) or with a wrong CRC is an error.
+  void check_clean_end() {
+    int err = 0;
+    gzerror(f_, &err);
+    if (err != Z_OK && err != Z_STREAM_END)
+      throw DataError(fmt::format("{}: the gzip stream does not end cleanly: {}; the file is truncated or corrupt",
+                                  path_, zlib_message()));
+  }
+  // zlib's message without the path it prefixes.
+  std::string zlib_message() {
+    int err = 0;
+    const char* msg = gzerror(f_, &err);
+    std::string m = msg ? msg : "unknown zlib error";
+    if (m.rfind(path_ + ": ", 0) == 0) m.erase(0, path_.size() + 2);
+    return m;
+  }
+
   std::string path_;
   gzFile f_ = nullptr;
 };
@@ -64,10 +110,17 @@ IdxHeader read_header(GzFile& f, const std::string& path) {
   SFB_CHECK_DATA(m[2] == 0x08, "{}: IDX element type 0x{:02x} is not unsigned byte (0x08)", path, m[2]);
   const int ndims = m[3];
   SFB_CHECK_DATA(ndims >= 1 && ndims <= 4, "{}: IDX has {} dimensions, expected 1..4", path, ndims);
+  int64_t total = 1;
   for (int i = 0; i < ndims; ++i) {
     unsigned char d[4];
     f.read(d, 4, "the dimension sizes");
     h.dims.push_back(be32(d));
+    // Every partial product stays below 2^40: no overflow, and a header cannot describe more data
+    // than any IDX file holds.
+    SFB_CHECK_DATA(h.dims.back() == 0 || total <= kMaxIdxBytes / h.dims.back(),
+                   "{}: IDX dimensions {} describe more than 2^40 bytes; the header is corrupt", path,
+                   fmt::join(h.dims, " x "));
+    total *= h.dims.back();
   }
   return h;
 }
@@ -76,6 +129,22 @@ void resolve_range(const std::string& path, int64_t n, int64_t& begin, int64_t& 
   if (end < 0) end = n;
   SFB_CHECK_DATA(begin >= 0 && begin <= end && end <= n, "{}: rows [{}, {}) outside the file's {} rows", path, begin,
                  end, n);
+}
+
+// Reads `n` bytes in blocks, growing the buffer only as the data arrives: a header that claims
+// more than the file holds costs at most one block beyond what is there, never the claimed size.
+std::vector<unsigned char> read_progressively(GzFile& f, int64_t n, const std::string& path, const char* what) {
+  std::vector<unsigned char> buf;
+  constexpr int64_t kBlock = int64_t{16} << 20;
+  while (static_cast<int64_t>(buf.size()) < n) {
+    const size_t have = buf.size();
+    const auto want = static_cast<size_t>(std::min(kBlock, n - static_cast<int64_t>(have)));
+    buf.resize(have + want);
+    const size_t got = f.read_some(buf.data() + have, want);
+    SFB_CHECK_DATA(got == want, "{}: file is truncated: {} bytes of {} expected, the file holds {}", path, n, what,
+                   have + got);
+  }
+  return buf;
 }
 
 }  // namespace
@@ -91,11 +160,12 @@ Matrix read_idx_images(const std::string& path, int64_t begin, int64_t end) {
   SFB_CHECK_DATA(h.dims.size() >= 2, "{}: images need >= 2 dimensions (magic 0x{:08x}); is this a labels file?", path,
                  h.magic);
   int64_t row = 1;
-  for (size_t i = 1; i < h.dims.size(); ++i) row *= h.dims[i];
+  for (size_t i = 1; i < h.dims.size(); ++i) row *= h.dims[i];  // bounded by read_header
+  SFB_CHECK_DATA(row > 0, "{}: images of {} pixels", path, row);
   resolve_range(path, h.dims[0], begin, end);
   f.skip(begin * row, "images before this rank's partition");
-  std::vector<unsigned char> buf(static_cast<size_t>((end - begin) * row));
-  f.read(buf.data(), buf.size(), "image pixels");
+  const auto buf = read_progressively(f, (end - begin) * row, path, "the image pixels");
+  f.verify_to_end();
   Matrix out(end - begin, row);
   float* dst = out.data();
   for (size_t i = 0; i < buf.size(); ++i) dst[i] = static_cast<float>(buf[i]) / 255.0f;
@@ -109,8 +179,8 @@ std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin, int
                  h.dims.size());
   resolve_range(path, h.dims[0], begin, end);
   f.skip(begin, "labels before this rank's partition");
-  std::vector<unsigned char> buf(static_cast<size_t>(end - begin));
-  f.read(buf.data(), buf.size(), "labels");
+  const auto buf = read_progressively(f, end - begin, path, "the labels");
+  f.verify_to_end();
   return {buf.begin(), buf.end()};
 }
 

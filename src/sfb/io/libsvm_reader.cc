@@ -3,11 +3,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string_view>
 #include <vector>
 
 #include "sfb/core/error.h"
+#include "sfb/core/strings.h"
 
 namespace sfb::io {
 namespace {
@@ -18,10 +21,73 @@ bool is_data_line(std::string_view s) {
 }
 
 std::ifstream open(const std::string& path) {
+  std::error_code ec;
+  SFB_CHECK_DATA(!std::filesystem::is_directory(path, ec), "{}: is a directory, not a libsvm file", path);
   std::ifstream in(path);
   SFB_CHECK_DATA(in.good(), "{}: cannot open: {}", path, std::strerror(errno));
   return in;
 }
+
+// The tokens of one data line (comment stripped), with where they came from for messages.
+class LineParser {
+ public:
+  LineParser(std::string_view line, const std::string& path, int64_t lineno) : s_(line), path_(path), lineno_(lineno) {
+    if (auto hash = s_.find('#'); hash != std::string_view::npos) s_ = s_.substr(0, hash);
+  }
+  std::string_view next_token() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+    const size_t start = pos_;
+    while (pos_ < s_.size() && s_[pos_] != ' ' && s_[pos_] != '\t' && s_[pos_] != '\r') ++pos_;
+    return s_.substr(start, pos_ - start);
+  }
+  // The class of the line's label: an integer (a leading '+' as in "+1" is fine) minus the offset.
+  int32_t label(const LibsvmOptions& opt) {
+    std::string_view lab = next_token();
+    const std::string shown = excerpt(lab, 40);
+    if (lab.size() > 1 && lab[0] == '+') lab.remove_prefix(1);
+    double value = 0;
+    auto [p, ec] = std::from_chars(lab.data(), lab.data() + lab.size(), value);
+    SFB_CHECK_DATA(
+        ec == std::errc() && p == lab.data() + lab.size() && std::isfinite(value) && value == std::floor(value),
+        "{}:{}: label '{}' is not an integer", path_, lineno_, shown);
+    // Range-check in double first: casting a huge label to int64 is undefined (found by fuzz_libsvm).
+    const double shifted = value - static_cast<double>(opt.label_offset);
+    SFB_CHECK_DATA(shifted >= 0 && shifted < static_cast<double>(opt.classes),
+                   "{}:{}: label {} minus data.label_offset {} is outside [0, {})", path_, lineno_, shown,
+                   opt.label_offset, opt.classes);
+    return static_cast<int32_t>(shifted);
+  }
+  // index:value with a 1-based index in [1, features]; values that underflow float are 0.
+  std::pair<int64_t, float> feature(std::string_view tok, int64_t features) {
+    const size_t colon = tok.find(':');
+    SFB_CHECK_DATA(colon != std::string_view::npos, "{}:{}: token '{}' is not index:value", path_, lineno_,
+                   excerpt(tok, 40));
+    int64_t idx = 0;
+    auto [ip, iec] = std::from_chars(tok.data(), tok.data() + colon, idx);
+    SFB_CHECK_DATA(iec == std::errc() && ip == tok.data() + colon, "{}:{}: index '{}' is not an integer", path_,
+                   lineno_, excerpt(tok.substr(0, colon), 40));
+    SFB_CHECK_DATA(idx >= 1 && idx <= features, "{}:{}: feature index {} is outside [1, {}] (data.features)", path_,
+                   lineno_, idx, features);
+    const std::string_view text = tok.substr(colon + 1);
+    double v = 0;
+    auto [vp, vec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    const bool tiny = vec == std::errc::result_out_of_range && std::abs(v) < 1.0;  // underflow: as good as 0
+    SFB_CHECK_DATA((vec == std::errc() || tiny) && vp == text.data() + text.size(),
+                   "{}:{}: value '{}' of feature {} is not a number", path_, lineno_, excerpt(text, 40), idx);
+    SFB_CHECK_DATA(std::isfinite(v), "{}:{}: value '{}' of feature {} is not a finite number", path_, lineno_,
+                   excerpt(text, 40), idx);
+    SFB_CHECK_DATA(std::abs(v) <= std::numeric_limits<float>::max(),
+                   "{}:{}: value '{}' of feature {} is outside the float range", path_, lineno_, excerpt(text, 40),
+                   idx);
+    return {idx, static_cast<float>(v)};
+  }
+
+ private:
+  std::string_view s_;
+  size_t pos_ = 0;
+  const std::string& path_;
+  int64_t lineno_;
+};
 
 }  // namespace
 
@@ -45,52 +111,15 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
   std::vector<int32_t> cols;
   std::vector<float> vals;
   std::string line;
-  int64_t lineno = 0;
   int64_t row = -1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!is_data_line(line)) continue;
-    ++row;
-    if (row < begin) continue;
+  for (int64_t lineno = 1; std::getline(in, line); ++lineno) {
+    if (!is_data_line(line) || ++row < begin) continue;
     if (end >= 0 && row >= end) break;
-    std::string_view s(line);
-    if (auto hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
-    size_t pos = 0;
-    auto next_token = [&]() -> std::string_view {
-      while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\r')) ++pos;
-      const size_t start = pos;
-      while (pos < s.size() && s[pos] != ' ' && s[pos] != '\t' && s[pos] != '\r') ++pos;
-      return s.substr(start, pos - start);
-    };
-    const std::string_view lab = next_token();
-    double label_value = 0;
-    auto [lp, lec] = std::from_chars(lab.data(), lab.data() + lab.size(), label_value);
-    SFB_CHECK_DATA(lec == std::errc() && lp == lab.data() + lab.size() && label_value == std::floor(label_value),
-                   "{}:{}: label '{}' is not an integer", path, lineno, lab);
-    // Range-check in double first: casting a huge label to int64 is undefined (found by fuzz_libsvm).
-    const double shifted = label_value - static_cast<double>(opt.label_offset);
-    SFB_CHECK_DATA(shifted >= 0 && shifted < static_cast<double>(opt.classes),
-                   "{}:{}: label {} minus data.label_offset {} is outside [0, {})", path, lineno, lab, opt.label_offset,
-                   opt.classes);
-    const int64_t label = static_cast<int64_t>(shifted);
-    SFB_CHECK_DATA(label >= 0 && label < opt.classes,
-                   "{}:{}: label {} minus data.label_offset {} = {} is outside [0, {})", path, lineno, lab,
-                   opt.label_offset, label, opt.classes);
-    labels.push_back(static_cast<int32_t>(label));
+    LineParser p(line, path, lineno);
+    labels.push_back(p.label(opt));
     int64_t prev = 0;
-    for (std::string_view tok = next_token(); !tok.empty(); tok = next_token()) {
-      const size_t colon = tok.find(':');
-      SFB_CHECK_DATA(colon != std::string_view::npos, "{}:{}: token '{}' is not index:value", path, lineno, tok);
-      int64_t idx = 0;
-      float val = 0;
-      auto [ip, iec] = std::from_chars(tok.data(), tok.data() + colon, idx);
-      SFB_CHECK_DATA(iec == std::errc() && ip == tok.data() + colon, "{}:{}: index '{}' is not an integer", path,
-                     lineno, tok.substr(0, colon));
-      auto [vp, vec] = std::from_chars(tok.data() + colon + 1, tok.data() + tok.size(), val);
-      SFB_CHECK_DATA(vec == std::errc() && vp == tok.data() + tok.size() && std::isfinite(val),
-                     "{}:{}: value '{}' is not a finite number", path, lineno, tok.substr(colon + 1));
-      SFB_CHECK_DATA(idx >= 1 && idx <= opt.features, "{}:{}: feature index {} is outside [1, {}] (data.features)",
-                     path, lineno, idx, opt.features);
+    for (std::string_view tok = p.next_token(); !tok.empty(); tok = p.next_token()) {
+      const auto [idx, val] = p.feature(tok, opt.features);
       SFB_CHECK_DATA(idx > prev, "{}:{}: feature index {} does not increase (after {})", path, lineno, idx, prev);
       prev = idx;
       cols.push_back(static_cast<int32_t>(idx - 1));

@@ -1,6 +1,7 @@
 #include "sfb/io/load_data.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "sfb/core/error.h"
 #include "sfb/io/idx_reader.h"
@@ -23,53 +24,96 @@ Dataset load_idx(const std::string& images, const std::string& labels, int64_t c
   return d;
 }
 
+void load_idx_data(const DataConfig& data, int rank, int size, bool want_test, LoadedData& out) {
+  const int64_t n_images = read_idx_header(data.train_images).dims.at(0);
+  const int64_t n_labels = read_idx_header(data.train_labels).dims.at(0);
+  SFB_CHECK_DATA(n_images > 0, "{}: the IDX file holds 0 images", data.train_images);
+  SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", data.train_images, n_images,
+                 data.train_labels, n_labels);
+  int64_t classes = data.classes;
+  if (classes == 0) {
+    // Labels are small: every rank reads all of them, so all agree on J.
+    const auto all = read_idx_labels(data.train_labels);
+    classes = *std::max_element(all.begin(), all.end()) + 1;
+    SFB_CHECK_DATA(classes >= 2, "{}: every label is 0; need at least 2 classes (or set data.classes)",
+                   data.train_labels);
+  }
+  out.total_train = cap(n_images, data.max_train_samples);
+  out.train = load_idx(data.train_images, data.train_labels, classes, partition_range(out.total_train, rank, size));
+  if (!want_test || data.test_images.empty()) return;
+  const int64_t n_test = cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples);
+  out.test = load_idx(data.test_images, data.test_labels, classes, {0, n_test});
+  SFB_CHECK_DATA(out.test.dim == out.train.dim, "{}: test images have {} pixels, training images {}", data.test_images,
+                 out.test.dim, out.train.dim);
+}
+
+void load_libsvm_data(const DataConfig& data, int rank, int size, bool want_test, LoadedData& out) {
+  const LibsvmOptions opt{data.features, data.classes, data.label_offset};
+  out.total_train = cap(count_libsvm_rows(data.train), data.max_train_samples);
+  SFB_CHECK_DATA(out.total_train > 0, "{}: no data rows (the file is empty or holds only comments)", data.train);
+  const Range r = partition_range(out.total_train, rank, size);
+  out.train = read_libsvm(data.train, opt, r.begin, r.end);
+  if (want_test && !data.test.empty())
+    out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
+}
+
+void load_synthetic_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test, LoadedData& out) {
+  SyntheticSpec spec{
+      data.synthetic_samples,   data.features, data.classes, data.synthetic_density, data.synthetic_noise, seed, 0,
+      data.synthetic_separation};
+  out.total_train = cap(spec.samples, data.max_train_samples);
+  const Range r = partition_range(out.total_train, rank, size);
+  out.train = make_synthetic(spec, r.begin, r.end);
+  if (!want_test || data.synthetic_test_samples <= 0) return;
+  spec.samples = cap(data.synthetic_test_samples, data.max_test_samples);
+  spec.stream = 1;
+  out.test = make_synthetic(spec);
+}
+
 }  // namespace
+
+MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want_test) {
+  MemoryEstimate e;
+  auto rows = [&](int64_t n, int64_t max) {
+    return static_cast<double>(partition_range(cap(n, max), rank, size).size());
+  };
+  const double bias = data.bias ? 1.0 : 0.0;
+  if (data.format == "idx") {
+    const auto h = read_idx_header(data.train_images).dims;
+    double row = 1;
+    for (size_t i = 1; i < h.size(); ++i) row *= static_cast<double>(h[i]);
+    // The pixels as bytes while reading, then as floats.
+    e.add("this rank's training images", "data.train_images", rows(h.at(0), data.max_train_samples) * (row + bias) * 5);
+    if (want_test && !data.test_images.empty())
+      e.add("the test images", "data.test_images",
+            static_cast<double>(cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples)) *
+                (row + bias) * 5);
+  } else if (data.format == "synthetic") {
+    const double d = static_cast<double>(data.features) + bias;
+    // Dense rows as floats; sparse ones as (index, value) pairs.
+    const double per_row = data.synthetic_density >= 1.0 ? 4.0 * d : 8.0 * (data.synthetic_density * d + bias + 1);
+    e.add("this rank's synthetic rows", "data.synthetic_samples, data.features, data.synthetic_density",
+          rows(data.synthetic_samples, data.max_train_samples) * per_row);
+    if (want_test)
+      e.add("the synthetic test rows", "data.synthetic_test_samples, data.features",
+            static_cast<double>(cap(data.synthetic_test_samples, data.max_test_samples)) * per_row);
+  } else {
+    // A libsvm entry "i:v " takes at least 4 bytes of text and 8 bytes in memory.
+    std::error_code ec;
+    const auto text = static_cast<double>(std::filesystem::file_size(data.train, ec));
+    if (!ec) e.add("this rank's share of the libsvm rows", "data.train", 2.0 * text / size);
+  }
+  return e;
+}
 
 LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test) {
   LoadedData out;
-  const bool has_test = data.format == "synthetic" ? data.synthetic_test_samples > 0
-                        : data.format == "idx"     ? !data.test_images.empty()
-                                                   : !data.test.empty();
-  if (data.format == "idx") {
-    const int64_t n_images = read_idx_header(data.train_images).dims.at(0);
-    const int64_t n_labels = read_idx_header(data.train_labels).dims.at(0);
-    SFB_CHECK_DATA(n_images == n_labels, "{} has {} images but {} has {} labels", data.train_images, n_images,
-                   data.train_labels, n_labels);
-    int64_t classes = data.classes;
-    if (classes == 0) {
-      // Labels are small: every rank reads all of them, so all agree on J.
-      const auto all = read_idx_labels(data.train_labels);
-      classes = all.empty() ? 0 : *std::max_element(all.begin(), all.end()) + 1;
-      SFB_CHECK_DATA(classes >= 2, "{}: need at least 2 classes, found {}", data.train_labels, classes);
-    }
-    out.total_train = cap(n_images, data.max_train_samples);
-    out.train = load_idx(data.train_images, data.train_labels, classes, partition_range(out.total_train, rank, size));
-    if (want_test && has_test) {
-      const int64_t n_test = cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples);
-      out.test = load_idx(data.test_images, data.test_labels, classes, {0, n_test});
-      SFB_CHECK_DATA(out.test.dim == out.train.dim, "{}: test images have {} pixels, training images {}",
-                     data.test_images, out.test.dim, out.train.dim);
-    }
-  } else if (data.format == "libsvm") {
-    const LibsvmOptions opt{data.features, data.classes, data.label_offset};
-    out.total_train = cap(count_libsvm_rows(data.train), data.max_train_samples);
-    const Range r = partition_range(out.total_train, rank, size);
-    out.train = read_libsvm(data.train, opt, r.begin, r.end);
-    if (want_test && has_test)
-      out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
-  } else {
-    SyntheticSpec spec{
-        data.synthetic_samples,   data.features, data.classes, data.synthetic_density, data.synthetic_noise, seed, 0,
-        data.synthetic_separation};
-    out.total_train = cap(spec.samples, data.max_train_samples);
-    const Range r = partition_range(out.total_train, rank, size);
-    out.train = make_synthetic(spec, r.begin, r.end);
-    if (want_test && has_test) {
-      spec.samples = cap(data.synthetic_test_samples, data.max_test_samples);
-      spec.stream = 1;
-      out.test = make_synthetic(spec);
-    }
-  }
+  if (data.format == "idx")
+    load_idx_data(data, rank, size, want_test, out);
+  else if (data.format == "libsvm")
+    load_libsvm_data(data, rank, size, want_test, out);
+  else
+    load_synthetic_data(data, seed, rank, size, want_test, out);
   SFB_CHECK_DATA(out.train.n > 0, "{}: rank {} of {} got an empty partition ({} training rows in all); use fewer ranks",
                  out.train.name, rank, size, out.total_train);
   if (data.bias) {

@@ -1,8 +1,6 @@
 #include "sfb/io/model_file.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "sfb/core/bytes.h"
@@ -27,14 +25,10 @@ void write_model(const std::string& path, const Matrix& w) {
 }
 
 Matrix read_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SFB_CHECK_DATA(in.good(), "{}: cannot open model file: {}", path, std::strerror(errno));
-  std::byte h[kModelHeaderBytes];
-  in.read(reinterpret_cast<char*>(h), kModelHeaderBytes);
-  SFB_CHECK_DATA(in.gcount() == static_cast<std::streamsize>(kModelHeaderBytes),
-                 "{}: model file is truncated: header needs {} bytes, file has {}", path, kModelHeaderBytes,
-                 in.gcount());
-  ByteReader r(h, path, ByteReader::Source::kFile);
+  const Bytes file = read_file(path, "model file");
+  SFB_CHECK_DATA(file.size() >= kModelHeaderBytes, "{}: model file is truncated: header needs {} bytes, file has {}",
+                 path, kModelHeaderBytes, file.size());
+  ByteReader r(file, path, ByteReader::Source::kFile);
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kModelMagic, 8) == 0, "{}: bad magic: not an sfb model file",
                  path);
   const auto version = r.get<uint32_t>("version");
@@ -45,15 +39,19 @@ Matrix read_model(const std::string& path) {
   const auto rows = r.get<int64_t>("rows");
   const auto cols = r.get<int64_t>("cols");
   const auto expected_crc = r.get<uint32_t>("CRC");
+  r.skip(4, "reserved");
   SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
                  "{}: implausible shape {} x {}", path, rows, cols);
+  // The shape is checked against the file's length before anything is allocated (rows * cols
+  // compared by division: 2^31 x 2^31 x 4 bytes would overflow 64 bits).
+  const uint64_t elems = r.remaining() / sizeof(float);
+  SFB_CHECK_DATA(cols == 0 || static_cast<uint64_t>(rows) <= elems / static_cast<uint64_t>(cols),
+                 "{}: model data is truncated: {} x {} floats, the file holds {} bytes of data", path, rows, cols,
+                 r.remaining());
+  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * sizeof(float);
+  SFB_CHECK_DATA(r.remaining() == bytes, "{}: trailing bytes after the {} x {} model data", path, rows, cols);
   Matrix w(rows, cols);
-  const auto bytes = static_cast<std::streamsize>(w.size() * sizeof(float));
-  in.read(reinterpret_cast<char*>(w.data()), bytes);
-  SFB_CHECK_DATA(in.gcount() == bytes, "{}: model data is truncated: {} x {} needs {} bytes, found {}", path, rows,
-                 cols, bytes, in.gcount());
-  in.peek();
-  SFB_CHECK_DATA(in.eof(), "{}: trailing bytes after the {} x {} model data", path, rows, cols);
+  r.get_array(w.data(), static_cast<size_t>(w.size()), "W");
   const uint32_t crc = crc32(std::as_bytes(std::span(w.data(), static_cast<size_t>(w.size()))));
   SFB_CHECK_DATA(crc == expected_crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt",
                  path, expected_crc, crc);

@@ -67,7 +67,7 @@ Dml::Dml(const api::ModelContext& ctx)
   by_class_ = rows_by_class(train_, train_.n);
 }
 
-void Dml::init(Matrix& W, Rng& rng) {
+void Dml::init(MatrixMap W, Rng& rng) {
   // L_jk ~ N(0, 1/D): E ||L d||^2 = (J/D) ||d||^2, distances start at the data's own scale.
   std::normal_distribution<float> g(0.0f, 1.0f / std::sqrt(static_cast<float>(cols())));
   for (Eigen::Index i = 0; i < W.size(); ++i) W.data()[i] = g(rng);
@@ -172,6 +172,8 @@ api::NamedValues Dml::metrics(const Matrix& W, const io::Dataset& train, int64_t
   const io::Dataset& data = test && test->n > 1 ? *test : train;
   const auto pairs = draw_pairs(data, test && test->n > 1 ? 0 : limit, eval_pairs_, seed_ + 1);
   const auto dist = distances(W, data, pairs);
+  for (double d : dist)
+    if (!std::isfinite(d)) return {{"pair_auc", NAN}, {"margin_violations", NAN}};  // no NaN reaches the sort
   // AUC of the score -distance for the class "similar": the probability that a random similar
   // pair is closer than a random dissimilar one (ties count one half), by sorting.
   std::vector<size_t> order(pairs.size());

@@ -5,11 +5,18 @@
 #include <filesystem>
 
 #include "sfb/core/error.h"
+#include "sfb/core/strings.h"
+#include "sfb/models/guarded_model.h"
 
 namespace sfb::models {
 
 ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
-  SFB_CHECK(std::filesystem::exists(path), "model.plugin: no such file: {}", path);
+  for (const auto& part : std::filesystem::path(path))
+    SFB_CHECK(part.native().size() <= 255, "model.plugin: a file name of {} characters (at most 255): {}",
+              part.native().size(), excerpt(path));
+  std::error_code ec;
+  SFB_CHECK(std::filesystem::exists(path, ec), "model.plugin: no such file: {}", excerpt(path, 300));
+  SFB_CHECK(!std::filesystem::is_directory(path, ec), "model.plugin: {} is a directory, not a shared library", path);
   // A path without a slash would make dlopen search the library path instead of this file.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
   void* raw = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -33,9 +40,11 @@ ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
             "model.plugin: {} was built for plugin ABI version {}, this sfbd speaks version {}; rebuild the plugin "
             "against this sfb's headers",
             path, v, api::kPluginAbiVersion);
-  api::Model* m = create(&ctx);
+  api::Model* m = nullptr;
+  guard_plugin_call(path, "its constructor", [&] { m = create(&ctx); });
   SFB_CHECK(m != nullptr, "model.plugin: {}: sfb_plugin_create returned no model", path);
-  return ModelPtr(m, ModelDeleter{destroy, std::move(lib)});
+  ModelPtr inner(m, ModelDeleter{destroy, std::move(lib)});
+  return ModelPtr(new GuardedModel(std::move(inner), path));
 }
 
 }  // namespace sfb::models

@@ -40,7 +40,7 @@ SparseCoding::SparseCoding(const api::ModelContext& ctx)
   SFB_CHECK(steps_ >= 1, "model.lasso_steps must be >= 1, got {}", steps_);
 }
 
-void SparseCoding::init(Matrix& W, Rng& rng) {
+void SparseCoding::init(MatrixMap W, Rng& rng) {
   // Random unit-norm atoms.
   std::normal_distribution<float> g(0.0f, 1.0f);
   for (Eigen::Index i = 0; i < W.size(); ++i) W.data()[i] = g(rng);
@@ -84,7 +84,7 @@ void SparseCoding::compute_sf(const api::Weights& W, const api::MiniBatch& batch
   out.commit();
 }
 
-void SparseCoding::prox(Matrix& W, double) {
+void SparseCoding::prox(MatrixMap W, double) {
   // Projection onto {B : ||b_k||_2 <= 1 for every column k}.
   const Eigen::RowVectorXf norms = W.colwise().norm();
   for (Eigen::Index c = 0; c < W.cols(); ++c)

@@ -19,10 +19,10 @@ namespace sfb::models {
 class SparseCoding : public ShapedModel {
  public:
   explicit SparseCoding(const api::ModelContext& ctx);
-  void init(Matrix& W, Rng& rng) override;
+  void init(MatrixMap W, Rng& rng) override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return true; }
-  void prox(Matrix& W, double step) override;
+  void prox(MatrixMap W, double step) override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
   double accuracy(const Matrix&, const io::Dataset&) const override { return -1.0; }
   api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,

@@ -1,6 +1,7 @@
 #include "sfb/runtime/objective_monitor.h"
 
 #include <cmath>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
@@ -58,18 +59,38 @@ std::vector<EvalRecord> ObjectiveMonitor::records() const {
 
 EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
   EvalRecord r = s.record;
+  if (!s.W.allFinite()) {
+    // The model is never asked to evaluate non-finite weights (its sorts and loops need not
+    // expect NaN): the run has diverged.
+    r.objective = std::numeric_limits<double>::quiet_NaN();
+    r.accuracy = std::numeric_limits<double>::quiet_NaN();
+    return r;
+  }
   r.objective = model_.objective(s.W, train_, eval_.train_sample);
   r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(s.W, *test_) : -1.0;
   r.extra = model_.metrics(s.W, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
+// Diverged: the objective is not finite (W itself may not be), or it exceeds
+// stop.divergence_factor times its starting value.
+bool ObjectiveMonitor::diverged(const EvalRecord& r) const {
+  if (!std::isfinite(r.objective)) return true;
+  if (stop_.divergence_factor <= 0 || records_.empty()) return false;
+  const double start = records_.front().objective;
+  return std::isfinite(start) && start > 0 && r.objective > stop_.divergence_factor * start;
+}
+
 void ObjectiveMonitor::decide(const EvalRecord& r) {
   std::lock_guard lock(mu_);
   const double prev = records_.size() >= 2 ? records_[records_.size() - 2].objective : NAN;
   if (!stop_reason_.empty()) return;
-  if (!std::isfinite(r.objective)) {
+  if (diverged(r)) {
     stop_reason_ = "diverged";
+    spdlog::error(
+        "the objective diverged at clock {}: {} (started at {}; stop.divergence_factor {}); no checkpoint or "
+        "model with these weights is written",
+        r.clock, r.objective, records_.empty() ? NAN : records_.front().objective, stop_.divergence_factor);
   } else if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) {
     stop_reason_ = "target_accuracy";
   } else if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) {
@@ -102,7 +123,14 @@ void ObjectiveMonitor::loop() {
     std::unique_ptr<Snapshot> s;
     queue_.pop(s);
     if (!s) return;  // aborted
-    if (s->checkpoint && !out_.checkpoint.empty()) write_checkpoint(*s);
+    if (s->checkpoint && !out_.checkpoint.empty()) {
+      // A checkpoint replaces the previous one: never with weights that are not finite.
+      if (s->W.allFinite())
+        write_checkpoint(*s);
+      else
+        spdlog::error("checkpoint at clock {} not written: W has non-finite values; {} keeps the last good one",
+                      s->record.clock, out_.checkpoint);
+    }
     if (!s->evaluate) continue;
     std::optional<EvalRecord> repeat;
     {

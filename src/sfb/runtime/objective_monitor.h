@@ -61,6 +61,7 @@ class ObjectiveMonitor {
   EvalRecord evaluate(const Snapshot& s);
   void write_checkpoint(const Snapshot& s);
   void decide(const EvalRecord& r);
+  bool diverged(const EvalRecord& r) const;
   void log_progress(const EvalRecord& r) const;
 
   const EvalConfig eval_;

@@ -122,7 +122,7 @@ bool Worker::State::wait_for_clock(int64_t c) {
   std::unique_lock lock(mu);
   Stopwatch waited;
   auto ready = [&] { return aborted() || c >= stop_at || (!paused && allowed(c)); };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.runtime.peer_timeout_s);
+  const auto deadline = deadline_after(cfg.runtime.peer_timeout_s);
   while (!ready()) {
     if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready())
       throw CommError(fmt::format("rank {}: waited {} s (runtime.peer_timeout_s) to start clock {}: {}", rank,
@@ -182,6 +182,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
                api::Model& model, WorkerHooks hooks, WorkerStart start, Exchange* exchange)
     : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
   auto& s = *s_;
+  transport.set_peer_timeout(cfg.runtime.peer_timeout_s);  // the flush at the end waits at most this long
   SFB_CHECK((cfg.comm.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.comm.scheme,
             exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
   SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
@@ -199,7 +200,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   } else {
     s.W = Matrix::Zero(s.J, s.D);
     Rng init_rng = make_rng(cfg.job.seed, 0x1417);
-    model.init(s.W, init_rng);
+    model.init(view(s.W), init_rng);
   }
   SFB_CHECK(start.clock >= 0 && start.clock < cfg.stop.max_clocks,
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",

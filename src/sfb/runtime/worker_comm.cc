@@ -144,23 +144,23 @@ void Worker::State::comm_loop() {
   stop = std::make_unique<StopProtocol>(rank, P, cfg.stop.max_clocks, std::move(io));
   if (exchange) start_exchange();
   Stopwatch last_progress;
-  for (int idle = 0; !aborted();) {
+  Backoff backoff;
+  while (!aborted()) {
     bool progress = send_own_batches();
     progress = receive_messages() || progress;
     check_stop_reasons();
     progress = report_if_done() || progress;
     if (stop->try_finish()) break;
     check_peer_timeout(progress, last_progress);
-    // Idle: yield first, then sleep briefly (no busy polling against the compute threads).
-    if (progress) {
-      idle = 0;
-    } else if (++idle < 16) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(200, 10 * (idle - 15))));
-    }
+    if (progress)
+      backoff.reset();
+    else
+      backoff.idle();
   }
-  if (exchange && !aborted()) exchange->finish();
+  // After a failure nothing more is owed to the peers (the job is being aborted), and a flush
+  // could wait on a peer that is stopped: only a finished job flushes, within the peer timeout.
+  if (aborted()) return;
+  if (exchange) exchange->finish();
   t.flush();
 }
 

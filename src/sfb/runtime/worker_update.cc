@@ -20,7 +20,7 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
       // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
       applier->apply(W, raw);
       if (model.has_prox())
-        for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+        for (const SfBatch* b : raw) model.prox(view(W), step(b->clock));
     } else {
       apply_scaled(raw);
     }
@@ -45,7 +45,7 @@ void Worker::State::apply_scaled(std::span<const SfBatch* const> raw) {
   fold_scale_if_far();
   if (model.has_prox()) {
     fold_scale();
-    for (const SfBatch* b : raw) model.prox(W, step(b->clock));
+    for (const SfBatch* b : raw) model.prox(view(W), step(b->clock));
   }
 }
 
@@ -85,7 +85,7 @@ void Worker::State::apply_dense(const SfBatch& item) {
       }
       if (model.has_prox()) {
         fold_scale();
-        for (int q = 0; q < P; ++q) model.prox(W, eta);
+        for (int q = 0; q < P; ++q) model.prox(view(W), eta);
       }
     }
   }

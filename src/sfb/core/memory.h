@@ -1,0 +1,35 @@
+#pragma once
+// What a job may allocate, and estimates checked against it before anything big is allocated: a
+// job whose W, minibatches or queues cannot fit is refused at start-up naming the config keys
+// that size it, instead of being OOM-killed, or dying of a bare std::bad_alloc, after minutes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sfb {
+
+// Bytes this process may still allocate: the smaller of its share of the host's available memory
+// (MemAvailable / ranks_on_host) and what its address-space limit (ulimit -v) leaves. -1 when
+// neither is known.
+int64_t available_memory_bytes(int ranks_on_host);
+
+// A sum of named parts, each sized by config keys.
+struct MemoryEstimate {
+  struct Part {
+    std::string what;  // "W on rank 0 (W + 6 snapshots)"
+    std::string keys;  // "model.dim, data.features"
+    double bytes = 0;
+  };
+  std::vector<Part> parts;
+  void add(std::string what, std::string keys, double bytes) {
+    parts.push_back({std::move(what), std::move(keys), bytes});
+  }
+  double total() const;
+  // Throws InvalidArgument listing the largest parts and their keys when the total exceeds
+  // `available` (ignored when available < 0).
+  void check(int64_t available, const std::string& subject) const;
+};
+
+std::string human_bytes(double bytes);
+
+}  // namespace sfb

@@ -1,0 +1,49 @@
+#pragma once
+// The plugin boundary. A plugin's model is wrapped in GuardedModel, which forwards every call and
+// makes two promises the rest of sfb can rely on:
+//  * nothing but sfb's own error types leaves a plugin call: api::ConfigError becomes
+//    InvalidArgument (exit code 2), any other exception, std::exception or not (`throw 42`),
+//    becomes an Error naming the plugin, the call and what was thrown;
+//  * what the plugin returns is checked: init() leaves W finite, the shape rows() x cols()
+//    stays fixed, prox_scale() is a finite positive factor.
+// Built-in models are not wrapped: their contract is checked by the tests.
+#include <string>
+
+#include "sfb/models/plugin_loader.h"
+
+namespace sfb::models {
+
+class GuardedModel final : public api::Model {
+ public:
+  // `inner` is the plugin's model; `path` names the plugin in messages.
+  GuardedModel(ModelPtr inner, std::string path);
+
+  std::string name() const override;
+  int64_t rows() const override { return rows_; }
+  int64_t cols() const override { return cols_; }
+  void init(MatrixMap W, Rng& rng) override;
+  api::UpdateRule update_rule() const override;
+  bool sparse_v() const override { return sparse_v_; }
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
+  bool has_prox() const override { return has_prox_; }
+  void prox(MatrixMap W, double step) override;
+  double prox_scale(double step) const override;
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const Matrix& W, const io::Dataset& data) const override;
+  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+                           const io::Dataset* test) const override;
+
+ private:
+  template <typename Fn>
+  auto call(const char* what, Fn&& fn) const -> decltype(fn());
+
+  ModelPtr inner_;
+  std::string path_;
+  int64_t rows_ = 0, cols_ = 0;  // asked once: fixed for the model's life
+  bool sparse_v_ = false, has_prox_ = false;
+};
+
+// Runs a plugin call outside a model (its factory): the same translation of what it throws.
+void guard_plugin_call(const std::string& path, const char* what, const std::function<void()>& fn);
+
+}  // namespace sfb::models
