@@ -1,4 +1,6 @@
-// Fuzzes the IDX readers (plain and gzipped input): read or throw DataError.
+// Fuzzes the IDX readers (plain and gzipped input): read or throw DataError. Any header goes in,
+// also one whose dimensions claim terabytes: the readers check size products for overflow and
+// allocate only as the data arrives, so a claim costs nothing beyond the file's real length.
 #include <unistd.h>
 
 #include <cstddef>
@@ -17,15 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const auto h = sfb::io::read_idx_header(path);
-    // Keep allocations bounded: the header may claim any size.
-    int64_t elems = 1;
-    for (int64_t d : h.dims) elems = d > 0 && elems < (int64_t{1} << 24) ? elems * d : elems;
-    if (elems < (int64_t{1} << 24)) {
-      if (h.dims.size() == 1)
-        sfb::io::read_idx_labels(path);
-      else
-        sfb::io::read_idx_images(path);
-    }
+    if (h.dims.size() == 1)
+      sfb::io::read_idx_labels(path);
+    else
+      sfb::io::read_idx_images(path);
   } catch (const sfb::DataError&) {
   }
   return 0;
