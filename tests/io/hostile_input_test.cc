@@ -20,9 +20,9 @@
 namespace sfb::io {
 namespace {
 
+using testing::be32;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using testing::be32;
 using testing::TempDir;
 using testing::write_gz;
 using testing::write_raw;
@@ -82,8 +82,10 @@ TEST(HostileIdx, RandomHeadersNeverCrashOrAllocateTheirClaim) {
     for (auto& d : dims) d = edges[rng() % std::size(edges)];
     write_raw(dir.file("r"), idx_header(dims) + std::string(rng() % 64, '\3'));
     try {
-      if (dims.size() == 1) read_idx_labels(dir.file("r"));
-      else read_idx_images(dir.file("r"));
+      if (dims.size() == 1)
+        read_idx_labels(dir.file("r"));
+      else
+        read_idx_images(dir.file("r"));
     } catch (const DataError&) {
     }
   }
