@@ -8,6 +8,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   libeigen3-dev libtbb-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev jq
+  libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev
   dataset-fashion-mnist liblinear-tools
   gnuplot-nox iproute2 binutils util-linux
   clang libclang-rt-14-dev clang-format

@@ -10,12 +10,12 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
-#include <Eigen/Core>
 
 #include "job.h"
 #include "sfb/comm/collectives.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/core/error.h"
+#include "sfb/core/gemm.h"
 #include "sfb/core/log.h"
 #include "sfb/core/strings.h"
 #include "sfb/runtime/signals.h"
@@ -160,7 +160,17 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!connect(job)) return kExitBadInput;
   const int threads = sfb::runtime::resolve_threads(job.cfg.runtime, mpi.ranks_on_host());
   job.cfg.runtime.threads = threads;
-  Eigen::setNbThreads(threads);
+  sfb::set_compute_threads(threads);
+  // BSP replicas stay bitwise identical only when every rank computes its GEMMs alike.
+  try {
+    sfb::comm::check_all_equal(*job.transport, sfb::blas_fingerprint(),
+                               fmt::format("the BLAS ({}; set OPENBLAS_CORETYPE and runtime.threads alike on every "
+                                           "host)",
+                                           sfb::blas_info()));
+  } catch (const sfb::InvalidArgument& e) {
+    if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return kExitBadInput;
+  }
   return job.cfg.job.mode == "mgwfbp" ? run_cnn(job) : run_sfb(job);
 }
 

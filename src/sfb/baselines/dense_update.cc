@@ -1,5 +1,7 @@
 #include "sfb/baselines/dense_update.h"
 
+#include "sfb/core/gemm.h"
+
 namespace sfb::baselines {
 
 void dense_update(const SfBatch& b, Matrix& out) {
@@ -9,7 +11,7 @@ void dense_update(const SfBatch& b, Matrix& out) {
     return;
   }
   if (!b.sparse_v) {
-    out.noalias() = b.u.transpose() * b.v;
+    gemm(Op::kTranspose, b.u, Op::kNone, b.v, out);
     return;
   }
   out.setZero();

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "sfb/core/error.h"
+#include "sfb/core/gemm.h"
 
 namespace sfb::models {
 namespace {
@@ -109,7 +110,7 @@ void Dml::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::Sf
     sign[static_cast<size_t>(i)] = pairs[static_cast<size_t>(i)].similar ? 1.0f : -1.0f;
   }
   Matrix z;
-  z.noalias() = d * W.stored.transpose();  // K x J: rows are (L d_i)^T
+  gemm(Op::kNone, d, Op::kTranspose, W.stored, z);  // K x J: rows are (L d_i)^T
   if (W.scale != 1.0f) z *= W.scale;
   for (int64_t i = 0; i < k; ++i) {
     const double dist = z.row(i).squaredNorm();
@@ -149,7 +150,8 @@ std::vector<double> Dml::distances(const Matrix& L, const io::Dataset& data, con
     d.resize(m, data.dim);
     for (int64_t i = 0; i < m; ++i)
       diff_row(data, pairs[b + static_cast<size_t>(i)].a, pairs[b + static_cast<size_t>(i)].b, d.row(i));
-    const Matrix z = d * L.transpose();
+    Matrix z;
+    gemm(Op::kNone, d, Op::kTranspose, L, z);
     for (int64_t i = 0; i < m; ++i) out[b + static_cast<size_t>(i)] = z.row(i).squaredNorm();
   }
   return out;

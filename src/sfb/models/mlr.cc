@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sfb/core/error.h"
+#include "sfb/core/gemm.h"
 
 namespace sfb::models {
 namespace {
@@ -53,7 +54,7 @@ Matrix Mlr::probabilities(const api::Weights& W, const api::MiniBatch& batch) {
   if (batch.sparse)
     sparse_logits(batch.x_csr, W.stored, p);
   else
-    p.noalias() = batch.x * W.stored.transpose();
+    gemm(Op::kNone, batch.x, Op::kTranspose, W.stored, p);  // K x J logits
   if (W.scale != 1.0f) p *= W.scale;
   softmax_rows(p);
   return p;
@@ -87,7 +88,9 @@ Matrix Mlr::probabilities(const Matrix& W, const io::Dataset& data, int64_t begi
     const io::SparseRows block = data.csr.middleRows(begin, end - begin);
     sparse_logits(block, W, logits);
   } else {
-    logits.noalias() = data.dense.middleRows(begin, end - begin) * W.transpose();
+    logits.resize(end - begin, W.rows());
+    gemm(Op::kNone, Op::kTranspose, end - begin, W.rows(), data.dim, 1.0f, data.dense.data() + begin * data.dim,
+         data.dim, W.data(), W.cols(), 0.0f, logits.data(), logits.cols());
   }
   if (scale != 1.0f) logits *= scale;
   softmax_rows(logits);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sfb/core/error.h"
+#include "sfb/core/gemm.h"
 #include "sfb/core/hash.h"
 
 namespace sfb::models {
@@ -17,7 +18,7 @@ Matrix dense_rows(const io::Dataset& data, int64_t begin, int64_t end) {
 
 // Largest eigenvalue of the symmetric PSD matrix G by power iteration (an upper estimate: the
 // Rayleigh quotient converges from below, so the result is scaled by 1.01).
-float top_eigenvalue(const Eigen::MatrixXf& G) {
+float top_eigenvalue(const Matrix& G) {
   Vector v = Vector::Ones(G.rows()) / std::sqrt(static_cast<float>(G.rows()));
   float lambda = 0;
   for (int it = 0; it < 30; ++it) {
@@ -51,17 +52,19 @@ Matrix SparseCoding::encode(const Matrix& B, const Matrix& X) const {
   // FISTA (Beck & Teboulle 2009) on 0.5 ||x - B a||^2 + gamma ||a||_1 for all rows at once:
   // the gradient of the smooth part is A G - X B with G = B^T B.
   // G = B^T B as a symmetric rank update: half the flops of the plain product.
-  Eigen::MatrixXf G = Eigen::MatrixXf::Zero(cols(), cols());
-  G.selfadjointView<Eigen::Lower>().rankUpdate(B.transpose());
-  G.triangularView<Eigen::StrictlyUpper>() = G.transpose();
-  const Matrix C = X * B;
+  Matrix G;
+  gemm(Op::kTranspose, B, Op::kNone, B, G);  // atoms x atoms
+  Matrix C;
+  gemm(Op::kNone, X, Op::kNone, B, C);
+  Matrix YG;
   const float L = std::max(top_eigenvalue(G), 1e-12f);
   const float thresh = static_cast<float>(gamma_) / L;
   Matrix A = Matrix::Zero(X.rows(), cols());
   Matrix Y = A, A_next;
   float t = 1.0f;
   for (int64_t it = 0; it < steps_; ++it) {
-    A_next.noalias() = Y - (Y * G - C) / L;
+    gemm(Op::kNone, Y, Op::kNone, G, YG);
+    A_next.noalias() = Y - (YG - C) / L;
     A_next =
         A_next.unaryExpr([thresh](float v) { return v > thresh ? v - thresh : (v < -thresh ? v + thresh : 0.0f); });
     const float t_next = 0.5f * (1.0f + std::sqrt(1.0f + 4.0f * t * t));
@@ -77,7 +80,7 @@ void SparseCoding::compute_sf(const api::Weights& W, const api::MiniBatch& batch
   const Matrix X = batch.sparse ? Matrix(batch.x_csr) : batch.x;
   const Matrix A = encode(W.stored, X);
   Matrix R;
-  R.noalias() = A * W.stored.transpose();  // K x dim: rows are (B a_i)^T
+  gemm(Op::kNone, A, Op::kTranspose, W.stored, R);  // K x dim: rows are (B a_i)^T
   R -= X;
   out.write_u_block(R);
   api::write_v_nonzeros(out, A);  // the codes are sparse
@@ -109,7 +112,9 @@ SparseCoding::Eval SparseCoding::evaluate_uncached(const Matrix& B, const io::Da
     const int64_t end = std::min(n, b + kBlock);
     const Matrix X = dense_rows(data, b, end);
     const Matrix A = encode(B, X);
-    const Matrix R = A * B.transpose() - X;
+    Matrix R;
+    gemm(Op::kNone, A, Op::kTranspose, B, R);
+    R -= X;
     err += static_cast<double>(R.squaredNorm());
     norm += static_cast<double>(X.squaredNorm());
     l1 += static_cast<double>(A.cwiseAbs().sum());

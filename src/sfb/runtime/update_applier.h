@@ -48,6 +48,7 @@ class UpdateApplier {
   std::vector<int64_t> col_ptr_;     // D + 1: entries of column c are [col_ptr_[c], col_ptr_[c+1])
   std::vector<int32_t> cols_used_;   // columns with at least one entry, ascending
   std::vector<int32_t> entry_pair_;  // per entry: the pair (numbered across batches)
+  std::vector<int32_t> entry_col_;   // per entry: its column
   std::vector<float> u_blocked_;     // U repacked: [J/8 blocks][pairs][8]
   std::vector<float> entry_v_;       // per entry: v_ic
 };
