@@ -13,12 +13,14 @@ sfb_deps
 sfb_build sfb_bench
 mkdir -p "$SFB_ROOT/runs/bench"
 export OMP_NUM_THREADS=${THREADS:-1}
-run_one() {  # $1: label
-  echo "== $1: $(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}, $(date -u +%FT%TZ)"
+run_one() {  # $1: label, then Google Benchmark's arguments
+  local label=$1
+  shift
+  echo "== $label: $(nproc --all) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-<unset>}, $(date -u +%FT%TZ)"
   "$SFB_BUILD/bench/sfb_bench" --benchmark_counters_tabular=true --benchmark_repetitions="${REPS:-5}" \
     --benchmark_report_aggregates_only=true \
-    --benchmark_out="$SFB_ROOT/runs/bench/bench-$1.json" --benchmark_out_format=json "$@" \
-    2>&1 | grep -v '^\[' | grep -E '^(-|Benchmark|.*_median)' | tee "$SFB_ROOT/runs/bench/bench-$1.txt"
+    --benchmark_out="$SFB_ROOT/runs/bench/bench-$label.json" --benchmark_out_format=json "$@" \
+    2>&1 | grep -v '^\[' | grep -E '^(-|Benchmark|.*_median)' | tee "$SFB_ROOT/runs/bench/bench-$label.txt"
 }
 label=coretype-${OPENBLAS_CORETYPE:-detected}
 run_one "$label" "$@"

@@ -13,6 +13,10 @@ PACKAGES=(
   gnuplot-nox iproute2 binutils util-linux
   clang libclang-rt-14-dev clang-format
 )
+# Peer benchmarks only (scripts/peer-bench.sh), never CI: PyTorch for the DDP comparison.
+if [ "${SFB_PEER_DEPS:-0}" = 1 ]; then
+  PACKAGES+=(python3-torch python3-numpy)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

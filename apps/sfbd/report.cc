@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -134,6 +136,15 @@ double planned_mean(const sfb::cnn::ExecutorResult& r, double sfb::cnn::Iteratio
     if (it.predicted_us > 0) s += it.*m, ++n;
   return n > 0 ? s / n : 0.0;
 }
+// The median iteration time over the same iterations (robust to the evaluation pauses).
+double planned_median_iteration_us(const sfb::cnn::ExecutorResult& r) {
+  std::vector<double> v;
+  for (const auto& it : r.iterations)
+    if (it.predicted_us > 0) v.push_back(it.iteration_us);
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 }  // namespace
 
 Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks,
@@ -162,6 +173,8 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"seconds", fixed(r.seconds, 6)},
           {"final_accuracy", fixed(r.test_accuracy, 6)},
           {"iteration_us", fixed(planned_mean(r, &S::iteration_us), 1)},
+          {"iteration_us_median", fixed(planned_median_iteration_us(r), 1)},
+          {"kernels", cfg.job.device == "cpu" ? cfg.cnn.kernels : cfg.job.device},
           {"predicted_us", fixed(planned_mean(r, &S::predicted_us), 1)},
           {"forward_us", fixed(planned_mean(r, &S::forward_us), 1)},
           {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},

@@ -17,6 +17,18 @@
 #include "sfb/io/model_file.h"
 #include "testing/files.h"
 
+// GCC defines __SANITIZE_*__; clang answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SFB_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define SFB_UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef SFB_UNDER_SANITIZER
+#define SFB_UNDER_SANITIZER 0
+#endif
+
 namespace sfb::io {
 namespace {
 
@@ -63,7 +75,7 @@ TEST(HostileIdx, DimensionProductsThatOverflowAreRefusedBeforeAnyAllocation) {
   // the claim (a 1 GiB address-space limit would make that allocation fail).
   write_gz(dir.file("short.gz"), idx_header({2000, 2000, 2000}) + std::string(1024, '\7'));
   {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !SFB_UNDER_SANITIZER  // sanitizers reserve terabytes of shadow memory up front
     AddressSpaceLimit limit(rlim_t{1} << 34);
 #endif
     EXPECT_THAT(data_error([&] { read_idx_images(dir.file("short.gz")); }),

@@ -73,7 +73,7 @@ Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
             "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
             train.dim, train.sparse ? "sparse" : "dense", cfg.input, input.size(),
             train.dim == input.size() + 1 ? " (set data.bias = false)" : "");
-  Network net(cfg.layers, input);
+  Network net(cfg.layers, input, parse_kernels(cfg.kernels));
   const int64_t outputs = net.layer(net.layers() - 1).out_shape().size();
   SFB_CHECK(outputs >= train.classes, "cnn.layers ends with {} outputs but the data has {} classes", outputs,
             train.classes);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "sfb/cnn/layer_parts.h"
+#include "sfb/cnn/onednn_layers.h"
 #include "sfb/core/error.h"
 
 namespace sfb::cnn {
@@ -18,42 +20,10 @@ int64_t Layer::param_count() {
 
 namespace {
 
-// He initialisation for layers followed by ReLU: N(0, 2 / fan_in).
-void he_init(Matrix& w, int64_t fan_in, Rng& rng) {
-  std::normal_distribution<float> g(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
-  for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = g(rng);
-}
-
-// A layer with a weight matrix W (outputs x fan-in, He-initialised) and a bias row b, and their
-// gradients.
-class WeightBiasLayer : public Layer {
- public:
-  WeightBiasLayer(Shape in, Shape out, int64_t fan_in) : in_(in), out_(out) {
-    W_.resize(out.c, fan_in);
-    b_ = Matrix::Zero(1, out.c);
-    dW_ = Matrix::Zero(W_.rows(), W_.cols());
-    db_ = Matrix::Zero(1, out.c);
-  }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return out_; }
-  void init(Rng& rng) override {
-    he_init(W_, W_.cols(), rng);
-    b_.setZero();
-  }
-  std::vector<Matrix*> params() override { return {&W_, &b_}; }
-  std::vector<Matrix*> grads() override { return {&dW_, &db_}; }
-
- protected:
-  Shape in_, out_;
-  Matrix W_, b_, dW_, db_;
-};
-
-Shape conv_out(Shape in, int out_c, int k, int pad) {
-  const Shape out{out_c, in.h + 2 * pad - k + 1, in.w + 2 * pad - k + 1};
-  SFB_CHECK(out_c >= 1 && k >= 1 && pad >= 0 && out.h >= 1 && out.w >= 1, "conv:{}:{}:{} does not fit a {}x{}x{} input",
-            out_c, k, pad, in.c, in.h, in.w);
-  return out;
-}
+using detail::conv_out;
+using detail::fc_out;
+using detail::pool_out;
+using detail::WeightBiasLayer;
 
 class Conv2d final : public WeightBiasLayer {
  public:
@@ -147,9 +117,7 @@ class Relu final : public Layer {
 
 class MaxPool final : public Layer {
  public:
-  MaxPool(Shape in, int k) : in_(in), k_(k), out_{in.c, in.h / k, in.w / k} {
-    SFB_CHECK(k >= 1 && out_.h >= 1 && out_.w >= 1, "pool:{} does not fit a {}x{}x{} input", k, in.c, in.h, in.w);
-  }
+  MaxPool(Shape in, int k) : in_(in), k_(k), out_(pool_out(in, k)) {}
   std::string name() const override { return fmt::format("pool{}", k_); }
   LayerInfo info() const override { return {LayerInfo::Kind::kPool, in_, out_, k_, 0}; }
   Shape in_shape() const override { return in_; }
@@ -194,11 +162,6 @@ class MaxPool final : public Layer {
   std::vector<int32_t> arg_;
 };
 
-Shape fc_out(int outputs) {
-  SFB_CHECK(outputs >= 1, "fc:{}: outputs must be >= 1", outputs);
-  return {outputs, 1, 1};
-}
-
 class Linear final : public WeightBiasLayer {
  public:
   Linear(Shape in, int outputs) : WeightBiasLayer(in, fc_out(outputs), in.size()) {}
@@ -217,12 +180,28 @@ class Linear final : public WeightBiasLayer {
 
 }  // namespace
 
-std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int kernel, int pad) {
+Kernels parse_kernels(const std::string& name) {
+  if (name == "onednn") return Kernels::kOneDnn;
+  SFB_CHECK(name == "reference", "cnn.kernels must be \"onednn\" or \"reference\", got \"{}\"", name);
+  return Kernels::kReference;
+}
+
+std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int kernel, int pad, Kernels kernels) {
+  if (kernels == Kernels::kOneDnn) return make_onednn_conv2d(in, out_channels, kernel, pad);
   return std::make_unique<Conv2d>(in, out_channels, kernel, pad);
 }
-std::unique_ptr<Layer> make_relu(Shape in) { return std::make_unique<Relu>(in); }
-std::unique_ptr<Layer> make_maxpool(Shape in, int k) { return std::make_unique<MaxPool>(in, k); }
-std::unique_ptr<Layer> make_linear(Shape in, int outputs) { return std::make_unique<Linear>(in, outputs); }
+std::unique_ptr<Layer> make_relu(Shape in, Kernels kernels) {
+  if (kernels == Kernels::kOneDnn) return make_onednn_relu(in);
+  return std::make_unique<Relu>(in);
+}
+std::unique_ptr<Layer> make_maxpool(Shape in, int k, Kernels kernels) {
+  if (kernels == Kernels::kOneDnn) return make_onednn_maxpool(in, k);
+  return std::make_unique<MaxPool>(in, k);
+}
+std::unique_ptr<Layer> make_linear(Shape in, int outputs, Kernels kernels) {
+  if (kernels == Kernels::kOneDnn) return make_blas_linear(in, outputs);
+  return std::make_unique<Linear>(in, outputs);
+}
 
 double softmax_cross_entropy(const Matrix& logits, const std::vector<int32_t>& labels, Matrix* dlogits) {
   const int64_t n = logits.rows();

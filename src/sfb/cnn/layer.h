@@ -2,7 +2,12 @@
 // Layers of the data-parallel CNN (MG-WFBP mode). A batch of activations is a row-major Matrix,
 // one sample per row, features in C x H x W order. forward() keeps what backward() needs;
 // backward() writes the parameter gradients (overwriting, not accumulating) and, when asked, the
-// input gradient. The CPU implementations use im2col + Eigen GEMM.
+// input gradient. Two CPU implementations of every layer (cnn.kernels):
+//   * onednn (default): convolution, max pooling and ReLU through oneDNN (the library PyTorch uses
+//     on CPU; its kernels are chosen for the CPU at run time), fully connected layers through the
+//     BLAS of core/gemm.h;
+//   * reference: per-sample im2col + Eigen GEMM and plain loops, the independent implementation
+//     the oneDNN layers are tested against.
 //
 // Threads: one training thread calls forward/backward; the communication thread reads grads()
 // of a layer only after backward() of that layer has returned (the executor's ready queue orders
@@ -48,13 +53,17 @@ class Layer {
   int64_t param_count();
 };
 
+enum class Kernels { kOneDnn, kReference };
+// "onednn" or "reference" (cnn.kernels).
+Kernels parse_kernels(const std::string& name);
+
 // conv:<out channels>:<kernel>[:<pad>], stride 1.
-std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int kernel, int pad);
-std::unique_ptr<Layer> make_relu(Shape in);
+std::unique_ptr<Layer> make_conv2d(Shape in, int out_channels, int kernel, int pad, Kernels kernels);
+std::unique_ptr<Layer> make_relu(Shape in, Kernels kernels);
 // pool:<k>: k x k max pooling with stride k (the input is cropped to a multiple of k).
-std::unique_ptr<Layer> make_maxpool(Shape in, int k);
+std::unique_ptr<Layer> make_maxpool(Shape in, int k, Kernels kernels);
 // fc:<outputs>
-std::unique_ptr<Layer> make_linear(Shape in, int outputs);
+std::unique_ptr<Layer> make_linear(Shape in, int outputs, Kernels kernels);
 
 // Mean softmax cross-entropy of logits (N x classes) against labels; dlogits = (p - onehot) / N.
 double softmax_cross_entropy(const Matrix& logits, const std::vector<int32_t>& labels, Matrix* dlogits);

@@ -37,19 +37,19 @@ void check_params(const std::string& item, int64_t outputs, int64_t fan_in) {
             params);
 }
 
-std::unique_ptr<Layer> make_layer(const std::string& item, Shape s) {
+std::unique_ptr<Layer> make_layer(const std::string& item, Shape s, Kernels kernels) {
   const auto f = split_trimmed(item, ':');
   if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
     const int c = number(item, f[1], 1, kMaxChannels, "channels"), k = number(item, f[2], 1, kMaxKernel, "kernel");
     check_params(item, c, int64_t{s.c} * k * k);
-    return make_conv2d(s, c, k, f.size() == 4 ? number(item, f[3], 0, kMaxKernel, "pad") : 0);
+    return make_conv2d(s, c, k, f.size() == 4 ? number(item, f[3], 0, kMaxKernel, "pad") : 0, kernels);
   }
-  if (f[0] == "relu" && f.size() == 1) return make_relu(s);
-  if (f[0] == "pool" && f.size() == 2) return make_maxpool(s, number(item, f[1], 1, kMaxKernel, "pool size"));
+  if (f[0] == "relu" && f.size() == 1) return make_relu(s, kernels);
+  if (f[0] == "pool" && f.size() == 2) return make_maxpool(s, number(item, f[1], 1, kMaxKernel, "pool size"), kernels);
   if (f[0] == "fc" && f.size() == 2) {
     const int outputs = number(item, f[1], 1, 1 << 24, "outputs");
     check_params(item, outputs, s.size());
-    return make_linear(s, outputs);
+    return make_linear(s, outputs, kernels);
   }
   throw InvalidArgument(
       fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], relu, pool:<k>, "
@@ -59,12 +59,12 @@ std::unique_ptr<Layer> make_layer(const std::string& item, Shape s) {
 
 }  // namespace
 
-Network::Network(const std::string& spec, Shape input) {
+Network::Network(const std::string& spec, Shape input, Kernels kernels) {
   Shape s = input;
   SFB_CHECK(s.size() <= kMaxActivations, "cnn.input {}x{}x{} has more than 2^28 values", s.c, s.h, s.w);
   for (const auto& item : split_trimmed(spec, ',')) {
     // The input of a layer is known to be within bounds; so are its numbers (make_layer).
-    std::unique_ptr<Layer> l = make_layer(item, s);
+    std::unique_ptr<Layer> l = make_layer(item, s, kernels);
     s = l->out_shape();
     SFB_CHECK(s.size() <= kMaxActivations, "cnn.layers: \"{}\" makes {}x{}x{} values per sample (more than 2^28)",
               excerpt(item), s.c, s.h, s.w);
@@ -79,6 +79,7 @@ Network::Network(const std::string& spec, Shape input) {
   }
   SFB_CHECK(!param_layer_.empty(), "cnn.layers \"{}\" has no layer with parameters", spec);
   acts_.resize(layers_.size() + 1);
+  grads_.resize(layers_.size() + 1);
 }
 
 void Network::init(Rng& rng) {
@@ -95,18 +96,18 @@ const Matrix& Network::forward(const Matrix& x) {
 double Network::backward(const std::vector<int32_t>& labels, const std::function<void(int)>& on_ready,
                          std::vector<double>* layer_us) {
   if (backend_) return backend_->backward(labels, on_ready, layer_us);
-  const double loss = softmax_cross_entropy(acts_.back(), labels, &grad_);
+  // grads_[i]: the loss gradient w.r.t. acts_[i]; each keeps its storage from step to step (a
+  // batch of activations is megabytes: reallocating it would page-fault it in every step).
+  const double loss = softmax_cross_entropy(acts_.back(), labels, &grads_.back());
   if (layer_us) layer_us->assign(layers_.size(), 0.0);
   for (int i = layers() - 1; i >= 0; --i) {
+    const auto u = static_cast<size_t>(i);
     const auto t0 = std::chrono::steady_clock::now();
     // The first layer needs no input gradient.
-    layers_[static_cast<size_t>(i)]->backward(acts_[static_cast<size_t>(i)], acts_[static_cast<size_t>(i) + 1], grad_,
-                                              i > 0 ? &grad_next_ : nullptr);
+    layers_[u]->backward(acts_[u], acts_[u + 1], grads_[u + 1], i > 0 ? &grads_[u] : nullptr);
     if (layer_us)
-      (*layer_us)[static_cast<size_t>(i)] =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    if (!layers_[static_cast<size_t>(i)]->params().empty() && on_ready) on_ready(owner_[static_cast<size_t>(i)]);
-    if (i > 0) grad_.swap(grad_next_);
+      (*layer_us)[u] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (!layers_[u]->params().empty() && on_ready) on_ready(owner_[u]);
   }
   return loss;
 }

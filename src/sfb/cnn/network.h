@@ -36,7 +36,7 @@ class DeviceBackend {
 
 class Network {
  public:
-  Network(const std::string& spec, Shape input);
+  Network(const std::string& spec, Shape input, Kernels kernels = Kernels::kOneDnn);
   void init(Rng& rng);
 
   // Forward pass over a batch (N x input.size()); returns the logits.
@@ -74,7 +74,7 @@ class Network {
   std::vector<int> param_layer_;  // param layer p -> layer index
   std::vector<int> owner_;        // layer -> param layer
   std::vector<Matrix> acts_;      // acts_[0] = input, acts_[i + 1] = output of layer i
-  Matrix grad_, grad_next_;
+  std::vector<Matrix> grads_;     // grads_[i]: the loss gradient w.r.t. acts_[i]
 };
 
 }  // namespace sfb::cnn

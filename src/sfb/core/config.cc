@@ -141,6 +141,10 @@ const std::vector<Field>& schema() {
                              "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
                              "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer."));
     f.push_back(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
+    f.push_back(string_field("cnn.kernels", &Config::cnn, &CnnConfig::kernels, {"onednn", "reference"},
+                             "mgwfbp, device = \"cpu\": the layer implementations. \"onednn\": oneDNN "
+                             "convolution, pooling and ReLU, BLAS fully connected layers; \"reference\": "
+                             "im2col + Eigen and plain loops (docs/performance.md)."));
     f.push_back(
         float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
     f.push_back(

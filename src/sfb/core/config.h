@@ -129,6 +129,7 @@ struct OutputConfig {
 struct CnnConfig {
   std::string layers = "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10";
   std::string input = "1x28x28";
+  std::string kernels = "onednn";
   double momentum = 0.9;
   double weight_decay = 0.0;
 };
