@@ -2,7 +2,7 @@
 # The CUDA checks, as one script for a machine with a GPU: builds with the CUDA layers, runs the
 # `cuda` tests (CUDA layers against the CPU layers), trains the default CNN for a few hundred
 # iterations on the GPU and on the CPU (one rank each, same seed and batch), and prints a table of
-# step times. Needs nvcc (/usr/local/cuda), cuBLAS and a CUDA device; prints why and exits 1 when
+# step times. Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
 # no device answers.
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
 set -euo pipefail

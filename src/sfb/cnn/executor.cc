@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sfb/cnn/cuda/cuda_backend.h"
+#include "sfb/cnn/onednn_layers.h"
 #include "sfb/cnn/replanner.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
@@ -122,18 +123,29 @@ Executor::Executor(const Config& cfg, comm::Transport& transport, const io::Data
   t_.set_peer_timeout(cfg.runtime.peer_timeout_s);  // every all-reduce and collective waits at most this long
 }
 
+namespace {
+
+// The CUDA backend when job.device = "cuda"; rank 0 logs where the layers run and the network.
+void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
+  if (cfg.job.device == "cuda") {
+    net.set_backend(cuda::make_backend(net, local_rank));
+    if (log) spdlog::info("layers run on CUDA ({})", cuda::library_versions());
+  } else if (log) {
+    spdlog::info("layers run on the CPU: {}", cfg.cnn.kernels == "onednn" ? onednn_info() : "reference kernels");
+  }
+  if (log)
+    spdlog::info("network: {} ({} parameters in {} layers with parameters)", net.describe(), net.total_params(),
+                 net.param_layers());
+}
+
+}  // namespace
+
 ExecutorResult Executor::run() {
   const int rank = t_.rank();
   Network net = make_network(cfg_.cnn, train_);
   Rng init_rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
   net.init(init_rng);
-  if (cfg_.job.device == "cuda") {
-    net.set_backend(cuda::make_backend(net, local_rank_));
-    if (rank == 0) spdlog::info("layers run on CUDA");
-  }
-  if (rank == 0)
-    spdlog::info("network: {} ({} parameters in {} layers with parameters)", net.describe(), net.total_params(),
-                 net.param_layers());
+  place_layers(cfg_, net, local_rank_, rank == 0);
   GradientCommunicator comm(t_, net, hooks_.on_allreduce);
   Replanner planner(cfg_.mgwfbp, t_, net, comm.allreduce(), hooks_.plan);
   MomentumSgd sgd(net, cfg_.cnn);

@@ -18,6 +18,24 @@ void openblas_set_num_threads(int);
 }
 
 namespace sfb {
+namespace {
+
+#if defined(__x86_64__)
+// OpenBLAS's AVX-512 (SkylakeX) kernels return with the upper halves of the vector registers
+// dirty. Until a vzeroupper, every legacy-SSE instruction this thread runs afterwards (the
+// x86-64 baseline code of the rest of sfb: the sparse sweep, Eigen) pays a merge with those
+// halves: measured 1.3x (tiled sparse update) to 5x (scattered sparse update) slower after one
+// SGEMM. One vzeroupper after each call puts the registers back in the clean state.
+__attribute__((target("avx"))) void clear_upper_avx() { __builtin_ia32_vzeroupper(); }
+const bool kHasAvx = __builtin_cpu_supports("avx");
+void clean_vector_state() {
+  if (kHasAvx) clear_upper_avx();
+}
+#else
+void clean_vector_state() {}
+#endif
+
+}  // namespace
 
 void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -29,6 +47,7 @@ void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const 
               op_b == Op::kTranspose ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
+  clean_vector_state();
 }
 
 void gemm(Op op_a, const Matrix& a, Op op_b, const Matrix& b, Matrix& c, float alpha, float beta) {

@@ -1,19 +1,33 @@
-// CUDA backend of the MG-WFBP network: the same layers as src/sfb/cnn/layer.cc, on a GPU.
+// CUDA backend of the MG-WFBP network: the same layers as src/sfb/cnn/layer.cc, on a GPU, through
+// the vendor libraries. Convolution (forward, data and filter gradients), bias, max pooling and
+// ReLU are cuDNN calls; the fully connected layers are cuBLAS GEMMs. The only kernel of our own is
+// the softmax cross-entropy of the last layer (no library call returns the per-sample loss and its
+// gradient together; it touches n x classes floats once).
+//
 // Activations live on the device for a whole iteration; parameters are uploaded after each host
 // update (params_changed), and each param layer's gradients are downloaded into the host copies
 // (pinned staging) before the layer is reported ready to the communication thread, which
 // all-reduces host buffers over MPI.
 //
-// Layouts match the CPU layers: row-major, one sample per row, C x H x W. cuBLAS is column-major:
-// a row-major M (r x c) is the column-major M^T (c x r), and the GEMMs below are written that way.
+// Arithmetic is strict FP32 (CUDNN_FMA_MATH, cuBLAS's default math): no TF32, so the GPU run
+// tracks the CPU run within float tolerance (tests/cnn/cuda_test.cc). The backward algorithms are
+// the fastest deterministic ones cuDNN's heuristics offer, so a rank's gradients do not depend on
+// atomics' order. Plans (descriptors, algorithms, workspace) are made once per batch size.
+//
+// Layouts match the CPU layers: row-major, one sample per row, C x H x W (NCHW), filters
+// oc x c x k x k (KCRS). cuBLAS is column-major: a row-major M (r x c) is the column-major M^T
+// (c x r), and the GEMMs below are written that way.
 #include "sfb/cnn/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
@@ -27,8 +41,11 @@ void check(cudaError_t e, const char* what) {
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw CommError(fmt::format("cuBLAS: {}: status {}", what, static_cast<int>(s)));
 }
+void check(cudnnStatus_t s, const char* what) {
+  if (s != CUDNN_STATUS_SUCCESS) throw CommError(fmt::format("cuDNN: {}: {}", what, cudnnGetErrorString(s)));
+}
 
-// A device buffer of floats (or ints), grown on demand.
+// A device buffer of T, grown on demand (contents are not kept when it grows).
 template <typename T>
 struct DevBuf {
   T* p = nullptr;
@@ -52,103 +69,108 @@ struct DevBuf {
   }
 };
 
-constexpr int kThreads = 256;
-inline int blocks(int64_t n) { return static_cast<int>(std::max<int64_t>(1, (n + kThreads - 1) / kThreads)); }
+// Owner of one cuDNN descriptor.
+template <typename D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>
+class Desc {
+ public:
+  Desc() { check(Create(&d_), "create descriptor"); }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  ~Desc() { Destroy(d_); }
+  D get() const { return d_; }
 
-__global__ void im2col_kernel(const float* x, float* col, int C, int H, int W, int k, int pad, int OH, int OW) {
-  // col (C k k) x (OH OW) of one sample.
-  const int64_t total = static_cast<int64_t>(C) * k * k * OH * OW;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int ox = static_cast<int>(i % OW);
-    const int oy = static_cast<int>((i / OW) % OH);
-    const int64_t row = i / (static_cast<int64_t>(OW) * OH);
-    const int kx = static_cast<int>(row % k), ky = static_cast<int>((row / k) % k), c = static_cast<int>(row / (k * k));
-    const int iy = oy + ky - pad, ix = ox + kx - pad;
-    col[i] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? x[(static_cast<int64_t>(c) * H + iy) * W + ix] : 0.0f;
+ private:
+  D d_{};
+};
+using TensorDesc = Desc<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc = Desc<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    Desc<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using PoolDesc = Desc<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor, cudnnDestroyPoolingDescriptor>;
+using ActDesc = Desc<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
+
+void set_nchw(const TensorDesc& d, int64_t n, int c, int h, int w) {
+  check(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(n), c, h, w),
+        "tensor descriptor");
+}
+
+// The first algorithm of a heuristic list that succeeded, is deterministic when asked and fits
+// the workspace limit.
+template <typename Perf>
+Perf pick(const Perf* perf, int count, bool deterministic, const char* what) {
+  constexpr size_t kWorkspaceLimit = size_t{1} << 30;
+  for (int i = 0; i < count; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kWorkspaceLimit &&
+        (!deterministic || perf[i].determinism == CUDNN_DETERMINISTIC))
+      return perf[i];
+  throw CommError(fmt::format("cuDNN: no usable {} algorithm among {} candidates", what, count));
+}
+
+// Descriptors and algorithms of one layer for one batch size.
+struct LayerPlan {
+  TensorDesc x, y, bias;  // x, y: NCHW of the batch; bias: 1 x C x 1 x 1
+  FilterDesc w;
+  ConvDesc conv;
+  PoolDesc pool;
+  ActDesc act;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+  size_t workspace = 0;
+};
+
+void plan_conv(cudnnHandle_t h, const LayerInfo& li, LayerPlan& p) {
+  check(cudnnSetFilter4dDescriptor(p.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, li.out.c, li.in.c, li.kernel,
+                                   li.kernel),
+        "filter descriptor");
+  check(cudnnSetConvolution2dDescriptor(p.conv.get(), li.pad, li.pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT),
+        "convolution descriptor");
+  check(cudnnSetConvolutionMathType(p.conv.get(), CUDNN_FMA_MATH), "convolution math type");
+  constexpr int kMax = 16;
+  int got = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
+  check(cudnnGetConvolutionForwardAlgorithm_v7(h, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), kMax, &got, fwd),
+        "forward algorithms");
+  const auto f = pick(fwd, got, false, "convolution forward");
+  cudnnConvolutionBwdDataAlgoPerf_t bd[kMax];
+  check(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kMax, &got, bd),
+        "backward data algorithms");
+  const auto d = pick(bd, got, true, "convolution backward data");
+  cudnnConvolutionBwdFilterAlgoPerf_t bf[kMax];
+  check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kMax, &got, bf),
+        "backward filter algorithms");
+  const auto w = pick(bf, got, true, "convolution backward filter");
+  p.fwd = f.algo;
+  p.bwd_data = d.algo;
+  p.bwd_filter = w.algo;
+  p.workspace = std::max({f.memory, d.memory, w.memory});
+}
+
+std::unique_ptr<LayerPlan> make_plan(cudnnHandle_t h, const LayerInfo& li, int64_t n) {
+  auto p = std::make_unique<LayerPlan>();
+  const bool linear = li.kind == LayerInfo::Kind::kLinear;
+  // A fully connected layer's input is seen as in.size() channels of 1 x 1.
+  if (linear)
+    set_nchw(p->x, n, static_cast<int>(li.in.size()), 1, 1);
+  else
+    set_nchw(p->x, n, li.in.c, li.in.h, li.in.w);
+  set_nchw(p->y, n, li.out.c, li.out.h, li.out.w);
+  set_nchw(p->bias, 1, li.out.c, 1, 1);
+  switch (li.kind) {
+    case LayerInfo::Kind::kConv: plan_conv(h, li, *p); break;
+    case LayerInfo::Kind::kPool:
+      check(cudnnSetPooling2dDescriptor(p->pool.get(), CUDNN_POOLING_MAX_DETERMINISTIC, CUDNN_NOT_PROPAGATE_NAN,
+                                        li.kernel, li.kernel, 0, 0, li.kernel, li.kernel),
+            "pooling descriptor");
+      break;
+    case LayerInfo::Kind::kRelu:
+      check(cudnnSetActivationDescriptor(p->act.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+            "activation descriptor");
+      break;
+    case LayerInfo::Kind::kLinear: break;
   }
-}
-
-__global__ void col2im_kernel(const float* col, float* dx, int C, int H, int W, int k, int pad, int OH, int OW) {
-  // Each input element gathers the column entries that read it (no atomics).
-  const int64_t total = static_cast<int64_t>(C) * H * W;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int ix = static_cast<int>(i % W), iy = static_cast<int>((i / W) % H),
-              c = static_cast<int>(i / (static_cast<int64_t>(W) * H));
-    float s = 0.0f;
-    for (int ky = 0; ky < k; ++ky) {
-      const int oy = iy - ky + pad;
-      if (oy < 0 || oy >= OH) continue;
-      for (int kx = 0; kx < k; ++kx) {
-        const int ox = ix - kx + pad;
-        if (ox < 0 || ox >= OW) continue;
-        s += col[((static_cast<int64_t>(c) * k + ky) * k + kx) * OH * OW + static_cast<int64_t>(oy) * OW + ox];
-      }
-    }
-    dx[i] = s;
-  }
-}
-
-// y[n, c, :] += b[c] for rows of `per_row` = C * inner.
-__global__ void add_bias_kernel(float* y, const float* b, int64_t n, int C, int64_t inner) {
-  const int64_t total = n * C * inner;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] += b[(i / inner) % C];
-}
-
-// db[c] = sum over n and inner of dy[n, c, :].
-__global__ void bias_grad_kernel(const float* dy, float* db, int64_t n, int C, int64_t inner) {
-  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < C; c += gridDim.x * blockDim.x) {
-    float s = 0.0f;
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < inner; ++j) s += dy[(r * C + c) * inner + j];
-    db[c] = s;
-  }
-}
-
-__global__ void relu_kernel(const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-__global__ void relu_back_kernel(const float* x, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-__global__ void maxpool_kernel(const float* x, float* y, int* arg, int64_t n, int C, int H, int W, int k, int OH,
-                               int OW) {
-  const int64_t total = n * C * OH * OW;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int ox = static_cast<int>(i % OW), oy = static_cast<int>((i / OW) % OH);
-    const int c = static_cast<int>((i / (static_cast<int64_t>(OW) * OH)) % C);
-    const int64_t s = i / (static_cast<int64_t>(OW) * OH * C);
-    const float* xs = x + s * C * H * W;
-    float best = -3.4e38f;
-    int at = 0;
-    for (int dy = 0; dy < k; ++dy)
-      for (int dx = 0; dx < k; ++dx) {
-        const int idx = (c * H + oy * k + dy) * W + ox * k + dx;
-        if (xs[idx] > best) {
-          best = xs[idx];
-          at = idx;
-        }
-      }
-    y[i] = best;
-    arg[i] = at;
-  }
-}
-__global__ void maxpool_back_kernel(const float* dy, const int* arg, float* dx, int64_t n, int64_t out_per,
-                                    int64_t in_per) {
-  // Windows do not overlap (stride = k): every input receives at most one output's gradient.
-  const int64_t total = n * out_per;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dx[(i / out_per) * in_per + arg[i]] = dy[i];
+  return p;
 }
 
 // One thread per row: loss and (p - onehot) / n.
@@ -167,30 +189,31 @@ __global__ void softmax_ce_kernel(const float* z, const int* labels, float* dz, 
   }
 }
 
+constexpr int kThreads = 256;
+inline int blocks(int64_t n) { return static_cast<int>(std::max<int64_t>(1, (n + kThreads - 1) / kThreads)); }
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
 class CudaBackend final : public DeviceBackend {
  public:
   CudaBackend(Network& net, int device) : net_(net) {
     check(cudaSetDevice(device), "cudaSetDevice");
     check(cublasCreate(&blas_), "cublasCreate");
-    const int L = net.layers();
-    acts_.resize(static_cast<size_t>(L) + 1);
-    args_.resize(static_cast<size_t>(L));
-    cols_.resize(static_cast<size_t>(L));
-    params_.resize(static_cast<size_t>(L));
-    grads_.resize(static_cast<size_t>(L));
-    for (int i = 0; i < L; ++i) {
-      auto ps = net.layer(i).params();
-      for (Matrix* m : ps) {
-        params_[static_cast<size_t>(i)].emplace_back(std::make_unique<DevBuf<float>>());
-        params_[static_cast<size_t>(i)].back()->resize(static_cast<size_t>(m->size()));
-        grads_[static_cast<size_t>(i)].emplace_back(std::make_unique<DevBuf<float>>());
-        grads_[static_cast<size_t>(i)].back()->resize(static_cast<size_t>(m->size()));
+    check(cudnnCreate(&dnn_), "cudnnCreate");
+    const size_t L = static_cast<size_t>(net.layers());
+    acts_.resize(L + 1);
+    params_.resize(L);
+    grads_.resize(L);
+    for (size_t i = 0; i < L; ++i)
+      for (Matrix* m : net.layer(static_cast<int>(i)).params()) {
+        params_[i].emplace_back().resize(static_cast<size_t>(m->size()));
+        grads_[i].emplace_back().resize(static_cast<size_t>(m->size()));
       }
-    }
     params_changed();
   }
   ~CudaBackend() override {
+    plans_.clear();
     if (pinned_) cudaFreeHost(pinned_);
+    cudnnDestroy(dnn_);
     cublasDestroy(blas_);
   }
   std::string name() const override { return "cuda"; }
@@ -199,7 +222,7 @@ class CudaBackend final : public DeviceBackend {
     for (int i = 0; i < net_.layers(); ++i) {
       auto ps = net_.layer(i).params();
       for (size_t k = 0; k < ps.size(); ++k)
-        check(cudaMemcpy(params_[static_cast<size_t>(i)][k]->p, ps[k]->data(),
+        check(cudaMemcpy(params_[static_cast<size_t>(i)][k].p, ps[k]->data(),
                          static_cast<size_t>(ps[k]->size()) * sizeof(float), cudaMemcpyHostToDevice),
               "upload parameters");
     }
@@ -207,6 +230,7 @@ class CudaBackend final : public DeviceBackend {
 
   const Matrix& forward(const Matrix& x) override {
     n_ = x.rows();
+    plan_ = &plans_for(n_);
     acts_[0].resize(static_cast<size_t>(x.size()));
     check(cudaMemcpy(acts_[0].p, x.data(), static_cast<size_t>(x.size()) * sizeof(float), cudaMemcpyHostToDevice),
           "upload batch");
@@ -221,6 +245,37 @@ class CudaBackend final : public DeviceBackend {
 
   double backward(const std::vector<int32_t>& labels, const std::function<void(int)>& on_ready,
                   std::vector<double>* layer_us) override {
+    const double loss = loss_and_gradient(labels);
+    if (layer_us) layer_us->assign(static_cast<size_t>(net_.layers()), 0.0);
+    for (int i = net_.layers() - 1; i >= 0; --i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      backward_layer(i, i > 0);
+      const bool has_params = download_grads(i);
+      if (layer_us)
+        (*layer_us)[static_cast<size_t>(i)] =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (has_params && on_ready) on_ready(net_.owner_param_layer(i));
+      if (i > 0) std::swap(grad_.p, grad_next_.p), std::swap(grad_.n, grad_next_.n);
+    }
+    return loss;
+  }
+
+ private:
+  std::vector<std::unique_ptr<LayerPlan>>& plans_for(int64_t n) {
+    auto it = plans_.find(n);
+    if (it != plans_.end()) return it->second;
+    std::vector<std::unique_ptr<LayerPlan>> plans;
+    size_t ws = 0;
+    for (int i = 0; i < net_.layers(); ++i) {
+      plans.push_back(make_plan(dnn_, net_.layer(i).info(), n));
+      ws = std::max(ws, plans.back()->workspace);
+    }
+    workspace_.resize(ws);
+    return plans_.emplace(n, std::move(plans)).first->second;
+  }
+
+  // Mean cross-entropy of the logits on the device; grad_ gets its gradient w.r.t. the logits.
+  double loss_and_gradient(const std::vector<int32_t>& labels) {
     const int classes = static_cast<int>(logits_.cols());
     labels_.resize(static_cast<size_t>(n_));
     check(cudaMemcpy(labels_.p, labels.data(), static_cast<size_t>(n_) * sizeof(int), cudaMemcpyHostToDevice),
@@ -233,154 +288,127 @@ class CudaBackend final : public DeviceBackend {
     check(cudaMemcpy(losses.data(), loss_.p, losses.size() * sizeof(float), cudaMemcpyDeviceToHost), "download loss");
     double loss = 0;
     for (float l : losses) loss += l;
-    if (layer_us) layer_us->assign(static_cast<size_t>(net_.layers()), 0.0);
-    for (int i = net_.layers() - 1; i >= 0; --i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      backward_layer(i, i > 0);
-      auto ps = net_.layer(i).grads();
-      if (!ps.empty()) {
-        // Host copies of this layer's gradients, through pinned memory, before it is reported ready.
-        for (size_t k = 0; k < ps.size(); ++k) {
-          const size_t bytes = static_cast<size_t>(ps[k]->size()) * sizeof(float);
-          stage(bytes);
-          check(cudaMemcpy(pinned_, grads_[static_cast<size_t>(i)][k]->p, bytes, cudaMemcpyDeviceToHost),
-                "download gradients");
-          std::memcpy(ps[k]->data(), pinned_, bytes);
-        }
-      } else {
-        check(cudaDeviceSynchronize(), "backward");
-      }
-      if (layer_us)
-        (*layer_us)[static_cast<size_t>(i)] =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      if (!ps.empty() && on_ready) on_ready(net_.owner_param_layer(i));
-      if (i > 0) std::swap(grad_.p, grad_next_.p), std::swap(grad_.n, grad_next_.n);
-    }
     return n_ > 0 ? loss / static_cast<double>(n_) : 0.0;
   }
 
- private:
+  // Host copies of layer i's gradients, through pinned memory (synchronous: the layer is done when
+  // this returns). False for a layer without parameters.
+  bool download_grads(int i) {
+    auto ps = net_.layer(i).grads();
+    if (ps.empty()) return false;
+    for (size_t k = 0; k < ps.size(); ++k) {
+      const size_t bytes = static_cast<size_t>(ps[k]->size()) * sizeof(float);
+      stage(bytes);
+      check(cudaMemcpy(pinned_, grads_[static_cast<size_t>(i)][k].p, bytes, cudaMemcpyDeviceToHost),
+            "download gradients");
+      std::memcpy(ps[k]->data(), pinned_, bytes);
+    }
+    return true;
+  }
+
   void stage(size_t bytes) {
     if (bytes <= pinned_bytes_) return;
     if (pinned_) cudaFreeHost(pinned_);
+    pinned_ = nullptr;
     check(cudaMallocHost(reinterpret_cast<void**>(&pinned_), bytes), "cudaMallocHost");
     pinned_bytes_ = bytes;
   }
 
-  // Row-major C (m x n) = op(A) op(B), written for cuBLAS's column-major view (C^T = op(B)^T op(A)^T).
+  float* param(int i, int k) { return params_[static_cast<size_t>(i)][static_cast<size_t>(k)].p; }
+  float* grad(int i, int k) { return grads_[static_cast<size_t>(i)][static_cast<size_t>(k)].p; }
+
   void forward_layer(int i) {
     const LayerInfo li = net_.layer(i).info();
-    const int64_t in_per = li.in.size(), out_per = li.out.size();
-    DevBuf<float>& x = acts_[static_cast<size_t>(i)];
+    const LayerPlan& p = *(*plan_)[static_cast<size_t>(i)];
+    const float* x = acts_[static_cast<size_t>(i)].p;
     DevBuf<float>& y = acts_[static_cast<size_t>(i) + 1];
-    y.resize(static_cast<size_t>(n_ * out_per));
-    const float one = 1.0f, zero = 0.0f;
+    y.resize(static_cast<size_t>(n_ * li.out.size()));
     switch (li.kind) {
-      case LayerInfo::Kind::kConv: {
-        const int k = li.kernel, hw = li.out.h * li.out.w, ckk = li.in.c * k * k, oc = li.out.c;
-        DevBuf<float>& col = cols_[static_cast<size_t>(i)];
-        col.resize(static_cast<size_t>(n_) * ckk * hw);
-        for (int64_t s = 0; s < n_; ++s)
-          im2col_kernel<<<blocks(int64_t{ckk} * hw), kThreads>>>(x.p + s * in_per, col.p + s * ckk * hw, li.in.c,
-                                                                 li.in.h, li.in.w, k, li.pad, li.out.h, li.out.w);
-        check(cudaGetLastError(), "im2col_kernel");
-        // Y_s (oc x hw) = W (oc x ckk) col_s (ckk x hw): column-major Y^T = col^T W^T.
-        check(cublasSgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_N, hw, oc, ckk, &one, col.p, hw,
-                                        int64_t{ckk} * hw, params_[static_cast<size_t>(i)][0]->p, ckk, 0, &zero, y.p,
-                                        hw, int64_t{oc} * hw, static_cast<int>(n_)),
-              "conv forward GEMM");
-        add_bias_kernel<<<blocks(n_ * out_per), kThreads>>>(y.p, params_[static_cast<size_t>(i)][1]->p, n_, oc, hw);
+      case LayerInfo::Kind::kConv:
+        check(cudnnConvolutionForward(dnn_, &kOne, p.x.get(), x, p.w.get(), param(i, 0), p.conv.get(), p.fwd,
+                                      workspace_.p, p.workspace, &kZero, p.y.get(), y.p),
+              "convolution forward");
+        check(cudnnAddTensor(dnn_, &kOne, p.bias.get(), param(i, 1), &kOne, p.y.get(), y.p), "convolution bias");
         break;
-      }
-      case LayerInfo::Kind::kRelu: relu_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, n_ * out_per); break;
-      case LayerInfo::Kind::kPool: {
-        DevBuf<int>& arg = args_[static_cast<size_t>(i)];
-        arg.resize(static_cast<size_t>(n_ * out_per));
-        maxpool_kernel<<<blocks(n_ * out_per), kThreads>>>(x.p, y.p, arg.p, n_, li.in.c, li.in.h, li.in.w, li.kernel,
-                                                           li.out.h, li.out.w);
+      case LayerInfo::Kind::kRelu:
+        check(cudnnActivationForward(dnn_, p.act.get(), &kOne, p.x.get(), x, &kZero, p.y.get(), y.p), "ReLU forward");
         break;
-      }
+      case LayerInfo::Kind::kPool:
+        check(cudnnPoolingForward(dnn_, p.pool.get(), &kOne, p.x.get(), x, &kZero, p.y.get(), y.p), "pooling forward");
+        break;
       case LayerInfo::Kind::kLinear: {
-        const int out = li.out.c, in = static_cast<int>(in_per);
+        const int out = li.out.c, in = static_cast<int>(li.in.size());
         // Y (n x out) = X (n x in) W^T: column-major Y^T (out x n) = W (op T of W^T) X^T.
-        check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, out, static_cast<int>(n_), in, &one,
-                          params_[static_cast<size_t>(i)][0]->p, in, x.p, in, &zero, y.p, out),
+        check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, out, static_cast<int>(n_), in, &kOne, param(i, 0), in, x, in,
+                          &kZero, y.p, out),
               "linear forward GEMM");
-        add_bias_kernel<<<blocks(n_ * out), kThreads>>>(y.p, params_[static_cast<size_t>(i)][1]->p, n_, out, 1);
+        check(cudnnAddTensor(dnn_, &kOne, p.bias.get(), param(i, 1), &kOne, p.y.get(), y.p), "linear bias");
         break;
       }
     }
-    check(cudaGetLastError(), "forward kernel");
+  }
+
+  void backward_conv(int i, const LayerPlan& p, const float* x, const float* dy, float* dx) {
+    check(cudnnConvolutionBackwardFilter(dnn_, &kOne, p.x.get(), x, p.y.get(), dy, p.conv.get(), p.bwd_filter,
+                                         workspace_.p, p.workspace, &kZero, p.w.get(), grad(i, 0)),
+          "convolution filter gradient");
+    check(cudnnConvolutionBackwardBias(dnn_, &kOne, p.y.get(), dy, &kZero, p.bias.get(), grad(i, 1)),
+          "convolution bias gradient");
+    if (dx)
+      check(cudnnConvolutionBackwardData(dnn_, &kOne, p.w.get(), param(i, 0), p.y.get(), dy, p.conv.get(), p.bwd_data,
+                                         workspace_.p, p.workspace, &kZero, p.x.get(), dx),
+            "convolution data gradient");
+  }
+
+  void backward_linear(int i, const LayerInfo& li, const LayerPlan& p, const float* x, const float* dy, float* dx) {
+    const int out = li.out.c, in = static_cast<int>(li.in.size()), n = static_cast<int>(n_);
+    // dW (out x in) = dY^T X: column-major dW^T (in x out) = X^T (in x n) dY (n x out).
+    check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &kOne, x, in, dy, out, &kZero, grad(i, 0), in),
+          "linear weight gradient GEMM");
+    check(cudnnConvolutionBackwardBias(dnn_, &kOne, p.y.get(), dy, &kZero, p.bias.get(), grad(i, 1)),
+          "linear bias gradient");
+    if (dx)
+      // dX (n x in) = dY W: column-major dX^T (in x n) = W^T (in x out) dY^T (out x n).
+      check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &kOne, param(i, 0), in, dy, out, &kZero, dx, in),
+            "linear input gradient GEMM");
   }
 
   void backward_layer(int i, bool need_dx) {
     const LayerInfo li = net_.layer(i).info();
-    const int64_t in_per = li.in.size(), out_per = li.out.size();
-    DevBuf<float>& x = acts_[static_cast<size_t>(i)];
-    const float one = 1.0f, zero = 0.0f;
-    grad_next_.resize(static_cast<size_t>(n_ * in_per));
-    float* dy = grad_.p;
-    float* dx = grad_next_.p;
+    const LayerPlan& p = *(*plan_)[static_cast<size_t>(i)];
+    const float* x = acts_[static_cast<size_t>(i)].p;
+    const float* y = acts_[static_cast<size_t>(i) + 1].p;
+    grad_next_.resize(static_cast<size_t>(n_ * li.in.size()));
+    const float* dy = grad_.p;
+    float* dx = need_dx ? grad_next_.p : nullptr;
     switch (li.kind) {
-      case LayerInfo::Kind::kConv: {
-        const int k = li.kernel, hw = li.out.h * li.out.w, ckk = li.in.c * k * k, oc = li.out.c;
-        DevBuf<float>& col = cols_[static_cast<size_t>(i)];
-        float* dW = grads_[static_cast<size_t>(i)][0]->p;
-        // dW (oc x ckk) = sum_s dY_s (oc x hw) col_s^T: column-major dW^T = col_s (ckk x hw) dY_s^T.
-        check(cudaMemset(dW, 0, static_cast<size_t>(oc) * ckk * sizeof(float)), "memset");
-        for (int64_t s = 0; s < n_; ++s)
-          check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, ckk, oc, hw, &one, col.p + s * ckk * hw, hw,
-                            dy + s * out_per, hw, &one, dW, ckk),
-                "conv weight gradient GEMM");
-        bias_grad_kernel<<<blocks(oc), kThreads>>>(dy, grads_[static_cast<size_t>(i)][1]->p, n_, oc, hw);
-        if (need_dx) {
-          // dcol_s (ckk x hw) = W^T dY_s: column-major dcol^T (hw x ckk) = dY_s^T (hw x oc) W (oc x ckk).
-          dcol_.resize(static_cast<size_t>(n_) * ckk * hw);
-          check(cublasSgemmStridedBatched(blas_, CUBLAS_OP_N, CUBLAS_OP_T, hw, ckk, oc, &one, dy, hw, out_per,
-                                          params_[static_cast<size_t>(i)][0]->p, ckk, 0, &zero, dcol_.p, hw,
-                                          int64_t{ckk} * hw, static_cast<int>(n_)),
-                "conv input gradient GEMM");
-          for (int64_t s = 0; s < n_; ++s)
-            col2im_kernel<<<blocks(in_per), kThreads>>>(dcol_.p + s * ckk * hw, dx + s * in_per, li.in.c, li.in.h,
-                                                        li.in.w, k, li.pad, li.out.h, li.out.w);
-        }
-        break;
-      }
+      case LayerInfo::Kind::kConv: backward_conv(i, p, x, dy, dx); break;
+      case LayerInfo::Kind::kLinear: backward_linear(i, li, p, x, dy, dx); break;
       case LayerInfo::Kind::kRelu:
-        if (need_dx) relu_back_kernel<<<blocks(n_ * in_per), kThreads>>>(x.p, dy, dx, n_ * in_per);
+        if (dx)
+          check(cudnnActivationBackward(dnn_, p.act.get(), &kOne, p.y.get(), y, p.y.get(), dy, p.x.get(), x, &kZero,
+                                        p.x.get(), dx),
+                "ReLU backward");
         break;
       case LayerInfo::Kind::kPool:
-        if (need_dx) {
-          check(cudaMemset(dx, 0, static_cast<size_t>(n_ * in_per) * sizeof(float)), "memset");
-          maxpool_back_kernel<<<blocks(n_ * out_per), kThreads>>>(dy, args_[static_cast<size_t>(i)].p, dx, n_, out_per,
-                                                                  in_per);
-        }
+        if (dx)
+          check(cudnnPoolingBackward(dnn_, p.pool.get(), &kOne, p.y.get(), y, p.y.get(), dy, p.x.get(), x, &kZero,
+                                     p.x.get(), dx),
+                "pooling backward");
         break;
-      case LayerInfo::Kind::kLinear: {
-        const int out = li.out.c, in = static_cast<int>(in_per);
-        // dW (out x in) = dY^T X: column-major dW^T (in x out) = X^T (in x n) dY (n x out).
-        check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, static_cast<int>(n_), &one, x.p, in, dy, out, &zero,
-                          grads_[static_cast<size_t>(i)][0]->p, in),
-              "linear weight gradient GEMM");
-        bias_grad_kernel<<<blocks(out), kThreads>>>(dy, grads_[static_cast<size_t>(i)][1]->p, n_, out, 1);
-        if (need_dx)
-          // dX (n x in) = dY W: column-major dX^T (in x n) = W^T (in x out) dY^T (out x n).
-          check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, in, static_cast<int>(n_), out, &one,
-                            params_[static_cast<size_t>(i)][0]->p, in, dy, out, &zero, dx, in),
-                "linear input gradient GEMM");
-        break;
-      }
     }
-    check(cudaGetLastError(), "backward kernel");
   }
 
   Network& net_;
   cublasHandle_t blas_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
   int64_t n_ = 0;
-  std::vector<DevBuf<float>> acts_, cols_;
-  std::vector<DevBuf<int>> args_;
-  std::vector<std::vector<std::unique_ptr<DevBuf<float>>>> params_, grads_;
-  DevBuf<float> grad_, grad_next_, dcol_, loss_;
+  std::map<int64_t, std::vector<std::unique_ptr<LayerPlan>>> plans_;  // by batch size
+  std::vector<std::unique_ptr<LayerPlan>>* plan_ = nullptr;           // of the last forward()
+  DevBuf<char> workspace_;
+  std::vector<DevBuf<float>> acts_;
+  std::vector<std::vector<DevBuf<float>>> params_, grads_;
+  DevBuf<float> grad_, grad_next_, loss_;
   DevBuf<int> labels_;
   Matrix logits_;
   float* pinned_ = nullptr;
@@ -400,6 +428,12 @@ int device_count(std::string* why) {
   }
   if (n == 0 && why) *why = "no CUDA device answers (cudaGetDeviceCount: 0 devices)";
   return n;
+}
+
+std::string library_versions() {
+  int rt = 0;
+  cudaRuntimeGetVersion(&rt);
+  return fmt::format("CUDA runtime {}.{}, cuDNN {}", rt / 1000, (rt % 1000) / 10, cudnnGetVersion());
 }
 
 std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank) {

@@ -1,8 +1,8 @@
 #pragma once
-// The CUDA backend of the MG-WFBP network (DeviceBackend): im2col/col2im, ReLU, max-pool,
-// bias and softmax cross-entropy kernels, GEMMs through cuBLAS. Built when CMake finds nvcc
-// (SFB_WITH_CUDA); otherwise cuda_backend_stub.cc provides the same functions, which report that
-// this build has no CUDA.
+// The CUDA backend of the MG-WFBP network (DeviceBackend): convolution, bias, max pooling and
+// ReLU through cuDNN, fully connected layers through cuBLAS, one softmax cross-entropy kernel. Built when CMake finds
+// nvcc (SFB_WITH_CUDA); otherwise cuda_backend_stub.cc provides the same functions, which report that this build has no
+// CUDA.
 #include <memory>
 #include <string>
 
@@ -15,6 +15,8 @@ bool built();
 // Number of CUDA devices that answer (0 without CUDA or without a device); `why` gets the reason
 // when there are none.
 int device_count(std::string* why = nullptr);
+// "CUDA runtime X.Y, cuDNN N" for logs (empty in a build without CUDA).
+std::string library_versions();
 // A backend for `net` on device (local_rank % device count). Throws InvalidArgument naming the
 // reason when this build has no CUDA or no device answers.
 std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank);

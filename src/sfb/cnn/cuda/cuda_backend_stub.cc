@@ -12,6 +12,8 @@ int device_count(std::string* why) {
   return 0;
 }
 
+std::string library_versions() { return {}; }
+
 std::unique_ptr<DeviceBackend> make_backend(Network&, int) {
   std::string why;
   device_count(&why);
