@@ -15,6 +15,7 @@
 #include "sfb/models/registry.h"
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/study_hooks.h"
+#include "sfb/runtime/worker.h"
 
 namespace sfbd {
 namespace {
@@ -33,6 +34,7 @@ bool set_up(Job& job, Setup& s) {
     job.claim_outputs();
     s.workers = sfb::runtime::worker_count(cfg, job.ranks());
     s.server = job.rank() >= s.workers;
+    sfb::runtime::make_topology(cfg, s.workers);  // refuses a broadcast graph with islands
     if (s.server) return;
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
     sfb::io::data_memory(cfg.data, job.rank(), s.workers, job.rank() == 0).check(available, "loading the data");

@@ -4,6 +4,7 @@
 // the parameter-server wire format on their own.
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -132,9 +133,100 @@ TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
   EXPECT_THAT(t.in[0], ElementsAre(3, 5));
 }
 
+TEST(Halton, StaticOffsetsWithACommonDivisorOfPSplitTheWorkersIntoIslands) {
+  // P = 8, default Q = 3: offsets 4, 2, 6 (all even): even and odd ranks never talk.
+  EXPECT_THAT(comm::Topology::halton(8, 0).islands(), ElementsAre(ElementsAre(0, 2, 4, 6), ElementsAre(1, 3, 5, 7)));
+  // The SFB paper's P = 12 with Q = 2 (offsets 6, 3) or 3 (6, 3, 9): three islands.
+  for (int q : {2, 3}) EXPECT_EQ(comm::Topology::halton(12, q).islands().size(), 3u) << q;
+  EXPECT_EQ(comm::Topology::halton(6, 2).islands().size(), 1u);  // offsets 3, 1
+  EXPECT_EQ(comm::Topology::full(8).islands().size(), 1u);
+  // Brute force over P and Q: islands exist exactly when gcd(P, offsets) > 1.
+  for (int P = 2; P <= 40; ++P)
+    for (int q = 1; q < std::min(P, 7); ++q) {
+      int g = P;
+      for (int off : comm::Topology::halton_offsets(P, q)) g = std::gcd(g, off);
+      EXPECT_EQ(comm::Topology::halton(P, q).islands().size(), static_cast<size_t>(g)) << P << " " << q;
+    }
+}
+
+TEST(Halton, StaticIslandsAreAConfigErrorNamingPQOffsetsAndIslands) {
+  Config cfg = small_config();
+  cfg.sfb.broadcast = "halton-static";
+  try {
+    runtime::make_topology(cfg, 8);
+    FAIL() << "P = 8 with the default Q has two islands";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("P = 8 workers and Q = 3 (offsets 4, 2, 6)"));
+    EXPECT_THAT(e.what(), HasSubstr("2 islands"));
+    EXPECT_THAT(e.what(), HasSubstr("{0, 2, 4, 6} {1, 3, 5, 7}"));
+  }
+  EXPECT_NO_THROW(runtime::make_topology(cfg, 6));
+  cfg.sfb.broadcast = "halton";
+  EXPECT_TRUE(runtime::make_topology(cfg, 8).rotating);
+}
+
+TEST(Halton, RotatingReceiversReachEveryPeerWithinCeilPMinus1OverQClocks) {
+  for (int P = 2; P <= 40; ++P)
+    for (int q = 1; q < P; q += 1 + q / 3) {
+      const auto t = comm::Topology::halton_rotating(P, q);
+      // The cycle is every non-zero offset once, starting with the static offsets.
+      auto cycle = t.cycle;
+      const auto first = comm::Topology::halton_offsets(P, q);
+      ASSERT_TRUE(std::equal(first.begin(), first.end(), cycle.begin())) << P << " " << q;
+      std::sort(cycle.begin(), cycle.end());
+      for (int i = 0; i < P - 1; ++i) ASSERT_EQ(cycle[static_cast<size_t>(i)], i + 1) << P;
+      EXPECT_EQ(t.islands().size(), 1u) << P << " " << q;
+      // From any starting clock, every (sender, receiver) pair carries data within the bound,
+      // and each clock has exactly Q distinct receivers per sender.
+      const int64_t bound = (P - 1 + q - 1) / q;
+      for (int64_t start : {int64_t{0}, int64_t{5}, int64_t{1000003}})
+        for (int p = 0; p < P; ++p) {
+          std::vector<char> reached(static_cast<size_t>(P), 0);
+          for (int64_t c = start; c < start + bound; ++c) {
+            auto r = t.data_receivers(p, c);
+            EXPECT_EQ(r.size(), static_cast<size_t>(q));
+            for (int dst : r) {
+              EXPECT_NE(dst, p);
+              EXPECT_TRUE(t.sends_data(p, dst, c));
+              reached[static_cast<size_t>(dst)] = 1;
+            }
+          }
+          for (int dst = 0; dst < P; ++dst)
+            EXPECT_TRUE(dst == p || reached[static_cast<size_t>(dst)]) << P << " " << q << " " << p << "->" << dst;
+        }
+    }
+}
+
+TEST(Halton, RotatingWorkersApplyExactlyThePairsAddressedToThem) {
+  // P = 8 (the static variant would split), under SSP(1) and BSP.
+  for (int64_t staleness : {1, 0}) {
+    Config cfg = small_config();
+    cfg.sfb.broadcast = "halton";
+    cfg.sfb.staleness = staleness;
+    const int P = 8;
+    const auto run = run_scheme(P, cfg);
+    const auto topo = runtime::make_topology(cfg, P);
+    for (int dst = 0; dst < P; ++dst) {
+      const auto& w = run.workers[static_cast<size_t>(dst)];
+      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks);
+      for (int src = 0; src < P; ++src) {
+        int64_t clocks = 0;
+        for (int64_t c = 0; c < cfg.stop.max_clocks; ++c) clocks += src == dst || topo.sends_data(src, dst, c);
+        EXPECT_EQ(w.pairs_applied_from[static_cast<size_t>(src)], cfg.optimizer.minibatch * clocks)
+            << src << " -> " << dst << ", staleness " << staleness;
+        if (src != dst)
+          EXPECT_EQ(run.workers[static_cast<size_t>(src)].pairs_sent_to[static_cast<size_t>(dst)],
+                    cfg.optimizer.minibatch * clocks);
+      }
+      EXPECT_LE(w.self.max_lead, staleness + 1);
+      EXPECT_TRUE(w.W.allFinite());
+    }
+  }
+}
+
 TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   Config cfg = small_config();
-  cfg.sfb.broadcast = "halton";
+  cfg.sfb.broadcast = "halton-static";
   cfg.sfb.halton_q = 2;
   cfg.sfb.staleness = 1;
   const int P = 6;

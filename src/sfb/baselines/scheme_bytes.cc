@@ -9,7 +9,7 @@ double theory_floats_per_clock(const Config& cfg, int workers, int64_t J, int64_
                d = static_cast<double>(D);
   if (cfg.comm.scheme == "fms") return 2.0 * P * j * d;
   if (cfg.comm.scheme == "allreduce") return 2.0 * (P - 1) * j * d;
-  if (cfg.sfb.broadcast == "halton") {
+  if (cfg.sfb.broadcast != "full") {  // halton, halton-static: Q receivers per clock
     const double q =
         static_cast<double>(comm::Topology::halton_offsets(workers, static_cast<int>(cfg.sfb.halton_q)).size());
     return P * q * K * (j + d);

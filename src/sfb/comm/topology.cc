@@ -22,6 +22,49 @@ Topology Topology::full(int size) {
   return t;
 }
 
+bool Topology::sends_data(int p, int dst, int64_t clock) const {
+  if (!rotating) return true;
+  const int P = size();
+  for (int i = 0; i < q; ++i)
+    if ((p + cycle[static_cast<size_t>((clock * q + i) % (P - 1))]) % P == dst) return true;
+  return false;
+}
+
+std::vector<int> Topology::data_receivers(int p, int64_t clock) const {
+  if (!rotating) return out[static_cast<size_t>(p)];
+  const int P = size();
+  std::vector<int> r;
+  for (int i = 0; i < q; ++i) r.push_back((p + cycle[static_cast<size_t>((clock * q + i) % (P - 1))]) % P);
+  return r;
+}
+
+std::vector<std::vector<int>> Topology::islands() const {
+  const int P = size();
+  std::vector<int> parent(static_cast<size_t>(P));
+  for (int p = 0; p < P; ++p) parent[static_cast<size_t>(p)] = p;
+  const auto find = [&](int x) {
+    while (parent[static_cast<size_t>(x)] != x)
+      x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    return x;
+  };
+  // A rotating topology's data edges over one full turn of the cycle are all offsets.
+  const int64_t clocks = rotating ? P - 1 : 1;
+  for (int p = 0; p < P; ++p)
+    for (int64_t c = 0; c < clocks; ++c)
+      for (int q2 : data_receivers(p, c)) parent[static_cast<size_t>(find(p))] = find(q2);
+  std::vector<std::vector<int>> groups;
+  std::vector<int> group_of(static_cast<size_t>(P), -1);
+  for (int p = 0; p < P; ++p) {
+    const int root = find(p);
+    if (group_of[static_cast<size_t>(root)] < 0) {
+      group_of[static_cast<size_t>(root)] = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[static_cast<size_t>(group_of[static_cast<size_t>(root)])].push_back(p);
+  }
+  return groups;
+}
+
 int Topology::default_halton_q(int size) {
   int q = 0;
   while ((1 << q) < size) ++q;
@@ -61,6 +104,25 @@ Topology Topology::halton(int size, int q) {
     }
   }
   for (auto& v : t.in) std::sort(v.begin(), v.end());
+  return t;
+}
+
+}  // namespace sfb::comm
+
+namespace sfb::comm {
+
+std::vector<int> Topology::halton_cycle(int size) {
+  SFB_ENFORCE(size >= 1, "size {}", size);
+  return halton_offsets(size, size - 1);
+}
+
+Topology Topology::halton_rotating(int size, int q) {
+  Topology t = full(size);
+  t.name = "halton-rotating";
+  if (size <= 1) return t;
+  t.rotating = true;
+  t.cycle = halton_cycle(size);
+  t.q = static_cast<int>(halton_offsets(size, q).size());
   return t;
 }
 

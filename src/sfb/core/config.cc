@@ -248,9 +248,12 @@ const std::vector<Field>& schema() {
                    c.sfb.staleness = *n.value<int64_t>();
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
-    f.push_back(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton"},
-                             "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to the Q peers "
-                             "(p + floor(P h_k)) mod P of the Halton sequence h = 1/2, 1/4, 3/4, ..."));
+    f.push_back(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton", "halton-static"},
+                             "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to Q peers per "
+                             "clock that rotate along the Halton offsets floor(P h_k), h = 1/2, 1/4, 3/4, ..., so "
+                             "every peer is reached within ceil((P-1)/Q) clocks (docs/compare.md); "
+                             "\"halton-static\": the SFB paper's fixed Q peers (p + floor(P h_k)) mod P, refused "
+                             "when they split the workers into islands."));
     f.push_back(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
                           "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
     f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},

@@ -32,13 +32,26 @@ int worker_count(const Config& cfg, int ranks) {
   return ranks - static_cast<int>(cfg.fms.servers);
 }
 
-namespace {
-
 comm::Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.comm.scheme == "sfb" && cfg.sfb.broadcast == "halton")
-    return comm::Topology::halton(workers, static_cast<int>(cfg.sfb.halton_q));
-  return comm::Topology::full(workers);
+  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full") return comm::Topology::full(workers);
+  const int q = static_cast<int>(cfg.sfb.halton_q);
+  if (cfg.sfb.broadcast == "halton") return comm::Topology::halton_rotating(workers, q);
+  comm::Topology t = comm::Topology::halton(workers, q);
+  const auto islands = t.islands();
+  if (islands.size() > 1) {
+    std::vector<std::string> parts;
+    for (const auto& island : islands) parts.push_back(fmt::format("{{{}}}", fmt::join(island, ", ")));
+    const auto offsets = comm::Topology::halton_offsets(workers, q);
+    throw InvalidArgument(fmt::format(
+        "sfb.broadcast = \"halton-static\" with P = {} workers and Q = {} (offsets {}) splits the workers into {} "
+        "islands that never exchange factors: {}; use sfb.broadcast = \"halton\" (rotating receivers), another "
+        "sfb.halton_q, or another number of workers",
+        workers, offsets.size(), fmt::join(offsets, ", "), islands.size(), fmt::join(parts, " ")));
+  }
+  return t;
 }
+
+namespace {
 
 MonitorOutputs monitor_outputs(const Config& cfg, int workers) {
   MonitorOutputs out;

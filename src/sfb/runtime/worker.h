@@ -88,6 +88,11 @@ class Worker {
 // Ranks that train: all of them, except fms.servers parameter-server ranks under comm.scheme = "fms".
 int worker_count(const Config& cfg, int ranks);
 
+// Who sends factors to whom among `workers` workers (sfb.broadcast, sfb.halton_q). Throws
+// InvalidArgument naming P, Q, the offsets and the islands when the graph is not connected (the
+// static Halton variant for some P and Q): such a job would train disconnected models.
+comm::Topology make_topology(const Config& cfg, int workers);
+
 // Effective OpenMP threads for one rank: runtime.threads, or cores / ranks_on_host (at least 1).
 int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host);
 

@@ -42,6 +42,25 @@ void Worker::State::start_exchange() {
   exchange->start(host);
 }
 
+namespace {
+
+// An empty batch of b's sender and clock: under a rotating topology it tells a peer that is not
+// among this clock's receivers that the clock passed (clock accounting, staleness, BSP order).
+SfBatch clock_marker(const SfBatch& b) {
+  SfBatch m;
+  m.sender = b.sender;
+  m.clock = b.clock;
+  m.J = b.J;
+  m.D = b.D;
+  m.sparse_v = b.sparse_v;
+  if (m.sparse_v) m.v_row_ptr.assign(1, 0);
+  m.u.resize(0, b.J);
+  if (!m.sparse_v) m.v.resize(0, b.D);
+  return m;
+}
+
+}  // namespace
+
 // Own batches: a baseline's exchange takes them; SFB serialises each once and sends the same
 // buffer to every out-neighbour.
 bool Worker::State::send_own_batches() {
@@ -54,7 +73,13 @@ bool Worker::State::send_own_batches() {
       continue;
     }
     auto buf = std::make_shared<const comm::Bytes>(comm::encode_sf_batch(*b));
+    std::shared_ptr<const comm::Bytes> marker;  // rotating topology: the clock, without factors
     for (int q : topo.out[static_cast<size_t>(rank)]) {
+      if (!topo.sends_data(rank, q, b->clock)) {
+        if (!marker) marker = std::make_shared<const comm::Bytes>(comm::encode_sf_batch(clock_marker(*b)));
+        t.send_shared(q, comm::kTagSf, marker);
+        continue;
+      }
       t.send_shared(q, comm::kTagSf, buf);
       pairs_sent_to[static_cast<size_t>(q)] += b->count;
     }

@@ -20,7 +20,8 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
       // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
       applier->apply(W, raw);
       if (model.has_prox())
-        for (const SfBatch* b : raw) model.prox(view(W), step(b->clock));
+        for (const SfBatch* b : raw)
+          if (b->count > 0) model.prox(view(W), step(b->clock));  // a clock marker is no step
     } else {
       apply_scaled(raw);
     }
@@ -38,14 +39,15 @@ void Worker::State::apply_scaled(std::span<const SfBatch* const> raw) {
   float s = w_scale;
   for (const SfBatch* b : raw) {
     apply_alpha.push_back(1.0f / s);
-    s *= static_cast<float>(model.prox_scale(step(b->clock)));
+    if (b->count > 0) s *= static_cast<float>(model.prox_scale(step(b->clock)));
   }
   applier->apply(W, raw, apply_alpha);
   w_scale = s;
   fold_scale_if_far();
   if (model.has_prox()) {
     fold_scale();
-    for (const SfBatch* b : raw) model.prox(view(W), step(b->clock));
+    for (const SfBatch* b : raw)
+      if (b->count > 0) model.prox(view(W), step(b->clock));
   }
 }
 
