@@ -224,6 +224,36 @@ TEST(Halton, RotatingWorkersApplyExactlyThePairsAddressedToThem) {
   }
 }
 
+// The drift of the last evaluation that knew one (rank 0's records), and how many knew one.
+std::pair<double, int> last_drift(const runtime::WorkerResult& w) {
+  double d = NAN;
+  int known = 0;
+  for (const auto& r : w.evals)
+    if (r.replica_drift_clock >= 0) {
+      d = r.replica_drift;
+      ++known;
+    }
+  return {d, known};
+}
+
+TEST(ReplicaDrift, ExactlyZeroUnderFullBroadcastBspAndPositiveUnderPartialBroadcast) {
+  Config cfg = small_config();
+  cfg.stop.max_clocks = 60;
+  const auto full = run_scheme(4, cfg);
+  int known = 0;
+  for (const auto& r : full.workers[0].evals)
+    if (r.replica_drift_clock >= 0) {
+      ++known;
+      EXPECT_EQ(r.replica_drift, 0.0) << "clock " << r.replica_drift_clock;
+    }
+  EXPECT_GE(known, 2);
+  cfg.sfb.broadcast = "halton";
+  const auto [drift, known_halton] = last_drift(run_scheme(8, cfg).workers[0]);
+  EXPECT_GE(known_halton, 2);
+  EXPECT_GT(drift, 0.0);
+  EXPECT_LT(drift, 1.0);  // mixing: the replicas stay close to their mean
+}
+
 TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   Config cfg = small_config();
   cfg.sfb.broadcast = "halton-static";

@@ -158,7 +158,7 @@ ControlMsg decode_control(std::span<const std::byte> d, int expected_sender) {
   if (expected_sender >= 0 && m.sender != expected_sender)
     throw CommError(
         fmt::format("control message: header names sender {} but it came from rank {}", m.sender, expected_sender));
-  if (type < 1 || type > 6)
+  if (type < 1 || type > 7)
     throw CommError(fmt::format("control message from rank {}: unknown type {}", m.sender, type));
   m.type = static_cast<ControlType>(type);
   if (d.size() != kControlHeaderBytes + size_t{n} * 8)

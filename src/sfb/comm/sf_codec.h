@@ -53,6 +53,7 @@ enum class ControlType : uint32_t {
   kStopAt = 4,       // 0 -> all: value = the common final clock count
   kDone = 5,         // all -> 0: payload = final statistics
   kFinal = 6,        // 0 -> all: every rank is done; leave the loop
+  kDrift = 7,        // all -> 0: value = clock, payload = the replica-drift sketch (doubles' bits)
 };
 
 struct ControlMsg {

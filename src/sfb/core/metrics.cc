@@ -20,7 +20,9 @@ std::string to_json(const EvalRecord& r) {
          {"bytes_received", r.bytes_received},
          {"compute_s", fixed(r.compute_s, 6)},
          {"update_s", fixed(r.update_s, 6)},
-         {"wait_s", fixed(r.wait_s, 6)}};
+         {"wait_s", fixed(r.wait_s, 6)},
+         {"replica_drift", sig(r.replica_drift, 6)},
+         {"replica_drift_clock", r.replica_drift_clock >= 0 ? Json(r.replica_drift_clock) : Json(nullptr)}};
   for (const auto& [k, v] : r.extra) j[k] = sig(v, 8);  // a non-finite value is written as null
   return to_line(j);
 }

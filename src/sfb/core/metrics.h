@@ -2,6 +2,7 @@
 // Evaluation records and their JSON-lines file (output.metrics): one line per evaluation.
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@ struct EvalRecord {
   double compute_s = 0.0;  // rank 0: seconds computing sufficient factors
   double update_s = 0.0;   // rank 0: seconds applying updates to W
   double wait_s = 0.0;     // rank 0: seconds the compute thread waited on peers (staleness)
+  // The latest replica drift known when this record was made (runtime/replica_drift.h) and the
+  // clock it was measured at; NaN and -1 while none is known yet.
+  double replica_drift = std::numeric_limits<double>::quiet_NaN();
+  int64_t replica_drift_clock = -1;
   // Model-specific values (duality_gap, pair_auc, reconstruction_error, ...), in the model's order.
   std::vector<std::pair<std::string, double>> extra;
 };

@@ -57,8 +57,20 @@ std::vector<EvalRecord> ObjectiveMonitor::records() const {
   return records_;
 }
 
+void ObjectiveMonitor::set_drift(int64_t clock, double drift) {
+  std::lock_guard lock(mu_);
+  if (clock <= drift_clock_) return;
+  drift_clock_ = clock;
+  drift_ = drift;
+}
+
 EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
   EvalRecord r = s.record;
+  {
+    std::lock_guard lock(mu_);
+    r.replica_drift = drift_;
+    r.replica_drift_clock = drift_clock_;
+  }
   if (!s.W.allFinite()) {
     // The model is never asked to evaluate non-finite weights (its sorts and loops need not
     // expect NaN): the run has diverged.
@@ -112,6 +124,7 @@ void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
   const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, stop_.max_clocks - r.clock));
   std::string extra;
   for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
+  if (r.replica_drift_clock >= 0) extra += fmt::format(" | drift {:.3g}", r.replica_drift);
   spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
                r.clock, stop_.max_clocks, r.objective,
                r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,

@@ -7,6 +7,7 @@
 // submit() is called by the update thread; stop_reason() by the communication thread. Snapshots
 // are owned by the queue: those still queued when the monitor is aborted are freed with it.
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,9 @@ class ObjectiveMonitor {
   // Empty while training should go on.
   std::string stop_reason() const;
   std::vector<EvalRecord> records() const;
+  // The replica drift measured at `clock` (communication thread); every later record carries the
+  // latest one.
+  void set_drift(int64_t clock, double drift);
 
  private:
   void loop();
@@ -76,6 +80,8 @@ class ObjectiveMonitor {
   std::vector<EvalRecord> records_;
   std::string stop_reason_;
   int below_tol_ = 0;
+  double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
+  int64_t drift_clock_ = -1;
   ThreadGroup thread_;  // last: its destructor stops the thread before the members it uses go
 };
 

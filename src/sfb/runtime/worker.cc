@@ -234,6 +234,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.in_q.set_capacity(cfg.runtime.queue_capacity * s.P);
   if (s.rank == 0)
     s.monitor = std::make_unique<ObjectiveMonitor>(cfg.eval, cfg.stop, monitor_outputs(cfg, s.P), model, train, test);
+  s.sketcher = std::make_unique<DriftSketcher>(s.J, s.D, cfg.job.seed);
+  if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
   s.threads.on_abort([&s] {
     // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
     // that pops later (it checks aborted() after every pop).

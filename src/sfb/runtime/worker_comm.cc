@@ -2,6 +2,7 @@
 // exchange), receives peers' batches into the in-queue, feeds control messages and local stop
 // reasons to the stop protocol (stop_protocol.h), and reports a peer that stays silent.
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -116,12 +117,45 @@ bool Worker::State::receive_messages() {
     } else if (m->tag == comm::kTagSf) {
       receive_sf(std::move(*m));
     } else if (m->tag == comm::kTagControl) {
-      stop->handle(comm::decode_control(m->data, m->src), m->src);
+      auto c = comm::decode_control(m->data, m->src);
+      if (c.type != comm::ControlType::kDrift) {
+        stop->handle(c, m->src);
+        continue;
+      }
+      std::vector<double> sketch(c.payload.size());
+      std::memcpy(sketch.data(), c.payload.data(), sketch.size() * sizeof(double));
+      on_drift_sketch(c.value, m->src, std::move(sketch));
     } else {
       throw CommError(fmt::format("rank {}: message with unexpected tag {} from rank {}", rank, m->tag, m->src));
     }
   }
   return progress;
+}
+
+// The update thread's sketches: rank 0 collects its own, the others send theirs to rank 0.
+bool Worker::State::send_drift_sketches() {
+  std::vector<std::pair<int64_t, std::vector<double>>> out;
+  {
+    std::lock_guard lock(mu);
+    out.swap(drift_out);
+  }
+  for (auto& [clock, s] : out) {
+    if (rank == 0) {
+      on_drift_sketch(clock, 0, std::move(s));
+      continue;
+    }
+    std::vector<int64_t> words(s.size());
+    std::memcpy(words.data(), s.data(), s.size() * sizeof(double));
+    t.send(0, comm::kTagControl, comm::encode_control({comm::ControlType::kDrift, rank, clock, std::move(words)}));
+  }
+  return !out.empty();
+}
+
+void Worker::State::on_drift_sketch(int64_t clock, int sender, std::vector<double> sketch) {
+  if (!drift)
+    throw CommError(
+        fmt::format("rank {}: replica-drift sketch from rank {}, but only rank 0 collects them", rank, sender));
+  if (const auto d = drift->add(clock, sender, std::move(sketch)); d && monitor) monitor->set_drift(clock, *d);
 }
 
 // Reasons to stop early: a signal on this rank; on rank 0 the monitor's decision or the time limit.
@@ -172,6 +206,7 @@ void Worker::State::comm_loop() {
   Backoff backoff;
   while (!aborted()) {
     bool progress = send_own_batches();
+    progress = send_drift_sketches() || progress;
     progress = receive_messages() || progress;
     check_stop_reasons();
     progress = report_if_done() || progress;

@@ -17,6 +17,7 @@
 #include "sfb/core/thread_group.h"
 #include "sfb/core/timer.h"
 #include "sfb/runtime/objective_monitor.h"
+#include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/stop_protocol.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
@@ -82,6 +83,13 @@ struct Worker::State {
   std::vector<int64_t> pairs_applied_from;  // update thread
   int64_t max_lead = 0;                     // compute thread
 
+  // Replica drift (replica_drift.h): every eval.every clocks the update thread sketches W into
+  // drift_out (guarded by mu); the communication thread sends it to rank 0, whose collector
+  // hands complete clocks to the monitor.
+  std::unique_ptr<DriftSketcher> sketcher;                         // update thread
+  std::vector<std::pair<int64_t, std::vector<double>>> drift_out;  // guarded by mu
+  std::unique_ptr<DriftCollector> drift;                           // rank 0, comm thread
+
   std::unique_ptr<ObjectiveMonitor> monitor;  // rank 0
   std::unique_ptr<StopProtocol> stop;         // comm thread; read after the threads have ended
   Stopwatch since_start;
@@ -126,12 +134,15 @@ struct Worker::State {
                              std::vector<SfBatchPtr>& group);
   void submit_start_snapshot();
   void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
+  void maybe_sketch(int64_t& next_drift);
   bool all_applied();
   // Communication thread (worker_comm.cc).
   void comm_loop();
   void start_exchange();
   bool send_own_batches();
   bool receive_messages();
+  bool send_drift_sketches();
+  void on_drift_sketch(int64_t clock, int sender, std::vector<double> sketch);
   void receive_sf(comm::Message&& m);
   void check_stop_reasons();
   bool report_if_done();

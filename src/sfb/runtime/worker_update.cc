@@ -169,6 +169,23 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
   monitor->submit(std::move(s));
 }
 
+// Every eval.every clocks applied from every source: a sketch of W for the replica drift, labelled
+// with the last multiple of eval.every reached (SSP/ASP may pass several at once).
+void Worker::State::maybe_sketch(int64_t& next_drift) {
+  if (!sketcher) return;
+  int64_t done = std::numeric_limits<int64_t>::max();
+  {
+    std::lock_guard lock(mu);
+    for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
+  }
+  if (done < next_drift) return;
+  const int64_t clock = done / cfg.eval.every * cfg.eval.every;
+  next_drift = clock + cfg.eval.every;
+  auto s = sketcher->sketch(W, w_scale);  // only this thread writes W
+  std::lock_guard lock(mu);
+  drift_out.emplace_back(clock, std::move(s));
+}
+
 // True once the compute thread is done and every source's batches up to stop_at are applied.
 bool Worker::State::all_applied() {
   std::lock_guard lock(mu);
@@ -185,6 +202,7 @@ void Worker::State::update_loop() {
   int64_t next_eval = (start_clock / cfg.eval.every + 1) * cfg.eval.every;
   int64_t next_ckpt = cfg.checkpoint.every > 0 ? (start_clock / cfg.checkpoint.every + 1) * cfg.checkpoint.every
                                                : std::numeric_limits<int64_t>::max();
+  int64_t next_drift = next_eval;
   std::vector<SfBatchPtr> group;  // batches applied together
   submit_start_snapshot();
   do {
@@ -210,6 +228,7 @@ void Worker::State::update_loop() {
       apply_complete_clocks(pending, next_clock, group);
     }
     maybe_snapshot(next_eval, next_ckpt, false);
+    maybe_sketch(next_drift);
   } while (!all_applied());
   maybe_snapshot(next_eval, next_ckpt, true);
   std::lock_guard lock(mu);
