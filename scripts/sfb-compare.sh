@@ -5,11 +5,12 @@
 # raw metrics.
 #
 #   scripts/sfb-compare.sh --config configs/x.toml [options] [-- extra sfbd args]
-#     --schemes LIST     comma list of sfb, halton, fms, allreduce          (default: all four)
+#     --schemes LIST     comma list of sfb, halton, halton-static, fms, allreduce (default: sfb,halton,fms,allreduce)
 #     --np P             workers                                            (default 4)
 #     --servers S        FMS parameter-server ranks, added to the P workers (default 1)
 #     --staleness LIST   comma list of staleness values (0, 2, inf, ...)    (default 0)
-#     --q Q              Halton peers per worker                            (default: ceil(log2 P))
+#     --q LIST           Halton peers per worker, a comma list runs one job per Q (the paper's Q
+#                        sweep)                                             (default: ceil(log2 P))
 #     --k K              minibatch K                                        (default: the config's)
 #     --set KEY=VALUE    any config override (repeatable; e.g. data.features=8192)
 #     --target OBJ       target objective (default: the worst final objective over the runs)
@@ -17,7 +18,8 @@
 #     --out DIR          output directory                                   (default runs/compare)
 #
 # Writes DIR/table.md, DIR/objective_vs_time.png, DIR/objective_vs_clock.png,
-# DIR/bytes_per_clock.png, DIR/time_breakdown.png, and DIR/<run>/{metrics.jsonl,summary.json,log}.
+# DIR/bytes_per_clock.png, DIR/time_breakdown.png, DIR/drift_vs_clock.png (replica drift) and
+# DIR/<run>/{metrics.jsonl,summary.json,log}.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -49,10 +51,21 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 
-runs=()
+# Every (scheme, Q) to run: Halton schemes once per Q of --q, the others once.
+q=${q//,/ }
+variants=()
 for scheme in ${schemes//,/ }; do
+  case "$scheme" in
+    halton|halton-static) for qv in ${q:-default}; do variants+=("$scheme:$qv"); done ;;
+    *) variants+=("$scheme:-") ;;
+  esac
+done
+runs=()
+for variant in "${variants[@]}"; do
+  scheme=${variant%%:*} qv=${variant#*:}
   for s in ${stales//,/ }; do
     name="$scheme-s$s"
+    [[ "$qv" != "-" && "$qv" != "default" ]] && name="$scheme-q$qv-s$s"
     dir="$out/$name"
     rm -rf "$dir"
     mkdir -p "$dir"
@@ -60,8 +73,8 @@ for scheme in ${schemes//,/ }; do
     ranks=$np
     case "$scheme" in
       sfb) args+=(--set comm.scheme=sfb --set sfb.broadcast=full) ;;
-      halton) args+=(--set comm.scheme=sfb --set sfb.broadcast=halton)
-              [ -n "$q" ] && args+=(--set sfb.halton_q="$q") ;;
+      halton|halton-static) args+=(--set comm.scheme=sfb --set sfb.broadcast="$scheme")
+              [ "$qv" != "default" ] && args+=(--set sfb.halton_q="$qv") ;;
       fms) args+=(--set comm.scheme=fms --set fms.servers="$servers"); ranks=$((np + servers)) ;;
       allreduce) args+=(--set comm.scheme=allreduce) ;;
       *) echo "sfb-compare: unknown scheme $scheme" >&2; exit 2 ;;
@@ -78,6 +91,8 @@ for scheme in ${schemes//,/ }; do
     fi
     # objective vs time and clock, for the plots: seconds clock objective
     jq -r '"\(.seconds) \(.clock) \(.objective)"' "$dir/metrics.jsonl" > "$dir/curve.dat"
+    jq -r 'select(.replica_drift_clock != null) | "\(.replica_drift_clock) \(.replica_drift)"' "$dir/metrics.jsonl" \
+      > "$dir/drift.dat"
     runs+=("$name")
   done
 done
@@ -98,18 +113,22 @@ base_ttt=""
   echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D), FMS 2PJD, all-reduce 2(P-1)JD floats."
   echo "compute / update / wait: seconds per worker (mean) computing SFs or dense updates, applying to W, waiting on peers."
   echo
-  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | update s | wait s | wall s |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "replica drift: the last measured relative distance of the workers' W from their mean (0 under full-broadcast BSP)."
+  echo
+  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | update s | wait s | wall s | replica drift |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for r in "${runs[@]}"; do
     sum="$out/$r/summary.json"
     t=$(ttt "$out/$r/curve.dat")
     [ -z "$base_ttt" ] && base_ttt=$t
     ratio=$(awk -v a="$t" -v b="$base_ttt" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2fx", a / b }')
     m=$(sfb_field bytes_per_clock "$sum"); th=$(sfb_field theory_bytes_per_clock "$sum")
-    printf '| %s | %s | %s | %s | %s | %.0f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.2f |\n' "$r" "$(sfb_field final_clock "$sum")" \
+    drift=$(tail -1 "$out/$r/drift.dat" 2>/dev/null | awk '{ print $2 }')
+    printf '| %s | %s | %s | %s | %s | %.0f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.2f | %s |\n' "$r" "$(sfb_field final_clock "$sum")" \
       "$t" "$ratio" "$(sfb_field final_objective "$sum")" "$(sfb_field samples_per_s "$sum")" "$(awk -v x="$m" 'BEGIN{print x/1e6}')" \
       "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$(awk -v a="$m" -v b="$th" 'BEGIN{ if (b > 0) print a/b; else print 0 }')" \
-      "$(sfb_field compute_s_mean "$sum")" "$(sfb_field update_s_mean "$sum")" "$(sfb_field wait_s_mean "$sum")" "$(sfb_field seconds "$sum")"
+      "$(sfb_field compute_s_mean "$sum")" "$(sfb_field update_s_mean "$sum")" "$(sfb_field wait_s_mean "$sum")" "$(sfb_field seconds "$sum")" \
+      "${drift:--}"
   done
 } > "$out/table.md"
 
@@ -129,6 +148,16 @@ plot_lines() {  # <png> <xcol> <xlabel>
 }
 plot_lines "$out/objective_vs_time.png" 1 "seconds"
 plot_lines "$out/objective_vs_clock.png" 2 "clock"
+drift_cmd="set terminal pngcairo size 900,560 noenhanced; set output '$out/drift_vs_clock.png'; set key top right; set grid;"
+drift_cmd+=" set xlabel 'clock'; set ylabel 'replica drift'; set title 'replica drift, $(basename "$config")'; plot"
+first=1
+for r in "${runs[@]}"; do
+  [ -s "$out/$r/drift.dat" ] || continue
+  [ $first = 1 ] || drift_cmd+=","
+  first=0
+  drift_cmd+=" '$out/$r/drift.dat' using 1:2 with linespoints title '$r'"
+done
+[ $first = 1 ] || gnuplot -e "$drift_cmd"
 for r in "${runs[@]}"; do
   sum="$out/$r/summary.json"
   echo "$r $(sfb_field bytes_per_clock "$sum") $(sfb_field theory_bytes_per_clock "$sum") $(sfb_field compute_s_mean "$sum") $(sfb_field update_s_mean "$sum") $(sfb_field wait_s_mean "$sum")"

@@ -12,6 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "job.h"
+#include "sfb/api/abi_id.h"
+#include "sfb/cnn/cuda/cuda_backend.h"
+#include "sfb/cnn/onednn_layers.h"
 #include "sfb/comm/collectives.h"
 #include "sfb/comm/latency_transport.h"
 #include "sfb/core/error.h"
@@ -92,7 +95,15 @@ struct Cli {
   std::string resume_path;
 };
 
-// Parses the command line; returns an exit code when sfbd should exit now (help, bad flags).
+// "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
+std::string version_string() {
+  const bool cuda = sfb::cnn::cuda::built();
+  return fmt::format("sfbd {} (plugin ABI {:#x}; {}; {}; {})", SFB_VERSION, sfb::api::kPluginAbiVersion,
+                     sfb::blas_info(), sfb::cnn::onednn_info(),
+                     cuda ? "CUDA layers built, " + sfb::cnn::cuda::library_versions() : "built without CUDA");
+}
+
+// Parses the command line; returns an exit code when sfbd should exit now (help, version, bad flags).
 std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
   CLI::App app{"sfbd: sufficient factor broadcasting training daemon"};
   app.add_option("--config,-c", cli.config_path, "TOML job configuration");
@@ -100,6 +111,7 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
   app.add_flag("--check", cli.check_only, "Validate the config and exit");
   app.add_option("--resume", cli.resume_path,
                  "Continue from a checkpoint (checkpoint.path of an earlier run), with any number of ranks");
+  app.set_version_flag("--version", version_string());
   app.add_flag("--keys", cli.list_keys,
                "Print every config key with its type, default and meaning (Markdown), then exit");
   try {

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <cstdio>
 
@@ -55,6 +56,13 @@ Json rank_json(const sfb::runtime::RankStats& s) {
           {"checksum", hex(s.checksum)}};
 }
 
+// Every key's resolved value, so that the summaries of a sweep differ where the runs did.
+Json settings_json(const sfb::Config& cfg) {
+  Json j = Json::object();
+  for (const auto& [k, v] : cfg.settings()) j[k] = v;
+  return j;
+}
+
 }  // namespace
 
 Json sfb_summary(const SfbRun& run) {
@@ -73,6 +81,8 @@ Json sfb_summary(const SfbRun& run) {
   const double measured = clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
   const double theory = 4.0 * sfb::baselines::theory_floats_per_clock(cfg, run.workers, run.J, run.D);
   return {{"config", cfg.source},
+          {"overrides", cfg.overrides},
+          {"settings", settings_json(cfg)},
           {"scheme", scheme_name(cfg)},
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
           {"J", run.J},
@@ -162,6 +172,8 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
                      {"iteration_us", fixed(p.iteration_us, 1)},
                      {"non_overlapped_us", fixed(p.non_overlapped_us, 1)}});
   return {{"config", cfg.source},
+          {"overrides", cfg.overrides},
+          {"settings", settings_json(cfg)},
           {"mode", "mgwfbp"},
           {"ranks", ranks},
           {"planner", cfg.mgwfbp.planner},

@@ -11,6 +11,7 @@
 namespace sfb {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const char* kBase = R"(
@@ -86,6 +87,21 @@ TEST(Config, OverridesApplyAndAreNamedInErrors) {
   EXPECT_THAT(error_of(kBase, {"optimizer.lr=-1"}), HasSubstr("--set optimizer.lr=-1: optimizer.lr must be in"));
   EXPECT_THAT(error_of(kBase, {"optimizer.typo=1"}), HasSubstr("--set optimizer.typo=1: unknown key"));
   EXPECT_THAT(error_of(kBase, {"nonsense"}), HasSubstr("expected key=value"));
+}
+
+TEST(Config, RecordsItsOverridesAndEveryResolvedSetting) {
+  const Config c = parse_config(kBase, "job.toml", {"optimizer.lr=0.5", "sfb.staleness=inf"});
+  EXPECT_THAT(c.overrides, ElementsAre("optimizer.lr=0.5", "sfb.staleness=inf"));
+  const auto s = c.settings();
+  const auto value = [&](const std::string& key) {
+    for (const auto& [k, v] : s)
+      if (k == key) return v;
+    return std::string("<missing>");
+  };
+  EXPECT_EQ(value("optimizer.lr"), "0.5");
+  EXPECT_EQ(value("sfb.staleness"), "\"inf\"");
+  EXPECT_EQ(value("job.seed"), fmt::format("{}", c.job.seed));
+  EXPECT_EQ(s.size(), config_key_docs().size());  // every key of the schema, once
 }
 
 TEST(Config, CrossFieldRules) {

@@ -447,6 +447,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   apply_overrides(root, overrides, origin);
   Config cfg;
   cfg.source = name;
+  cfg.overrides = overrides;
   for (const auto& field : schema()) {
     if (auto node = root.at_path(field.key); node) field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
   }
@@ -477,6 +478,13 @@ std::string Config::canonical() const {
     out += field.key + "=" + field.show(*this) + "\n";
   }
   for (const auto& p : model.params) out += "model.params." + p.key + "=" + p.value + "\n";
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Config::settings() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& field : schema()) out.emplace_back(field.key, field.show(*this));
+  for (const auto& p : model.params) out.emplace_back("model.params." + p.key, p.value);
   return out;
 }
 

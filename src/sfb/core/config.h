@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sfb {
@@ -142,7 +143,8 @@ struct MgwfbpConfig {
 };
 
 struct Config {
-  std::string source = "<defaults>";  // the file it was read from
+  std::string source = "<defaults>";   // the file it was read from
+  std::vector<std::string> overrides;  // the --set arguments it was built with, as given
 
   JobConfig job;
   DataConfig data;
@@ -159,6 +161,9 @@ struct Config {
   CnnConfig cnn;
   MgwfbpConfig mgwfbp;
 
+  // Every key with its resolved value as TOML text (schema order, then model.params.*): what a
+  // run records in summary.json, so runs of a sweep can be told apart.
+  std::vector<std::pair<std::string, std::string>> settings() const;
   // Every resolved value in a fixed order: the fingerprint all ranks must agree on.
   std::string canonical() const;
   uint64_t fingerprint() const;

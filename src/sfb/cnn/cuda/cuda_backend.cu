@@ -433,7 +433,9 @@ int device_count(std::string* why) {
 std::string library_versions() {
   int rt = 0;
   cudaRuntimeGetVersion(&rt);
-  return fmt::format("CUDA runtime {}.{}, cuDNN {}", rt / 1000, (rt % 1000) / 10, cudnnGetVersion());
+  const size_t dnn = cudnnGetVersion();  // major * 10000 + minor * 100 + patch (cuDNN 9)
+  return fmt::format("CUDA runtime {}.{}, cuDNN {}.{}.{}", rt / 1000, (rt % 1000) / 10, dnn / 10000, dnn / 100 % 100,
+                     dnn % 100);
 }
 
 std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank) {
