@@ -104,6 +104,15 @@ TEST(Config, RecordsItsOverridesAndEveryResolvedSetting) {
   EXPECT_EQ(s.size(), config_key_docs().size());  // every key of the schema, once
 }
 
+TEST(Config, RelativePluginPathsInTheFileAreRelativeToTheFile) {
+  const std::string text = std::string(kBase) + "[model]\nplugin = \"../lib/m.so\"\n";
+  EXPECT_EQ(parse_config(text, "/jobs/a/job.toml", {}).model.plugin, "/jobs/lib/m.so");
+  EXPECT_EQ(parse_config(text, "job.toml", {}).model.plugin, "../lib/m.so");  // the working directory's
+  // --set keeps the working directory, and an absolute path stays as it is.
+  EXPECT_EQ(parse_config(text, "/jobs/a/job.toml", {"model.plugin=x/m.so"}).model.plugin, "x/m.so");
+  EXPECT_EQ(parse_config(kBase, "/jobs/a/job.toml", {"model.plugin=/opt/m.so"}).model.plugin, "/opt/m.so");
+}
+
 TEST(Config, CrossFieldRules) {
   EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\ntrain = \"x\"\n"), HasSubstr("needs data.features > 0"));
   EXPECT_THAT(error_of("[data]\nformat = \"idx\"\n"), HasSubstr("needs data.train_images"));

@@ -207,7 +207,8 @@ const std::vector<Field>& schema() {
                              "\"sparse_coding\" (dictionary learning). See docs/models.md."));
     f.push_back(string_field("model.plugin", &Config::model, &ModelConfig::plugin, {},
                              "Shared library of a user model (docs/plugins.md); when set, model.name is "
-                             "not used. Its own keys go in [model.params]."));
+                             "not used. Its own keys go in [model.params]. A relative path in the config "
+                             "file is relative to that file; with --set, to the working directory."));
     f.push_back(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
                             "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
     f.push_back(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
@@ -442,6 +443,17 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
   }
 }
 
+// A relative model.plugin written in the config file is relative to that file (a config and its
+// plugin travel together); given with --set it stays relative to the working directory.
+void resolve_plugin_path(Config& cfg, const std::string& config_path, const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  if (cfg.model.plugin.empty() || fs::path(cfg.model.plugin).is_absolute()) return;
+  for (const auto& o : overrides)
+    if (const auto kv = split_trimmed(o, '='); !kv.empty() && kv[0] == "model.plugin") return;
+  const fs::path dir = fs::path(config_path).parent_path();
+  if (!dir.empty()) cfg.model.plugin = (dir / cfg.model.plugin).lexically_normal().string();
+}
+
 Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
   Origin origin{name, {}};
   apply_overrides(root, overrides, origin);
@@ -453,6 +465,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   }
   check_keys(root, origin, cfg);
   check_cross_field_rules(cfg, name);
+  resolve_plugin_path(cfg, name, overrides);
   return cfg;
 }
 
