@@ -11,10 +11,12 @@
 
 namespace sfbd {
 
-int run_cnn(Job& job) {
+namespace {
+
+// Outputs, data and memory, checked on every rank; false when any rank found bad input.
+bool set_up(Job& job, sfb::io::LoadedData& data) {
   const auto& cfg = job.cfg;
-  sfb::io::LoadedData data;
-  const bool ok = job.all_ok("agreeing that the data loaded", [&] {
+  return job.all_ok("agreeing that the data loaded", [&] {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
     job.claim_outputs();
@@ -23,7 +25,21 @@ int run_cnn(Job& job) {
     data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
     sfb::cnn::cnn_memory(cfg, data.train).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "this CNN");
   });
-  if (!ok) return kExitBadInput;
+}
+
+}  // namespace
+
+bool check_cnn(Job& job) {
+  sfb::io::LoadedData data;
+  if (!set_up(job, data)) return false;
+  // The network spec against the data's shape, as the executor builds it.
+  return job.all_ok("checking the network", [&] { sfb::cnn::make_network(job.cfg.cnn, data.train); });
+}
+
+int run_cnn(Job& job) {
+  const auto& cfg = job.cfg;
+  sfb::io::LoadedData data;
+  if (!set_up(job, data)) return kExitBadInput;
   sfb::cnn::ExecutorResult r;
   try {
     sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, {},

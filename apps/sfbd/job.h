@@ -25,6 +25,7 @@ struct Job {
   std::unique_ptr<sfb::comm::Transport> transport;
   std::string resume_path;                          // --resume
   std::unique_ptr<sfb::DirectoryLock> output_lock;  // rank 0: output.dir, for the whole job
+  bool check_only = false;                          // --check: validate everything, train nothing
   int rank() const { return mpi.rank(); }
   int ranks() const { return mpi.size(); }
   // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s).
@@ -39,11 +40,18 @@ struct Job {
   // Rank 0, before training: claims output.dir (a lock against a second job), removes temporaries a
   // killed job left and proves every file this job will write writable, so no trained model is
   // lost to an output path. Throws InvalidArgument naming the key and path.
+  // Under --check nothing is created or locked: output.dir (or the directory it would be made in)
+  // must be a writable directory.
   void claim_outputs();
 };
 
 // job.mode = "sfb" (sfb_job.cc) and "mgwfbp" (cnn_job.cc); each returns the exit code.
 int run_sfb(Job& job);
 int run_cnn(Job& job);
+// --check: the same validation as before training (config, data, model and plugin with its
+// [model.params], topology, memory, outputs, the checkpoint of --resume), nothing trained or
+// written; false (every rank) when any rank found bad input, which rank 0 has reported.
+bool check_sfb(Job& job);
+bool check_cnn(Job& job);
 
 }  // namespace sfbd

@@ -70,6 +70,10 @@ bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
 void Job::claim_outputs() {
   if (rank() != 0) return;
   const auto& out = cfg.output;
+  if (check_only) {
+    sfb::check_writable_directory(out.dir, "output.dir");
+    return;
+  }
   try {
     sfb::create_directories(out.dir);
   } catch (const sfb::InvalidArgument& e) {
@@ -162,10 +166,15 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   });
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
+  job.check_only = cli.check_only;
   if (cli.check_only) {
-    if (mpi.rank() == 0)
-      fmt::print("{}: OK ({}, {} ranks)\n", cli.config_path, job.cfg.sfb.consistency_name(), mpi.size());
-    return kExitOk;
+    // Everything training would find before its first clock, without training or writing.
+    sfb::init_logging(mpi.rank(), "warn");
+    const bool ok = job.cfg.job.mode == "mgwfbp" ? check_cnn(job) : check_sfb(job);
+    if (ok && mpi.rank() == 0)
+      fmt::print("{}: OK ({}, {} ranks): config, data, model{}, outputs and memory checked\n", cli.config_path,
+                 job.cfg.sfb.consistency_name(), mpi.size(), job.cfg.model.plugin.empty() ? "" : ", plugin");
+    return ok ? kExitOk : kExitBadInput;
   }
   sfb::init_logging(mpi.rank(), job.cfg.output.log_level);
   sfb::runtime::install_stop_signal_handlers();

@@ -52,26 +52,31 @@ bool set_up(Job& job, Setup& s) {
   });
 }
 
+// Throws DataError naming the file when `ckpt` cannot continue this job.
+void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb::io::Checkpoint& ckpt,
+                     const sfb::api::Model* model) {
+  SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
+                 "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
+                 "{:016x}, this config {:016x}); resume with the config that wrote it",
+                 path, ckpt.fingerprint, cfg.model_fingerprint());
+  SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
+                 "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
+                 "stop.max_clocks",
+                 path, ckpt.clock, cfg.stop.max_clocks);
+  SFB_CHECK_DATA(ckpt.W.rows() == model->rows() && ckpt.W.cols() == model->cols(),
+                 "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.W.rows(),
+                 ckpt.W.cols(), model->name(), model->rows(), model->cols());
+}
+
 // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
 // (the file need only exist where rank 0 runs). False when it is unusable.
 bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::Checkpoint& ckpt) {
-  const auto& cfg = job.cfg;
   const auto& path = job.resume_path;
   sfb::Bytes bytes;
   const bool ok = job.all_ok("agreeing on the checkpoint", [&] {
     if (job.rank() != 0) return;
     ckpt = sfb::io::read_checkpoint(path);
-    SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
-                   "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
-                   "{:016x}, this config {:016x}); resume with the config that wrote it",
-                   path, ckpt.fingerprint, cfg.model_fingerprint());
-    SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
-                   "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
-                   "stop.max_clocks",
-                   path, ckpt.clock, cfg.stop.max_clocks);
-    SFB_CHECK_DATA(ckpt.W.rows() == model->rows() && ckpt.W.cols() == model->cols(),
-                   "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.W.rows(),
-                   ckpt.W.cols(), model->name(), model->rows(), model->cols());
+    check_resumable(job.cfg, path, ckpt, model);
     bytes = sfb::io::encode_checkpoint(ckpt);
   });
   if (!ok) return false;
@@ -107,6 +112,17 @@ void write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
 }
 
 }  // namespace
+
+bool check_sfb(Job& job) {
+  Setup s;
+  if (!set_up(job, s)) return false;
+  if (job.resume_path.empty()) return true;
+  return job.all_ok("checking the checkpoint", [&] {
+    if (s.server || job.rank() != 0) return;
+    const auto ckpt = sfb::io::read_checkpoint(job.resume_path);
+    check_resumable(job.cfg, job.resume_path, ckpt, s.model.get());
+  });
+}
 
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;

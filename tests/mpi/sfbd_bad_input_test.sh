@@ -77,7 +77,24 @@ expect cnn-unknown-layer 2 "cnn.layers: unknown layer \"foo\"" -- "${MPI[@]}" -n
   --set cnn.layers=conv:4:3,foo --set output.dir="$OUT/o10"
 expect plugin-param-typo 2 "unknown key model.params.lamda" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set model.params.lamda=0.1 --set output.dir="$OUT/o10"
-for d in o1 o2 o3 o4 o5 o6 o7 o8 o9 o10; do
+# --check finds what training would find before its first clock, and writes nothing.
+small="$SRC/configs/test_fashion_small.toml"
+touch "$OUT/a-file"
+expect check-missing-plugin 2 "model.plugin: no such file: $OUT/none.so" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
+  --check --set model.plugin="$OUT/none.so" --set output.dir="$OUT/o11"
+expect check-param-typo 2 "unknown key model.params.lamda" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --check \
+  --set model.params.lamda=0.1 --set output.dir="$OUT/o11"
+expect check-missing-data 2 "$OUT/none.gz: cannot open" -- "${MPI[@]}" -np 2 "$SFBD" --config "$small" --check \
+  --set data.train_images="$OUT/none.gz" --set output.dir="$OUT/o11"
+expect check-islands 2 "splits the workers into 2 islands that never exchange factors: {0, 2, 4, 6} {1, 3, 5, 7}" -- \
+  "${MPI[@]}" -np 8 "$SFBD" --config "$base" --check --set sfb.broadcast=halton-static --set output.dir="$OUT/o11"
+expect check-output-under-a-file 2 "output.dir: $OUT/a-file/x: $OUT/a-file is not a directory" -- "${MPI[@]}" -np 2 \
+  "$SFBD" --config "$base" --check --set output.dir="$OUT/a-file/x"
+expect check-cnn-layer 2 "cnn.layers: unknown layer \"foo\"" -- "${MPI[@]}" -np 2 "$SFBD" --config "$cnn" --check \
+  --set cnn.layers=conv:4:3,foo --set output.dir="$OUT/o11"
+expect check-ok-writes-nothing 0 "config, data, model, outputs and memory checked" -- "${MPI[@]}" -np 2 "$SFBD" \
+  --config "$small" --check --set output.dir="$OUT/o11"
+for d in o1 o2 o3 o4 o5 o6 o7 o8 o9 o10 o11; do
   if [ -n "$(ls -A "$OUT/$d" 2>/dev/null)" ]; then echo "FAIL: $d has files: $(ls "$OUT/$d")"; failures=$((failures + 1)); fi
 done
 echo "$passed passed, $failures failed"

@@ -69,6 +69,16 @@ void create_directories(const std::string& dir) {
   if (ec) throw InvalidArgument(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
 }
 
+void check_writable_directory(const std::string& dir, const std::string& key) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::absolute(dir.empty() ? "." : dir).lexically_normal();
+  std::error_code ec;
+  while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+  SFB_CHECK(fs::is_directory(p, ec), "{}: {}: {} is not a directory", key, dir, p.string());
+  SFB_CHECK(::access(p.c_str(), W_OK | X_OK) == 0, "{}: {}: {} is not writable: {}", key, dir, p.string(),
+            std::strerror(errno));
+}
+
 void create_parent_directories(const std::string& path) {
   create_directories(std::filesystem::path(path).parent_path().string());
 }

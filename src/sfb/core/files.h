@@ -24,6 +24,9 @@ void for_each_line(const std::string& path, const std::string& what,
 // InvalidArgument naming the directory and the reason when it cannot.
 void create_directories(const std::string& dir);
 void create_parent_directories(const std::string& path);
+// Without creating anything: `dir` is a writable directory, or the directory it would be created
+// in (its nearest existing ancestor) is. Throws InvalidArgument naming `key`, the path and why not.
+void check_writable_directory(const std::string& dir, const std::string& key);
 
 // Before a job writes `path` (atomically, write_file_atomic): creates its directory, removes the
 // temporaries a killed writer left there (<path>.tmp.<pid>), and proves it writable by creating
