@@ -68,6 +68,9 @@ TEST(HostileIdx, DimensionProductsThatOverflowAreRefusedBeforeAnyAllocation) {
   // 100 x 2^31 x 2^31 wrapped to 0 pixels per image (signed overflow) and trained with D = 1.
   write_raw(dir.file("wrap"), idx_header({100, 1u << 31, 1u << 31}) + std::string(1000, '\1'));
   EXPECT_THAT(data_error([&] { read_idx_images(dir.file("wrap")); }), HasSubstr("describe more than 2^40 bytes"));
+  // A zero dimension first once let the others multiply past int64 (UBSan: signed overflow).
+  write_raw(dir.file("zero"), idx_header({0, (1u << 31) - 1, (1u << 31) - 1, (1u << 31) - 1}));
+  EXPECT_THAT(data_error([&] { read_idx_images(dir.file("zero")); }), HasSubstr("describe more than 2^40 bytes"));
   // 100 x 65535^3 ended in a bare std::bad_alloc.
   write_raw(dir.file("huge"), idx_header({100, 65535, 65535, 65535}));
   EXPECT_THAT(data_error([&] { read_idx_header(dir.file("huge")); }), HasSubstr("huge: IDX dimensions"));

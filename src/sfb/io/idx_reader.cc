@@ -110,17 +110,18 @@ IdxHeader read_header(GzFile& f, const std::string& path) {
   SFB_CHECK_DATA(m[2] == 0x08, "{}: IDX element type 0x{:02x} is not unsigned byte (0x08)", path, m[2]);
   const int ndims = m[3];
   SFB_CHECK_DATA(ndims >= 1 && ndims <= 4, "{}: IDX has {} dimensions, expected 1..4", path, ndims);
-  int64_t total = 1;
+  int64_t total = 1;  // the product of the non-zero dimensions so far
   for (int i = 0; i < ndims; ++i) {
     unsigned char d[4];
     f.read(d, 4, "the dimension sizes");
     h.dims.push_back(be32(d));
-    // Every partial product stays below 2^40: no overflow, and a header cannot describe more data
-    // than any IDX file holds.
+    // The product of the non-zero dimensions stays below 2^40, so no product of some of them (a
+    // row: every dimension but the first) can overflow, even after a zero one (0 images of
+    // 2^31 x 2^31 pixels), and a header cannot describe more data than any IDX file holds.
     SFB_CHECK_DATA(h.dims.back() == 0 || total <= kMaxIdxBytes / h.dims.back(),
                    "{}: IDX dimensions {} describe more than 2^40 bytes; the header is corrupt", path,
                    fmt::join(h.dims, " x "));
-    total *= h.dims.back();
+    if (h.dims.back() != 0) total *= h.dims.back();
   }
   return h;
 }
