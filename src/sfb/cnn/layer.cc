@@ -22,7 +22,8 @@ namespace {
 
 using detail::conv_out;
 using detail::fc_out;
-using detail::pool_out;
+using detail::MaxPoolLayer;
+using detail::ReluLayer;
 using detail::WeightBiasLayer;
 
 class Conv2d final : public WeightBiasLayer {
@@ -99,29 +100,18 @@ class Conv2d final : public WeightBiasLayer {
   std::vector<Matrix> cols_;  // per sample, from forward
 };
 
-class Relu final : public Layer {
+class Relu final : public ReluLayer {
  public:
-  explicit Relu(Shape in) : in_(in) {}
-  std::string name() const override { return "relu"; }
-  LayerInfo info() const override { return {LayerInfo::Kind::kRelu, in_, in_, 0, 0}; }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return in_; }
+  using ReluLayer::ReluLayer;
   void forward(const Matrix& x, Matrix& y) override { y = x.cwiseMax(0.0f); }
   void backward(const Matrix& x, const Matrix&, const Matrix& dy, Matrix* dx) override {
     if (dx) *dx = (x.array() > 0.0f).select(dy, 0.0f);
   }
-
- private:
-  Shape in_;
 };
 
-class MaxPool final : public Layer {
+class MaxPool final : public MaxPoolLayer {
  public:
-  MaxPool(Shape in, int k) : in_(in), k_(k), out_(pool_out(in, k)) {}
-  std::string name() const override { return fmt::format("pool{}", k_); }
-  LayerInfo info() const override { return {LayerInfo::Kind::kPool, in_, out_, k_, 0}; }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return out_; }
+  using MaxPoolLayer::MaxPoolLayer;
   void forward(const Matrix& x, Matrix& y) override {
     const int64_t n = x.rows();
     y.resize(n, out_.size());
@@ -156,9 +146,6 @@ class MaxPool final : public Layer {
   }
 
  private:
-  Shape in_;
-  int k_;
-  Shape out_;
   std::vector<int32_t> arg_;
 };
 

@@ -1,8 +1,11 @@
 #pragma once
 // What the CPU layer implementations share (layer.cc: the reference kernels; onednn_layers.cc:
-// oneDNN and BLAS): weight and bias storage, initialisation and output shapes. Internal to cnn/.
+// oneDNN and BLAS): weight and bias storage, initialisation, output shapes, and each kind's name
+// and shapes. Internal to cnn/.
 #include <cmath>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "sfb/cnn/layer.h"
 #include "sfb/core/error.h"
@@ -56,5 +59,33 @@ inline Shape pool_out(Shape in, int k) {
   SFB_CHECK(k >= 1 && out.h >= 1 && out.w >= 1, "pool:{} does not fit a {}x{}x{} input", k, in.c, in.h, in.w);
   return out;
 }
+
+// ReLU's name and shapes (output = input); the implementations add forward and backward.
+class ReluLayer : public Layer {
+ public:
+  explicit ReluLayer(Shape in) : in_(in) {}
+  std::string name() const override { return "relu"; }
+  LayerInfo info() const override { return {LayerInfo::Kind::kRelu, in_, in_, 0, 0}; }
+  Shape in_shape() const override { return in_; }
+  Shape out_shape() const override { return in_; }
+
+ protected:
+  Shape in_;
+};
+
+// k x k max pooling's name and shapes (stride k, output rounded down).
+class MaxPoolLayer : public Layer {
+ public:
+  MaxPoolLayer(Shape in, int k) : in_(in), k_(k), out_(pool_out(in, k)) {}
+  std::string name() const override { return fmt::format("pool{}", k_); }
+  LayerInfo info() const override { return {LayerInfo::Kind::kPool, in_, out_, k_, 0}; }
+  Shape in_shape() const override { return in_; }
+  Shape out_shape() const override { return out_; }
+
+ protected:
+  Shape in_;
+  int k_;
+  Shape out_;
+};
 
 }  // namespace sfb::cnn::detail

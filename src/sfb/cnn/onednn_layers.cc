@@ -157,13 +157,9 @@ class OneDnnConv2d final : public detail::WeightBiasLayer {
 
 // Max pooling k x k, stride k, on NCHW: the input's last rows and columns past a multiple of k are
 // not read (the output size rounds down); the workspace records where each maximum was.
-class OneDnnMaxPool final : public Layer {
+class OneDnnMaxPool final : public detail::MaxPoolLayer {
  public:
-  OneDnnMaxPool(Shape in, int k) : in_(in), k_(k), out_(detail::pool_out(in, k)) {}
-  std::string name() const override { return fmt::format("pool{}", k_); }
-  LayerInfo info() const override { return {LayerInfo::Kind::kPool, in_, out_, k_, 0}; }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return out_; }
+  using MaxPoolLayer::MaxPoolLayer;
 
   void forward(const Matrix& x, Matrix& y) override {
     plan(x.rows());
@@ -199,21 +195,14 @@ class OneDnnMaxPool final : public Layer {
     n_ = n;
   }
 
-  Shape in_;
-  int k_;
-  Shape out_;
   int64_t n_ = -1;
   dnnl::primitive fwd_prim_, bwd_prim_;
   memory workspace_;
 };
 
-class OneDnnRelu final : public Layer {
+class OneDnnRelu final : public detail::ReluLayer {
  public:
-  explicit OneDnnRelu(Shape in) : in_(in) {}
-  std::string name() const override { return "relu"; }
-  LayerInfo info() const override { return {LayerInfo::Kind::kRelu, in_, in_, 0, 0}; }
-  Shape in_shape() const override { return in_; }
-  Shape out_shape() const override { return in_; }
+  using ReluLayer::ReluLayer;
 
   void forward(const Matrix& x, Matrix& y) override {
     plan(x.rows());
@@ -248,7 +237,6 @@ class OneDnnRelu final : public Layer {
     n_ = n;
   }
 
-  Shape in_;
   int64_t n_ = -1;
   dnnl::primitive fwd_prim_, bwd_prim_;
 };

@@ -22,19 +22,23 @@ Topology Topology::full(int size) {
   return t;
 }
 
+// Rotating: p's i-th receiver at `clock` (i < q).
+int Topology::rotating_receiver(int p, int64_t clock, int i) const {
+  const int P = size();
+  return (p + cycle[static_cast<size_t>((clock * q + i) % (P - 1))]) % P;
+}
+
 bool Topology::sends_data(int p, int dst, int64_t clock) const {
   if (!rotating) return true;
-  const int P = size();
   for (int i = 0; i < q; ++i)
-    if ((p + cycle[static_cast<size_t>((clock * q + i) % (P - 1))]) % P == dst) return true;
+    if (rotating_receiver(p, clock, i) == dst) return true;
   return false;
 }
 
 std::vector<int> Topology::data_receivers(int p, int64_t clock) const {
   if (!rotating) return out[static_cast<size_t>(p)];
-  const int P = size();
   std::vector<int> r;
-  for (int i = 0; i < q; ++i) r.push_back((p + cycle[static_cast<size_t>((clock * q + i) % (P - 1))]) % P);
+  for (int i = 0; i < q; ++i) r.push_back(rotating_receiver(p, clock, i));
   return r;
 }
 

@@ -49,6 +49,9 @@ struct Topology {
   // The first `q` distinct non-zero offsets floor(P * h_k) (fewer when P - 1 < q).
   static std::vector<int> halton_offsets(int size, int q);
   static int default_halton_q(int size);
+
+ private:
+  int rotating_receiver(int p, int64_t clock, int i) const;
 };
 
 }  // namespace sfb::comm

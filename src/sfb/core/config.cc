@@ -349,7 +349,7 @@ void apply_overrides(toml::table& root, const std::vector<std::string>& override
   for (const auto& ov : overrides) {
     const auto eq = ov.find('=');
     SFB_CHECK(eq != std::string::npos && eq > 0, "--set {}: expected key=value", excerpt(ov));
-    const std::string key = ov.substr(0, eq);
+    const std::string key = trim(ov.substr(0, eq));
     const std::string value = ov.substr(eq + 1);
     toml::table t;
     try {
@@ -445,12 +445,11 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
 
 // A relative model.plugin written in the config file is relative to that file (a config and its
 // plugin travel together); given with --set it stays relative to the working directory.
-void resolve_plugin_path(Config& cfg, const std::string& config_path, const std::vector<std::string>& overrides) {
+void resolve_plugin_path(Config& cfg, const Origin& origin) {
   namespace fs = std::filesystem;
-  if (cfg.model.plugin.empty() || fs::path(cfg.model.plugin).is_absolute()) return;
-  for (const auto& o : overrides)
-    if (const auto kv = split_trimmed(o, '='); !kv.empty() && kv[0] == "model.plugin") return;
-  const fs::path dir = fs::path(config_path).parent_path();
+  if (cfg.model.plugin.empty() || fs::path(cfg.model.plugin).is_absolute() || origin.overrides.count("model.plugin"))
+    return;
+  const fs::path dir = fs::path(origin.file).parent_path();
   if (!dir.empty()) cfg.model.plugin = (dir / cfg.model.plugin).lexically_normal().string();
 }
 
@@ -465,7 +464,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   }
   check_keys(root, origin, cfg);
   check_cross_field_rules(cfg, name);
-  resolve_plugin_path(cfg, name, overrides);
+  resolve_plugin_path(cfg, origin);
   return cfg;
 }
 
@@ -485,12 +484,11 @@ std::string OutputConfig::path(const std::string& file) const {
 
 std::string Config::canonical() const {
   std::string out;
-  for (const auto& field : schema()) {
+  for (const auto& [key, value] : settings()) {
     // Output locations may differ between hosts; everything that changes the math may not.
-    if (field.key.rfind("output.", 0) == 0 || field.key.rfind("checkpoint.", 0) == 0) continue;
-    out += field.key + "=" + field.show(*this) + "\n";
+    if (key.rfind("output.", 0) == 0 || key.rfind("checkpoint.", 0) == 0) continue;
+    out += key + "=" + value + "\n";
   }
-  for (const auto& p : model.params) out += "model.params." + p.key + "=" + p.value + "\n";
   return out;
 }
 
@@ -505,12 +503,11 @@ uint64_t Config::fingerprint() const { return fnv1a64(canonical()); }
 
 uint64_t Config::model_fingerprint() const {
   std::string out;
-  for (const auto& field : schema()) {
-    const std::string section = field.key.substr(0, field.key.find('.'));
+  for (const auto& [key, value] : settings()) {
+    const std::string section = key.substr(0, key.find('.'));  // model.params.* are in "model"
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
-      out += field.key + "=" + field.show(*this) + "\n";
+      out += key + "=" + value + "\n";
   }
-  for (const auto& p : model.params) out += "model.params." + p.key + "=" + p.value + "\n";
   return fnv1a64(out);
 }
 

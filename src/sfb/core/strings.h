@@ -8,16 +8,19 @@
 
 namespace sfb {
 
-// Splits `s` at `sep`, trimming spaces, tabs and carriage returns around every field.
+// `s` without the spaces, tabs and carriage returns around it.
+inline std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  const auto e = s.find_last_not_of(" \t\r");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+// Splits `s` at `sep`, trimming every field.
 inline std::vector<std::string> split_trimmed(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, sep)) {
-    const auto b = item.find_first_not_of(" \t\r");
-    const auto e = item.find_last_not_of(" \t\r");
-    out.push_back(b == std::string::npos ? std::string() : item.substr(b, e - b + 1));
-  }
+  while (std::getline(ss, item, sep)) out.push_back(trim(item));
   return out;
 }
 

@@ -135,6 +135,7 @@ struct Worker::State {
   void submit_start_snapshot();
   void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
   void maybe_sketch(int64_t& next_drift);
+  int64_t applied_by_every_source() const;
   bool all_applied();
   // Communication thread (worker_comm.cc).
   void comm_loop();

@@ -138,6 +138,14 @@ void Worker::State::submit_start_snapshot() {
   monitor->submit(std::move(snap));
 }
 
+// The clocks every source's batches have been applied up to. Update thread only: it is the one
+// writer of `applied`, so it reads it without the lock.
+int64_t Worker::State::applied_by_every_source() const {
+  int64_t done = std::numeric_limits<int64_t>::max();
+  for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
+  return done;
+}
+
 void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
   if (rank != 0 || !monitor) return;
   const bool checkpoints = !cfg.checkpoint.path.empty();
@@ -148,8 +156,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
   }
   bool evaluate = true, checkpoint = checkpoints;
   if (!final) {
-    done = std::numeric_limits<int64_t>::max();
-    for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
+    done = applied_by_every_source();
     evaluate = done >= next_eval;
     checkpoint = checkpoints && done >= next_ckpt;
     if (!evaluate && !checkpoint) return;
@@ -173,11 +180,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
 // with the last multiple of eval.every reached (SSP/ASP may pass several at once).
 void Worker::State::maybe_sketch(int64_t& next_drift) {
   if (!sketcher) return;
-  int64_t done = std::numeric_limits<int64_t>::max();
-  {
-    std::lock_guard lock(mu);
-    for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
-  }
+  const int64_t done = applied_by_every_source();
   if (done < next_drift) return;
   const int64_t clock = done / cfg.eval.every * cfg.eval.every;
   next_drift = clock + cfg.eval.every;
@@ -189,10 +192,7 @@ void Worker::State::maybe_sketch(int64_t& next_drift) {
 // True once the compute thread is done and every source's batches up to stop_at are applied.
 bool Worker::State::all_applied() {
   std::lock_guard lock(mu);
-  if (!compute_done) return false;
-  for (int q : sources)
-    if (applied[static_cast<size_t>(q)] < stop_at) return false;
-  return true;
+  return compute_done && applied_by_every_source() >= stop_at;
 }
 
 void Worker::State::update_loop() {
