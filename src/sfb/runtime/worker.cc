@@ -286,6 +286,9 @@ WorkerResult Worker::run() {
     r.all = s.stop->all_stats();
     r.evals = s.monitor->records();
     r.stop_reason = s.stop->stop_reason();
+    // The monitor may judge the last evaluations after the stop protocol ended the job (at
+    // max_clocks, say): weights that diverged still make a diverged run.
+    if (s.monitor->stop_reason() == "diverged") r.stop_reason = "diverged";
   }
   return r;
 }
