@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "job.h"
+#include "sfb_revision.h"
 #include "sfb/api/abi_id.h"
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/onednn_layers.h"
@@ -88,6 +89,8 @@ void Job::claim_outputs() {
                                                        {"output.trace", cnn ? out.trace : ""}};
   for (const auto& [key, file] : files)
     if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
+  // Every key of this run, overrides applied: `sfbd --config <dir>/config.resolved.toml` repeats it.
+  sfb::write_file_atomic(out.path("config.resolved.toml"), cfg.resolved_toml());
 }
 
 namespace {
@@ -102,7 +105,7 @@ struct Cli {
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
 std::string version_string() {
   const bool cuda = sfb::cnn::cuda::built();
-  return fmt::format("sfbd {} (plugin ABI {:#x}; {}; {}; {})", SFB_VERSION, sfb::api::kPluginAbiVersion,
+  return fmt::format("sfbd {} ({}; plugin ABI {:#x}; {}; {}; {})", SFB_VERSION, SFB_GIT_REVISION, sfb::api::kPluginAbiVersion,
                      sfb::blas_info(), sfb::cnn::onednn_info(),
                      cuda ? "CUDA layers built, " + sfb::cnn::cuda::library_versions() : "built without CUDA");
 }

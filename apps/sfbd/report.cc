@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sfb/baselines/scheme_bytes.h"
+#include "sfb_revision.h"
 
 namespace sfbd {
 namespace {
@@ -83,6 +84,8 @@ Json sfb_summary(const SfbRun& run) {
   return {{"config", cfg.source},
           {"overrides", cfg.overrides},
           {"settings", settings_json(cfg)},
+          {"sfb_version", SFB_VERSION},
+          {"git_revision", SFB_GIT_REVISION},
           {"scheme", scheme_name(cfg)},
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
           {"J", run.J},
@@ -174,6 +177,8 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
   return {{"config", cfg.source},
           {"overrides", cfg.overrides},
           {"settings", settings_json(cfg)},
+          {"sfb_version", SFB_VERSION},
+          {"git_revision", SFB_GIT_REVISION},
           {"mode", "mgwfbp"},
           {"ranks", ranks},
           {"planner", cfg.mgwfbp.planner},

@@ -128,6 +128,8 @@ int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
+  // Every worker computes the same limit (total_train counts all ranks' rows); servers run until told.
+  job.cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, s.workers * cfg.optimizer.minibatch);
   if (!s.server)
     spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}, scheme {}",
                  s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n,

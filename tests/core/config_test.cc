@@ -113,6 +113,25 @@ TEST(Config, RelativePluginPathsInTheFileAreRelativeToTheFile) {
   EXPECT_EQ(parse_config(kBase, "/jobs/a/job.toml", {"model.plugin=/opt/m.so"}).model.plugin, "/opt/m.so");
 }
 
+TEST(Config, BuiltInModelKeysWithAPluginAreAnErrorNamingWhereTheyWereSet) {
+  const std::string text = std::string(kBase) + "[model]\nplugin = \"/opt/m.so\"\n";
+  EXPECT_NO_THROW(parse_config(text, "job.toml", {"model.params.lambda=10"}));
+  try {
+    parse_config(text, "job.toml", {"model.lambda=10"});
+    ADD_FAILURE() << "model.lambda with a plugin was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--set model.lambda=10: model.lambda is a key of the built-in models"));
+    EXPECT_THAT(e.what(), HasSubstr("model.params.lambda"));
+  }
+  try {
+    parse_config(text + "atoms = 3\n", "job.toml", {});
+    ADD_FAILURE() << "model.atoms with a plugin was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("job.toml:"));
+    EXPECT_THAT(e.what(), HasSubstr("model.atoms is a key of the built-in models"));
+  }
+}
+
 TEST(Config, CrossFieldRules) {
   EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\ntrain = \"x\"\n"), HasSubstr("needs data.features > 0"));
   EXPECT_THAT(error_of("[data]\nformat = \"idx\"\n"), HasSubstr("needs data.train_images"));
@@ -158,6 +177,33 @@ TEST(Config, ReadmeDocumentsEveryKeyWithItsDefault) {
 TEST(Config, ShippedConfigsAreValid) {
   for (const char* name : {"fashion_mlr.toml", "test_fashion_small.toml", "synthetic_sparse.toml"})
     EXPECT_NO_THROW(load_config(std::string(SFB_SOURCE_DIR) + "/configs/" + name)) << name;
+}
+
+TEST(Config, TheResolvedTomlLoadsBackIntoTheSameConfig) {
+  const Config c = parse_config(std::string(kBase) + "[sfb]\nstaleness = \"inf\"\n[model.params]\nalpha = 0.5\n",
+                                "job.toml", {"optimizer.lr=0.25", "output.dir=\"runs/a b\""});
+  const std::string text = c.resolved_toml();
+  EXPECT_THAT(text, HasSubstr("--set optimizer.lr=0.25"));
+  const Config back = parse_config(text, "resolved.toml");
+  EXPECT_EQ(back.fingerprint(), c.fingerprint());
+  EXPECT_EQ(back.settings(), c.settings());
+  const Config p = parse_config(std::string(kBase) + "[model]\nplugin = \"/opt/m.so\"\n", "job.toml");
+  EXPECT_EQ(parse_config(p.resolved_toml(), "resolved.toml").fingerprint(), p.fingerprint());
+}
+
+TEST(Config, MaxEpochsLimitsTheClocks) {
+  StopConfig s;
+  s.max_clocks = 1000;
+  EXPECT_EQ(s.clock_limit(60000, 4 * 64), 1000);  // off
+  s.max_epochs = 1;
+  EXPECT_EQ(s.clock_limit(60000, 4 * 64), 235);  // ceil(60000 / 256)
+  s.max_epochs = 0.5;
+  EXPECT_EQ(s.clock_limit(60000, 4 * 64), 118);
+  s.max_epochs = 1e-9;
+  EXPECT_EQ(s.clock_limit(60000, 4 * 64), 1);  // at least one clock
+  s.max_epochs = 100;
+  EXPECT_EQ(s.clock_limit(60000, 4 * 64), 1000);  // never beyond max_clocks
+  EXPECT_EQ(parse_config(std::string(kBase) + "[stop]\nmax_epochs = 2.5\n", "job.toml").stop.max_epochs, 2.5);
 }
 
 }  // namespace

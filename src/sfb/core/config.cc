@@ -291,6 +291,10 @@ const std::vector<Field>& schema() {
                           "evaluated (fixed, the first N)."));
     f.push_back(
         int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax, "Stop after this many clocks."));
+    f.push_back(float_field("stop.max_epochs", &Config::stop, &StopConfig::max_epochs, 0.0, 1e9,
+                            "Stop after this many passes over the training set (0: off): at most "
+                            "ceil(max_epochs * training rows / (workers * optimizer.minibatch)) clocks, and "
+                            "never more than stop.max_clocks. Fractions are allowed."));
     f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kMaxSeconds,
                             "Stop after this many seconds (0: no limit)."));
     f.push_back(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
@@ -453,6 +457,31 @@ void resolve_plugin_path(Config& cfg, const Origin& origin) {
   if (!dir.empty()) cfg.model.plugin = (dir / cfg.model.plugin).lexically_normal().string();
 }
 
+// With model.plugin the built-in models' keys would be silently unused: the plugin gets its
+// settings from [model.params] only, so setting one of them is a mistake worth naming.
+constexpr const char* kBuiltInModelKeys[] = {"model.name",  "model.lambda",     "model.solver", "model.sdca_sigma",
+                                             "model.dim",   "model.margin",     "model.eval_pairs", "model.atoms",
+                                             "model.gamma", "model.lasso_steps"};
+
+bool is_built_in_model_key(const std::string& key) {
+  for (const char* k : kBuiltInModelKeys)
+    if (key == k) return true;
+  return false;
+}
+
+void check_plugin_keys(const toml::table& root, const Origin& origin, const Config& cfg) {
+  if (cfg.model.plugin.empty()) return;
+  for (const char* key : kBuiltInModelKeys) {
+    const auto node = root.at_path(key);
+    if (!node) continue;
+    const std::string leaf = std::string(key).substr(6);
+    SFB_CHECK(false,
+              "{}: {} is a key of the built-in models and is not used with model.plugin = \"{}\"; a plugin gets its "
+              "settings from [model.params] (e.g. --set model.params.{}=...)",
+              origin.at(key, *node.node()), key, cfg.model.plugin, leaf);
+  }
+}
+
 Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
   Origin origin{name, {}};
   apply_overrides(root, overrides, origin);
@@ -463,6 +492,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
     if (auto node = root.at_path(field.key); node) field.set(cfg, *node.node(), origin.at(field.key, *node.node()));
   }
   check_keys(root, origin, cfg);
+  check_plugin_keys(root, origin, cfg);
   check_cross_field_rules(cfg, name);
   resolve_plugin_path(cfg, origin);
   return cfg;
@@ -482,6 +512,13 @@ std::string OutputConfig::path(const std::string& file) const {
   return dir.back() == '/' ? dir + file : dir + "/" + file;
 }
 
+int64_t StopConfig::clock_limit(int64_t total_rows, int64_t rows_per_clock) const {
+  if (max_epochs <= 0.0 || total_rows <= 0 || rows_per_clock <= 0) return max_clocks;
+  const double clocks = std::ceil(max_epochs * static_cast<double>(total_rows) / static_cast<double>(rows_per_clock));
+  if (clocks >= static_cast<double>(max_clocks)) return max_clocks;
+  return std::max<int64_t>(1, static_cast<int64_t>(clocks));
+}
+
 std::string Config::canonical() const {
   std::string out;
   for (const auto& [key, value] : settings()) {
@@ -496,6 +533,18 @@ std::vector<std::pair<std::string, std::string>> Config::settings() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& field : schema()) out.emplace_back(field.key, field.show(*this));
   for (const auto& p : model.params) out.emplace_back("model.params." + p.key, p.value);
+  return out;
+}
+
+std::string Config::resolved_toml() const {
+  std::string out = fmt::format("# Every key of this run, resolved: {} with {} --set override(s)", source, overrides.size());
+  for (const auto& o : overrides) out += fmt::format("\n#   --set {}", o);
+  out += "\n";
+  for (const auto& [key, value] : settings()) {
+    // With a plugin the built-in models' keys are unused, and refused when set: kept as comments.
+    const bool unused = !model.plugin.empty() && is_built_in_model_key(key);
+    out += (unused ? "# " : "") + key + " = " + value + "\n";
+  }
   return out;
 }
 

@@ -108,6 +108,10 @@ struct StopConfig {
   double rel_tol = 0.0;
   int64_t patience = 3;
   double divergence_factor = 100.0;  // diverged when the objective exceeds this times its start (0: off)
+  double max_epochs = 0.0;           // 0: off
+  // The clock limit: max_clocks, or fewer when max_epochs passes of `total_rows` training rows end
+  // first at `rows_per_clock` rows a clock (all workers together); at least 1.
+  int64_t clock_limit(int64_t total_rows, int64_t rows_per_clock) const;
 };
 
 struct CheckpointConfig {
@@ -164,6 +168,9 @@ struct Config {
   // Every key with its resolved value as TOML text (schema order, then model.params.*): what a
   // run records in summary.json, so runs of a sweep can be told apart.
   std::vector<std::pair<std::string, std::string>> settings() const;
+  // The settings as a TOML file that loads back into this config (dotted keys, one a line, a
+  // header naming the source and overrides): what a run leaves in output.dir.
+  std::string resolved_toml() const;
   // Every resolved value in a fixed order: the fingerprint all ranks must agree on.
   std::string canonical() const;
   uint64_t fingerprint() const;
