@@ -12,7 +12,6 @@
 #include <CLI/CLI.hpp>
 
 #include "job.h"
-#include "sfb_revision.h"
 #include "sfb/api/abi_id.h"
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/onednn_layers.h"
@@ -24,6 +23,7 @@
 #include "sfb/core/strings.h"
 #include "sfb/runtime/signals.h"
 #include "sfb/runtime/worker.h"
+#include "sfb_revision.h"
 
 namespace sfbd {
 
@@ -105,8 +105,8 @@ struct Cli {
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
 std::string version_string() {
   const bool cuda = sfb::cnn::cuda::built();
-  return fmt::format("sfbd {} ({}; plugin ABI {:#x}; {}; {}; {})", SFB_VERSION, SFB_GIT_REVISION, sfb::api::kPluginAbiVersion,
-                     sfb::blas_info(), sfb::cnn::onednn_info(),
+  return fmt::format("sfbd {} ({}; plugin ABI {:#x}; {}; {}; {})", SFB_VERSION, SFB_GIT_REVISION,
+                     sfb::api::kPluginAbiVersion, sfb::blas_info(), sfb::cnn::onednn_info(),
                      cuda ? "CUDA layers built, " + sfb::cnn::cuda::library_versions() : "built without CUDA");
 }
 

@@ -459,7 +459,7 @@ void resolve_plugin_path(Config& cfg, const Origin& origin) {
 
 // With model.plugin the built-in models' keys would be silently unused: the plugin gets its
 // settings from [model.params] only, so setting one of them is a mistake worth naming.
-constexpr const char* kBuiltInModelKeys[] = {"model.name",  "model.lambda",     "model.solver", "model.sdca_sigma",
+constexpr const char* kBuiltInModelKeys[] = {"model.name",  "model.lambda",     "model.solver",     "model.sdca_sigma",
                                              "model.dim",   "model.margin",     "model.eval_pairs", "model.atoms",
                                              "model.gamma", "model.lasso_steps"};
 
@@ -537,7 +537,8 @@ std::vector<std::pair<std::string, std::string>> Config::settings() const {
 }
 
 std::string Config::resolved_toml() const {
-  std::string out = fmt::format("# Every key of this run, resolved: {} with {} --set override(s)", source, overrides.size());
+  std::string out =
+      fmt::format("# Every key of this run, resolved: {} with {} --set override(s)", source, overrides.size());
   for (const auto& o : overrides) out += fmt::format("\n#   --set {}", o);
   out += "\n";
   for (const auto& [key, value] : settings()) {
