@@ -52,6 +52,10 @@ int run_cnn(Job& job);
 // [model.params], topology, memory, outputs, the checkpoint of --resume), nothing trained or
 // written; false (every rank) when any rank found bad input, which rank 0 has reported.
 bool check_sfb(Job& job);
+// --evaluate FILE: rank 0 loads the whole training and test sets and prints, as JSON on stdout, the
+// objective of the model file's W on both, the test accuracy and the model's metrics; nothing is
+// trained or written. kExitBadInput when the file, data or model do not fit together.
+int evaluate_sfb(Job& job, const std::string& model_path);
 bool check_cnn(Job& job);
 
 }  // namespace sfbd

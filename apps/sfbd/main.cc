@@ -100,6 +100,7 @@ struct Cli {
   std::vector<std::string> overrides;
   bool check_only = false, list_keys = false;
   std::string resume_path;
+  std::string evaluate_path;
 };
 
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
@@ -118,6 +119,11 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
   app.add_flag("--check", cli.check_only, "Validate the config and exit");
   app.add_option("--resume", cli.resume_path,
                  "Continue from a checkpoint (checkpoint.path of an earlier run), with any number of ranks");
+  app.add_option("--evaluate", cli.evaluate_path,
+                 "Evaluate a model file (output.model) on the config's data: objective, test accuracy and the "
+                 "model's metrics as JSON on stdout; trains nothing")
+      ->excludes("--check")
+      ->excludes("--resume");
   app.set_version_flag("--version", version_string());
   app.add_flag("--keys", cli.list_keys,
                "Print every config key with its type, default and meaning (Markdown), then exit");
@@ -170,6 +176,15 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
+  if (!cli.evaluate_path.empty()) {
+    sfb::init_logging(mpi.rank(), "warn");
+    if (job.cfg.job.mode != "sfb") {
+      if (mpi.rank() == 0)
+        fmt::print(stderr, "sfbd: error: --evaluate is for job.mode = \"sfb\" (the matrix models)\n");
+      return kExitBadInput;
+    }
+    return evaluate_sfb(job, cli.evaluate_path);
+  }
   if (cli.check_only) {
     // Everything training would find before its first clock, without training or writing.
     sfb::init_logging(mpi.rank(), "warn");

@@ -25,7 +25,18 @@ struct Setup {
   bool server = false;  // a parameter-server rank: no data, no model
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
+  sfb::Matrix init_W;  // model.init: the W to start from (empty when not set)
 };
+
+// A model file's W, which must have the model's shape; `what` names where the path came from.
+sfb::Matrix read_model_for(const std::string& what, const std::string& path, const sfb::api::Model& model) {
+  sfb::Matrix W = sfb::io::read_model(path);
+  SFB_CHECK_DATA(W.rows() == model.rows() && W.cols() == model.cols(),
+                 "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, W.rows(),
+                 W.cols(), model.name(), model.rows(), model.cols());
+  SFB_CHECK_DATA(W.allFinite(), "{} {}: W has non-finite values", what, path);
+  return W;
+}
 
 // Workers, data and model; false (every rank) when any rank found bad input.
 bool set_up(Job& job, Setup& s) {
@@ -45,6 +56,7 @@ bool set_up(Job& job, Setup& s) {
                                      : static_cast<double>(s.model->cols());
     sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(), v_floats)
         .check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "training this model");
+    if (!cfg.model.init.empty()) s.init_W = read_model_for("model.init =", cfg.model.init, *s.model);
     SFB_CHECK(cfg.comm.scheme != "fms" || (!s.model->has_prox() && s.model->prox_scale(cfg.optimizer.lr) == 1.0),
               "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not apply; use "
               "comm.scheme = \"sfb\" or \"allreduce\"",
@@ -124,6 +136,41 @@ bool check_sfb(Job& job) {
   });
 }
 
+int evaluate_sfb(Job& job, const std::string& path) {
+  const auto& cfg = job.cfg;
+  sfb::io::LoadedData data;
+  sfb::models::ModelPtr model;
+  sfb::Matrix W;
+  // Rank 0 evaluates on the whole training and test sets; other ranks (under mpirun) wait.
+  const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
+    if (job.rank() != 0) return;
+    sfb::io::data_memory(cfg.data, 0, 1, true).check(sfb::available_memory_bytes(1), "loading the data");
+    data = sfb::io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
+    model = sfb::models::make_model(cfg, data.train, data.total_train, 0, 1);
+    W = read_model_for("--evaluate", path, *model);
+  });
+  if (!ok) return kExitBadInput;
+  if (job.rank() != 0) return kExitOk;
+  const bool test = data.test.n > 0;
+  sfb::Json j = {{"model_file", path},
+                 {"model", model->name()},
+                 {"J", W.rows()},
+                 {"D", W.cols()},
+                 {"train_rows", data.train.n},
+                 {"train_objective", sfb::sig(model->objective(W, data.train, 0), 8)},
+                 {"test_rows", data.test.n}};
+  if (test) {
+    j["test_objective"] = sfb::sig(model->objective(W, data.test, 0), 8);
+    const double acc = model->accuracy(W, data.test);
+    j["test_accuracy"] = acc < 0 ? sfb::Json(nullptr) : sfb::Json(sfb::sig(acc, 8));
+  }
+  sfb::Json metrics = sfb::Json::object();
+  for (const auto& [k, v] : model->metrics(W, data.train, 0, test ? &data.test : nullptr)) metrics[k] = sfb::sig(v, 8);
+  j["metrics"] = metrics;
+  fmt::print("{}", sfb::to_document(j));
+  return kExitOk;
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -140,6 +187,9 @@ int run_sfb(Job& job) {
   if (!job.resume_path.empty()) {
     if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
     start = {ckpt.clock, &ckpt.W};
+  } else if (s.init_W.size() > 0) {
+    spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
+    start = {0, &s.init_W};
   }
   if (s.server) return run_server(job);
   auto exchange = sfb::baselines::make_exchange(cfg);

@@ -209,6 +209,10 @@ const std::vector<Field>& schema() {
                              "Shared library of a user model (docs/plugins.md); when set, model.name is "
                              "not used. Its own keys go in [model.params]. A relative path in the config "
                              "file is relative to that file; with --set, to the working directory."));
+    f.push_back(string_field("model.init", &Config::model, &ModelConfig::init, {},
+                             "Warm start: a model file (output.model of an earlier run, docs/formats.md) whose W "
+                             "replaces the model's initialisation; its shape must match. Relative to the working "
+                             "directory, like the data paths. --resume takes precedence (it continues a run)."));
     f.push_back(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
                             "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
     f.push_back(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
@@ -430,6 +434,14 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
 
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
+  if (!cfg.model.init.empty()) {
+    SFB_CHECK(cfg.job.mode == "sfb", "{}: model.init is for job.mode = \"sfb\" (the matrix models), not \"{}\"", name,
+              cfg.job.mode);
+    SFB_CHECK(!cfg.model.plugin.empty() || cfg.model.name != "l2mlr" || cfg.model.solver != "sdca",
+              "{}: model.init cannot warm-start model.solver = \"sdca\": its dual variables are not in the model "
+              "file; use model.solver = \"sgd\" or resume from a checkpoint",
+              name);
+  }
   SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)",
             name);
   if (cfg.data.format == "idx") {

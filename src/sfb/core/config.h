@@ -42,6 +42,7 @@ struct DataConfig {
 struct ModelConfig {
   std::string name = "mlr";
   std::string plugin;          // shared library; when set, name is not used
+  std::string init;            // model file to start from ("": the model's own init())
   double lambda = 1e-4;        // l2mlr: L2 weight
   std::string solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
   double sdca_sigma = 0.0;     // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A finished run is reusable and says what it was: train 2 ranks for half an epoch (stop.max_epochs)
+# and check the clock count, config.resolved.toml (loads back, repeats the run bit for bit) and the
+# provenance in summary.json; `sfbd --evaluate` of the model file reports the run's final test
+# accuracy and objective; `model.init` starts a run from that W (its clock-0 evaluation equals the
+# first run's last); a model file of the wrong shape is exit 2 naming it.
+#   evaluate_and_warm_start_test.sh <sfbd> <source dir>
+set -euo pipefail
+SFBD=$1
+SRC=$2
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/scripts/common.sh"
+export OMP_NUM_THREADS=1
+CFG="$SRC/configs/test_fashion_small.toml"
+run() { sfb_mpirun -np 2 "$SFBD" --config "$@"; }
+
+echo "== half an epoch on 2 ranks"
+run "$CFG" --set stop.max_epochs=0.5 --set "output.dir=\"$OUT/a\"" > "$OUT/a.log" 2>&1 || { cat "$OUT/a.log"; fail "run a"; }
+# ceil(0.5 * 60000 / (2 ranks * 32)) = 469 clocks
+[ "$(sfb_field final_clock "$OUT/a/summary.json")" = 469 ] || fail "final_clock $(sfb_field final_clock "$OUT/a/summary.json")"
+[ -n "$(sfb_field git_revision "$OUT/a/summary.json")" ] || fail "no git_revision"
+[ "$(sfb_field sfb_version "$OUT/a/summary.json")" != null ] || fail "no sfb_version"
+grep -q '^stop.max_epochs = 0.5$' "$OUT/a/config.resolved.toml" || fail "config.resolved.toml misses the override"
+
+echo "== the resolved config repeats the run"
+run "$OUT/a/config.resolved.toml" --set "output.dir=\"$OUT/b\"" > "$OUT/b.log" 2>&1 || { cat "$OUT/b.log"; fail "run b"; }
+a_sum=$(jq -er ".rank_checksums[0]" "$OUT/a/summary.json")
+b_sum=$(jq -er ".rank_checksums[0]" "$OUT/b/summary.json")
+[ "$a_sum" = "$b_sum" ] || fail "the resolved config gave W $b_sum, the run $a_sum"
+
+echo "== --evaluate the model file"
+"$SFBD" --config "$CFG" --evaluate "$OUT/a/model.bin" > "$OUT/eval.json" 2> "$OUT/eval.err" || { cat "$OUT/eval.err"; fail "evaluate"; }
+acc=$(jq -r .test_accuracy "$OUT/eval.json")
+[ "$acc" = "$(sfb_field final_accuracy "$OUT/a/summary.json")" ] || fail "evaluate accuracy $acc, run $(sfb_field final_accuracy "$OUT/a/summary.json")"
+[ "$(jq -r .train_rows "$OUT/eval.json")" = 60000 ] || fail "train_rows"
+
+echo "== model.init starts from that W"
+run "$CFG" --set stop.max_clocks=10 --set "model.init=\"$OUT/a/model.bin\"" --set "output.dir=\"$OUT/c\"" \
+  > "$OUT/c.log" 2>&1 || { cat "$OUT/c.log"; fail "run c"; }
+first=$(head -1 "$OUT/c/metrics.jsonl" | jq -r .objective)
+[ "$first" = "$(sfb_field final_objective "$OUT/a/summary.json")" ] || fail "clock-0 objective $first"
+
+echo "== wrong shapes and files are exit 2 naming them"
+set +e
+run "$CFG" --set data.bias=false --set "model.init=\"$OUT/a/model.bin\"" --set "output.dir=\"$OUT/d\"" > "$OUT/d.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] || { cat "$OUT/d.log"; fail "wrong-shape model.init: exit $rc"; }
+grep -q "model.init = $OUT/a/model.bin: the file's W is 10 x 785" "$OUT/d.log" || { cat "$OUT/d.log"; fail "message"; }
+set +e
+"$SFBD" --config "$CFG" --evaluate "$OUT/a/summary.json" > /dev/null 2> "$OUT/e.err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "summary.json: bad magic" "$OUT/e.err" || { cat "$OUT/e.err"; fail "evaluate of a non-model: exit $rc"; }
+echo PASS
