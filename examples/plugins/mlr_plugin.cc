@@ -23,6 +23,7 @@ class SmoothedMlr : public sfb::api::Model {
   std::string name() const override { return "smoothed_mlr"; }
   int64_t rows() const override { return J_; }
   int64_t cols() const override { return D_; }
+  bool reads_sparse_rows() const override { return true; }  // compute_sf and objective handle batch.sparse
   bool sparse_v() const override { return sparse_; }
 
   void compute_sf(const sfb::api::Weights& W, const sfb::api::MiniBatch& batch, sfb::api::SfWriter& out) override {

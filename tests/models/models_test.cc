@@ -476,6 +476,45 @@ TEST(Plugins, WhatAPluginThrowsOrReturnsWrongBecomesAnSfbErrorNamingIt) {
               ::testing::ThrowsMessage<Error>(HasSubstr("prox_scale(0.1) returned 0, not a finite positive factor")));
 }
 
+TEST(Plugins, ADenseOnlyPluginOnSparseDataIsRefusedNamingTheFix) {
+  Config cfg = base_config();
+  cfg.data.format = "synthetic";
+  cfg.model.plugin = SFB_HOSTILE_PLUGIN;  // reads batch.x only: reads_sparse_rows() is false
+  const io::Dataset sparse = io::make_synthetic({20, 8, 2, 0.5, 0.0, 2, 0});
+  ASSERT_TRUE(sparse.sparse);
+  EXPECT_THAT([&] { make_model(cfg, sparse, sparse.n, 0, 1); },
+              ::testing::ThrowsMessage<InvalidArgument>(::testing::AllOf(
+                  HasSubstr("reads dense rows only"), HasSubstr(SFB_HOSTILE_PLUGIN),
+                  HasSubstr("data.format = \"synthetic\" gives sparse rows"), HasSubstr("reads_sparse_rows()"))));
+  const io::Dataset dense = io::make_synthetic({20, 8, 2, 1.0, 0.0, 2, 0});
+  EXPECT_NO_THROW(make_model(cfg, dense, dense.n, 0, 1));
+  cfg.model.plugin = SFB_EXAMPLE_PLUGIN;  // handles CSR rows and says so
+  EXPECT_NO_THROW(make_model(cfg, sparse, sparse.n, 0, 1));
+}
+
+TEST(Plugins, TheWriterSaysWhichSparseVDeclarationToChange) {
+  api::BatchSfWriter writer(2, 4, [](SfBatchPtr) {});
+  writer.begin(0, 0, 1, 1.0f, false);
+  const std::vector<int32_t> idx{1};
+  const std::vector<float> val{1.0f};
+  EXPECT_THAT([&] { writer.write_v(0, idx, val); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("return true from sparse_v()")));
+  api::BatchSfWriter sparse_writer(2, 4, [](SfBatchPtr) {});
+  sparse_writer.begin(0, 0, 1, 1.0f, true);
+  const std::vector<float> v(4, 1.0f);
+  EXPECT_THAT([&] { sparse_writer.write_v(0, v); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("return false from sparse_v()")));
+}
+
+TEST(Plugins, WeightsHelpersApplyTheScale) {
+  const Matrix stored = Matrix::Constant(2, 3, 2.0f);
+  const api::Weights W{stored, 0.5f};
+  const Matrix m = W.matrix();
+  EXPECT_EQ(m(1, 2), 1.0f);
+  EXPECT_EQ(W.row(1)(0), 1.0f);
+  EXPECT_EQ(W(0, 0), 1.0f);
+}
+
 TEST(Plugins, TheExamplePluginLoadsTrainsAndReadsItsParams) {
   Config cfg = base_config();
   cfg.model.plugin = SFB_EXAMPLE_PLUGIN;

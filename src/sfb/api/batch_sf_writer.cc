@@ -40,14 +40,21 @@ void BatchSfWriter::write_u(int32_t i, std::span<const float> u) {
 void BatchSfWriter::write_v(int32_t i, std::span<const float> v) {
   SFB_CHECK(!committed_ && i >= 0 && i < batch_->count, "write_v({}): pair index outside [0, {}) or no open batch", i,
             batch_ ? batch_->count : 0);
-  SFB_CHECK(!batch_->sparse_v, "write_v({}): dense v written to a batch declared sparse", i);
+  SFB_CHECK(!batch_->sparse_v,
+            "write_v({}, v): dense v, but this model declares sparse v (Model::sparse_v() is true): write "
+            "write_v(i, index, value), or return false from sparse_v()",
+            i);
   SFB_CHECK(static_cast<int32_t>(v.size()) == D_, "write_v({}): v has length {}, the model's D is {}", i, v.size(), D_);
   std::copy(v.begin(), v.end(), batch_->v.row(i).data());
   v_done_[static_cast<size_t>(i)] = 1;
 }
 
 void BatchSfWriter::write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value) {
-  SFB_CHECK(!committed_ && batch_->sparse_v, "write_v({}): sparse v needs an open batch declared sparse", i);
+  SFB_CHECK(!committed_ && batch_->sparse_v, "write_v({}, index, value): {}", i,
+            committed_ ? "the batch was already committed"
+                       : "sparse v, but this model declares dense v "
+                         "(Model::sparse_v() is false): return true from sparse_v() "
+                         "to write sparse v, or write write_v(i, v)");
   SFB_CHECK(i == next_sparse_row_, "write_v({}): sparse v rows must be written in order, expected row {}", i,
             next_sparse_row_);
   SFB_CHECK(index.size() == value.size(), "write_v({}): {} indices but {} values", i, index.size(), value.size());

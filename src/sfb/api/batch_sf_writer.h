@@ -24,7 +24,7 @@ class BatchSfWriter final : public SfWriter {
   int32_t count() const override { return batch_ ? batch_->count : 0; }
   int32_t J() const override { return J_; }
   int32_t D() const override { return D_; }
-  bool sparse_v() const override { return batch_ && batch_->sparse_v; }
+  bool sparse_v() const { return batch_ && batch_->sparse_v; }
   void write_u(int32_t i, std::span<const float> u) override;
   void write_v(int32_t i, std::span<const float> v) override;
   void write_v(int32_t i, std::span<const int32_t> index, std::span<const float> value) override;

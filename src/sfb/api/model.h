@@ -49,7 +49,14 @@ class Model {
     (void)rng;
   }
   virtual UpdateRule update_rule() const { return UpdateRule::kGradientStep; }
-  // Whether v is written sparse (write_v with indices) or dense; fixed for the model's life.
+  // "Sparse" means one of two things, each decided once:
+  //  * the input rows: io::Dataset::sparse (and its copy MiniBatch::sparse) says the data is CSR
+  //    (libsvm, or synthetic with density < 1): read batch.x_csr / data.csr, not batch.x / data.dense.
+  //    A model that can read them returns true from reads_sparse_rows(); sfbd refuses to run one
+  //    that does not on sparse data (exit code 2) instead of handing it an empty batch.x.
+  //  * the v it writes: sparse_v() true means write_v(i, index, value), false write_v(i, v) or
+  //    write_v_block(). Independent of the input (sparse coding writes sparse codes of dense rows).
+  virtual bool reads_sparse_rows() const { return false; }
   virtual bool sparse_v() const { return false; }
   // Writes out.count() SF pairs for `batch` (one per sample) and calls out.commit().
   virtual void compute_sf(const Weights& W, const MiniBatch& batch, SfWriter& out) = 0;
@@ -60,8 +67,11 @@ class Model {
     (void)step;
   }
   // A proximal step that is a pure shrinkage W <- c * W (L2): return c for this step, or 1 for
-  // none. The runtime applies it in O(1) (sfb/api/weights.h). Called after each applied batch,
-  // before prox().
+  // none. `step` is the step size of the batch just applied (eta_c of its clock: optimizer.lr with
+  // its decay); called once per applied batch (P times per clock under full broadcast: once for each
+  // sender's batch), before prox(). The runtime keeps the product of the factors as Weights::scale
+  // instead of rescaling W (O(1), sfb/api/weights.h): compute_sf() must use W.scale (W(j, d),
+  // W.matrix()), while objective(), accuracy() and metrics() get a plain W with the scale applied.
   virtual double prox_scale(double step) const {
     (void)step;
     return 1.0;

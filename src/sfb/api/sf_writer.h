@@ -22,9 +22,6 @@ class SfWriter {
   virtual int32_t count() const = 0;
   virtual int32_t J() const = 0;
   virtual int32_t D() const = 0;
-  // Whether v must be written sparse (the data is sparse) or dense.
-  virtual bool sparse_v() const = 0;
-
   virtual void write_u(int32_t i, std::span<const float> u) = 0;
   virtual void write_v(int32_t i, std::span<const float> v) = 0;  // dense v
   // Sparse v: strictly increasing indices in [0, D); rows written in order 0, 1, ...

@@ -234,7 +234,10 @@ const std::vector<Field>& schema() {
                             "sparse_coding: l1 weight gamma of the codes."));
     f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
                           "sparse_coding: FISTA iterations per code (B fixed)."));
-    f.push_back(float_field("optimizer.lr", &Config::optimizer, &OptimizerConfig::lr, 1e-12, 1e6, "Step size eta."));
+    f.push_back(float_field("optimizer.lr", &Config::optimizer, &OptimizerConfig::lr, 1e-12, 1e6,
+                            "Step size eta of one batch: u is scaled by -eta/K. Every worker applies every "
+                            "received batch with it, so a clock moves W by the sum of the P workers' steps (as P "
+                            "serial SGD steps; divide lr by P for the step of one averaged batch)."));
     f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
     f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,

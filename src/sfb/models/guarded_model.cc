@@ -39,6 +39,7 @@ auto GuardedModel::call(const char* what, Fn&& fn) const -> decltype(fn()) {
 GuardedModel::GuardedModel(ModelPtr inner, std::string path) : inner_(std::move(inner)), path_(std::move(path)) {
   rows_ = call("rows()", [&] { return inner_->rows(); });
   cols_ = call("cols()", [&] { return inner_->cols(); });
+  reads_sparse_rows_ = call("reads_sparse_rows()", [&] { return inner_->reads_sparse_rows(); });
   sparse_v_ = call("sparse_v()", [&] { return inner_->sparse_v(); });
   has_prox_ = call("has_prox()", [&] { return inner_->has_prox(); });
 }

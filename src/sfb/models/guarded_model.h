@@ -23,6 +23,7 @@ class GuardedModel final : public api::Model {
   int64_t cols() const override { return cols_; }
   void init(MatrixMap W, Rng& rng) override;
   api::UpdateRule update_rule() const override;
+  bool reads_sparse_rows() const override { return reads_sparse_rows_; }
   bool sparse_v() const override { return sparse_v_; }
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return has_prox_; }
@@ -40,7 +41,7 @@ class GuardedModel final : public api::Model {
   ModelPtr inner_;
   std::string path_;
   int64_t rows_ = 0, cols_ = 0;  // asked once: fixed for the model's life
-  bool sparse_v_ = false, has_prox_ = false;
+  bool reads_sparse_rows_ = false, sparse_v_ = false, has_prox_ = false;
 };
 
 // Runs a plugin call outside a model (its factory): the same translation of what it throws.

@@ -38,6 +38,12 @@ ModelPtr make_model(const Config& cfg, const io::Dataset& train, int64_t train_t
   ConfigModelContext ctx(cfg, train, train_total, rank, ranks);
   ModelPtr m = cfg.model.plugin.empty() ? make_model(cfg.model.name, ctx) : load_plugin(cfg.model.plugin, ctx);
   ctx.check_all_params_read(cfg.model.plugin.empty() ? cfg.model.name : cfg.model.plugin);
+  SFB_CHECK(!train.sparse || m->reads_sparse_rows(),
+            "model \"{}\"{} reads dense rows only (reads_sparse_rows() is false), but data.format = \"{}\" gives "
+            "sparse rows (MiniBatch::x_csr, Dataset::csr; MiniBatch::x is empty): make compute_sf(), objective() and "
+            "accuracy() read the CSR rows when batch.sparse / data.sparse and return true from reads_sparse_rows(), "
+            "or give the model dense data",
+            m->name(), cfg.model.plugin.empty() ? "" : fmt::format(" ({})", cfg.model.plugin), cfg.data.format);
   SFB_CHECK(m->rows() > 0 && m->cols() > 0 && m->rows() < (int64_t{1} << 31) && m->cols() < (int64_t{1} << 31),
             "model \"{}\" declares a {} x {} parameter matrix; both sides must be in [1, 2^31)", m->name(), m->rows(),
             m->cols());

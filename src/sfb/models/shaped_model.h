@@ -13,6 +13,7 @@ class ShapedModel : public api::Model {
   int64_t rows() const final { return rows_; }
   int64_t cols() const final { return cols_; }
   bool sparse_v() const final { return sparse_v_; }
+  bool reads_sparse_rows() const final { return true; }  // every built-in model reads CSR rows
 
  protected:
   ShapedModel(std::string name, int64_t rows, int64_t cols, bool sparse_v)
