@@ -14,6 +14,7 @@
 #include "sfb/io/synthetic.h"
 #include "sfb/models/config_model_context.h"
 #include "sfb/models/dml.h"
+#include "sfb/models/gradcheck.h"
 #include "sfb/models/l2mlr.h"
 #include "sfb/models/mlr.h"
 #include "sfb/models/registry.h"
@@ -513,6 +514,103 @@ TEST(Plugins, WeightsHelpersApplyTheScale) {
   EXPECT_EQ(m(1, 2), 1.0f);
   EXPECT_EQ(W.row(1)(0), 1.0f);
   EXPECT_EQ(W(0, 0), 1.0f);
+}
+
+TEST(Gradcheck, EveryBuiltInGradientModelsSfsAreItsGradientOnDenseAndSparseData) {
+  for (const double density : {1.0, 0.3}) {
+    const io::Dataset data = io::make_synthetic({60, 16, 4, density, 0.0, 3, 0});
+    for (const char* name : {"mlr", "l2mlr", "dml", "sparse_coding"}) {
+      Config cfg = base_config();
+      cfg.model.name = name;
+      cfg.model.lambda = 0.1;  // l2mlr: a regulariser gradient large enough to matter
+      cfg.model.dim = 5;
+      cfg.model.atoms = 6;
+      auto model = make_model(cfg, data, data.n, 0, 1);
+      const auto r = gradcheck(*model, data, {});
+      EXPECT_TRUE(r.passed) << name << " density " << density << ": worst error " << r.worst_error;
+      EXPECT_GT(r.gradient_norm, 0.0) << name;
+      if (std::string(name) == "l2mlr") EXPECT_GT(r.regulariser_norm, 0.0);
+    }
+  }
+}
+
+// Forwards to a model but multiplies its u by `factor`: a gradient 100 (factor - 1) % off.
+class ScaledU final : public api::Model {
+  class Writer final : public api::SfWriter {
+   public:
+    Writer(api::SfWriter& out, float f) : out_(out), f_(f) {}
+    int32_t count() const override { return out_.count(); }
+    int32_t J() const override { return out_.J(); }
+    int32_t D() const override { return out_.D(); }
+    void write_u(int32_t i, std::span<const float> u) override {
+      std::vector<float> s(u.begin(), u.end());
+      for (auto& x : s) x *= f_;
+      out_.write_u(i, s);
+    }
+    void write_v(int32_t i, std::span<const float> v) override { out_.write_v(i, v); }
+    void write_v(int32_t i, std::span<const int32_t> idx, std::span<const float> val) override {
+      out_.write_v(i, idx, val);
+    }
+    void write_u_block(const Matrix& u) override { out_.write_u_block(f_ * u); }
+    void write_v_block(const Matrix& v) override { out_.write_v_block(v); }
+    void commit() override { out_.commit(); }
+
+   private:
+    api::SfWriter& out_;
+    float f_;
+  };
+
+ public:
+  ScaledU(ModelPtr inner, float factor) : inner_(std::move(inner)), factor_(factor) {}
+  std::string name() const override { return "scaled " + inner_->name(); }
+  int64_t rows() const override { return inner_->rows(); }
+  int64_t cols() const override { return inner_->cols(); }
+  bool reads_sparse_rows() const override { return true; }
+  bool sparse_v() const override { return inner_->sparse_v(); }
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override {
+    Writer w(out, factor_);
+    inner_->compute_sf(W, batch, w);
+  }
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override {
+    return inner_->objective(W, data, limit);
+  }
+  double accuracy(const Matrix& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
+
+ private:
+  ModelPtr inner_;
+  float factor_;
+};
+
+TEST(Gradcheck, AGradientTenPercentOffFailsAtEveryStep) {
+  for (const double density : {1.0, 0.3}) {
+    const io::Dataset data = io::make_synthetic({60, 16, 4, density, 0.0, 3, 0});
+    Config cfg = base_config();
+    ScaledU right(make_model(cfg, data, data.n, 0, 1), 1.0f);
+    EXPECT_TRUE(gradcheck(right, data, {}).passed);
+    ScaledU wrong(make_model(cfg, data, data.n, 0, 1), 1.1f);
+    const auto r = gradcheck(wrong, data, {});
+    EXPECT_FALSE(r.passed) << "density " << density;
+    EXPECT_GT(r.worst_error, 0.05);
+  }
+}
+
+TEST(Gradcheck, APluginIsCheckedAndWrongGradientsAndDualModelsAreCaught) {
+  const io::Dataset data = io::make_synthetic({60, 16, 4, 1.0, 0.0, 3, 0});
+  Config cfg = base_config();
+  cfg.model.plugin = SFB_EXAMPLE_PLUGIN;
+  cfg.model.params.push_back({"label_smoothing", "0.1", "float", "test"});
+  EXPECT_TRUE(gradcheck(*make_model(cfg, data, data.n, 0, 1), data, {}).passed);
+  // The hostile plugin writes softmax SFs but reports a constant objective: they cannot agree.
+  cfg.model.plugin = SFB_HOSTILE_PLUGIN;
+  cfg.model.params.clear();
+  const auto r = gradcheck(*make_model(cfg, data, data.n, 0, 1), data, {});
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.worst_error, 0.5);
+  cfg = base_config();
+  cfg.model.name = "l2mlr";
+  cfg.model.solver = "sdca";
+  EXPECT_THAT([&] { gradcheck(*make_model(cfg, data, data.n, 0, 1), data, {}); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("its SFs are not a gradient")));
 }
 
 TEST(Plugins, TheExamplePluginLoadsTrainsAndReadsItsParams) {

@@ -3,7 +3,8 @@
 # and check the clock count, config.resolved.toml (loads back, repeats the run bit for bit) and the
 # provenance in summary.json; `sfbd --evaluate` of the model file reports the run's final test
 # accuracy and objective; `model.init` starts a run from that W (its clock-0 evaluation equals the
-# first run's last); a model file of the wrong shape is exit 2 naming it.
+# first run's last); a model file of the wrong shape is exit 2 naming it; sfb-gradcheck (installed
+# next to sfbd) passes the config's model and refuses a dual one.
 #   evaluate_and_warm_start_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -54,4 +55,13 @@ set +e
 rc=$?
 set -e
 [ $rc = 2 ] && grep -q "summary.json: bad magic" "$OUT/e.err" || { cat "$OUT/e.err"; fail "evaluate of a non-model: exit $rc"; }
+echo "== sfb-gradcheck: the model of this config passes, a dual model is exit 2"
+GRADCHECK="$(dirname "$SFBD")/sfb-gradcheck"
+"$GRADCHECK" --config "$CFG" > "$OUT/gc.log" 2>&1 || { cat "$OUT/gc.log"; fail "gradcheck of mlr"; }
+grep -q "^PASS" "$OUT/gc.log" || fail "no PASS line"
+set +e
+"$GRADCHECK" --config "$SRC/configs/fashion_l2mlr_sdca.toml" > "$OUT/gc2.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "not a gradient" "$OUT/gc2.log" || { cat "$OUT/gc2.log"; fail "gradcheck of sdca: exit $rc"; }
 echo PASS

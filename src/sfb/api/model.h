@@ -11,6 +11,7 @@
 // objective(), accuracy() and metrics() run on rank 0's monitor thread on a snapshot of W,
 // concurrently with compute_sf(): state that compute_sf() changes and those read needs a lock.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,15 @@ class Model {
   // Mean loss (the objective the run reports and stops on) over the first `limit` rows of `data`
   // (all when limit <= 0 or > n).
   virtual double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const = 0;
+  // For sfb-gradcheck: the loss whose gradient compute_sf() writes for `batch`, on plain W, with the
+  // same regulariser terms as objective(). Return NaN (the default) when that is objective() on the
+  // batch's rows, which the checker then evaluates; override it when the SFs come from something
+  // else the batch determines (DML's sampled pairs).
+  virtual double batch_loss(const Matrix& W, const MiniBatch& batch) const {
+    (void)W;
+    (void)batch;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   // Held-out quality in [0, 1] (classification or pair accuracy); -1 when the model has none.
   virtual double accuracy(const Matrix& W, const io::Dataset& data) const = 0;
   // Extra values for the metrics line; `test` may be null.

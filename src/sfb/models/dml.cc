@@ -100,6 +100,10 @@ double Dml::pair_loss(const Matrix& L, const io::Dataset& data, const std::vecto
   return loss / static_cast<double>(pairs.size());
 }
 
+double Dml::batch_loss(const Matrix& W, const api::MiniBatch& batch) const {
+  return pair_loss(W, train_, batch_pairs(batch));
+}
+
 void Dml::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) {
   const int64_t k = batch.size();
   const auto pairs = batch_pairs(batch);

@@ -21,6 +21,7 @@ class Dml : public ShapedModel {
  public:
   explicit Dml(const api::ModelContext& ctx);
   void init(MatrixMap W, Rng& rng) override;
+  double batch_loss(const Matrix& W, const api::MiniBatch& batch) const override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
   double accuracy(const Matrix& W, const io::Dataset& data) const override;

@@ -81,6 +81,10 @@ double GuardedModel::accuracy(const Matrix& W, const io::Dataset& data) const {
   return call("accuracy()", [&] { return inner_->accuracy(W, data); });
 }
 
+double GuardedModel::batch_loss(const Matrix& W, const api::MiniBatch& batch) const {
+  return call("batch_loss()", [&] { return inner_->batch_loss(W, batch); });
+}
+
 api::NamedValues GuardedModel::metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
                                        const io::Dataset* test) const {
   return call("metrics()", [&] { return inner_->metrics(W, train, limit, test); });

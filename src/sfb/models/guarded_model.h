@@ -31,6 +31,7 @@ class GuardedModel final : public api::Model {
   double prox_scale(double step) const override;
   double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
   double accuracy(const Matrix& W, const io::Dataset& data) const override;
+  double batch_loss(const Matrix& W, const api::MiniBatch& batch) const override;
   api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 

@@ -1,0 +1,136 @@
+#include "sfb/models/gradcheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "sfb/api/batch_sf_writer.h"
+#include "sfb/api/minibatch.h"
+#include "sfb/core/error.h"
+#include "sfb/core/rng.h"
+
+namespace sfb::models {
+namespace {
+
+// The batch's rows as a dataset of their own, for objective().
+io::Dataset dataset_of(const io::Dataset& data, const api::MiniBatch& batch) {
+  io::Dataset d;
+  d.name = data.name + " (the checked rows)";
+  d.n = batch.size();
+  d.dim = data.dim;
+  d.classes = data.classes;
+  d.sparse = data.sparse;
+  if (data.sparse)
+    d.csr = batch.x_csr;
+  else
+    d.dense = batch.x;
+  d.labels = batch.labels;
+  return d;
+}
+
+// (1/K) sum_i u_i v_i^T of a committed batch.
+Matrix sf_gradient(const SfBatch& b) {
+  Matrix G = Matrix::Zero(b.J, b.D);
+  if (!b.sparse_v) {
+    G.noalias() = b.u.transpose() * b.v;
+  } else {
+    for (int32_t i = 0; i < b.count; ++i)
+      for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k)
+        G.col(b.v_index[static_cast<size_t>(k)]) += b.u.row(i).transpose() * b.v_value[static_cast<size_t>(k)];
+  }
+  return G / static_cast<float>(std::max(1, b.count));
+}
+
+// The regulariser's gradient as the proximal steps see it: (W - prox_t(W)) / t for a small t.
+Matrix regulariser_gradient(api::Model& model, const Matrix& W) {
+  constexpr double t = 1e-4;
+  const double c = model.prox_scale(t);
+  Matrix R = W * static_cast<float>((1.0 - c) / t);
+  if (model.has_prox()) {
+    Matrix P = W * static_cast<float>(c);
+    model.prox(view(P), t);
+    R += (W * static_cast<float>(c) - P) / static_cast<float>(t);
+  }
+  return R;
+}
+
+// The model's own init() plus a random perturbation, made feasible by its proximal step.
+Matrix starting_point(api::Model& model, Rng& rng) {
+  Matrix W = Matrix::Zero(model.rows(), model.cols());
+  model.init(view(W), rng);
+  const double rms = W.size() ? std::sqrt(static_cast<double>(W.squaredNorm()) / static_cast<double>(W.size())) : 0;
+  std::normal_distribution<float> g(0.0f, static_cast<float>(rms > 0 ? 0.1 * rms : 0.01));
+  for (Eigen::Index i = 0; i < W.size(); ++i) W.data()[i] += g(rng);
+  if (model.has_prox()) model.prox(view(W), 0.0);
+  return W;
+}
+
+api::MiniBatch draw_batch(const io::Dataset& data, int64_t samples, Rng& rng) {
+  std::vector<int64_t> rows(static_cast<size_t>(data.n));
+  std::iota(rows.begin(), rows.end(), int64_t{0});
+  std::shuffle(rows.begin(), rows.end(), rng);
+  rows.resize(static_cast<size_t>(std::min(samples, data.n)));
+  std::sort(rows.begin(), rows.end());
+  api::MiniBatch batch;
+  api::gather(data, rows, batch);
+  return batch;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const GradcheckOptions& opt) {
+  SFB_CHECK(model.update_rule() == api::UpdateRule::kGradientStep,
+            "model \"{}\" writes its update itself (UpdateRule::kAsWritten, e.g. a dual coordinate step): its SFs are "
+            "not a gradient, so there is nothing to check against finite differences",
+            model.name());
+  SFB_CHECK(data.n > 0 && opt.samples > 0 && opt.directions > 0, "gradcheck needs data rows, samples and directions");
+  Rng rng = make_rng(opt.seed, 0x6C);
+  const Matrix W = starting_point(model, rng);
+  const api::MiniBatch batch = draw_batch(data, opt.samples, rng);
+  const io::Dataset rows = dataset_of(data, batch);
+  SfBatchPtr sfs;
+  api::BatchSfWriter writer(static_cast<int32_t>(model.rows()), static_cast<int32_t>(model.cols()),
+                            [&](SfBatchPtr b) { sfs = std::move(b); });
+  writer.begin(0, batch.clock, static_cast<int32_t>(batch.size()), 1.0f, model.sparse_v());
+  model.compute_sf(api::Weights{W, 1.0f}, batch, writer);
+  SFB_CHECK(sfs, "model \"{}\": compute_sf() returned without commit()", model.name());
+  const auto loss = [&](const Matrix& at) {
+    const double l = model.batch_loss(at, batch);
+    return std::isnan(l) ? model.objective(at, rows, 0) : l;
+  };
+  const Matrix R = regulariser_gradient(model, W);
+  const Matrix G = sf_gradient(*sfs) + R;
+  GradcheckResult res;
+  res.samples = batch.size();
+  res.loss = loss(W);
+  res.gradient_norm = G.norm();
+  res.regulariser_norm = R.norm();
+  const double w_scale = std::max(1.0, static_cast<double>(W.norm()));
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t k = 0; k < opt.directions; ++k) {
+    Matrix E(W.rows(), W.cols());
+    for (Eigen::Index i = 0; i < E.size(); ++i) E.data()[i] = g(rng);
+    E /= E.norm();
+    GradcheckDirection best;
+    best.error = std::numeric_limits<double>::infinity();
+    for (const double step : opt.steps) {
+      const double h = step * w_scale;
+      GradcheckDirection d;
+      d.step = h;
+      d.finite_difference = (loss(W + static_cast<float>(h) * E) - loss(W - static_cast<float>(h) * E)) / (2 * h);
+      d.from_sf = static_cast<double>(G.cwiseProduct(E).sum());
+      const double noise = 1e-6 * std::max(1.0, std::abs(res.loss)) / h;
+      const double scale =
+          std::max({std::abs(d.finite_difference), std::abs(d.from_sf), 1e-3 * res.gradient_norm, noise});
+      d.error = scale > 0 ? std::abs(d.finite_difference - d.from_sf) / scale : 0.0;
+      if (std::isfinite(d.error) && d.error < best.error) best = d;
+    }
+    res.worst_error = std::max(res.worst_error, best.error);
+    res.directions.push_back(best);
+  }
+  res.passed = res.worst_error <= opt.tolerance;
+  return res;
+}
+
+}  // namespace sfb::models
