@@ -14,4 +14,5 @@ sfb_mpirun -np "$NP" "$SFB_BUILD/apps/sfbd" --config "$SFB_ROOT/configs/fashion_
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 printf '\n  demo wall time (mpirun, incl. data loading): %d.%03d s\n' $((ms / 1000)) $((ms % 1000))
-echo "  outputs: runs/fashion_mlr/{metrics.jsonl,model.bin,summary.json}"
+"$SFB_ROOT/apps/sfb-plot" "$SFB_ROOT/runs/fashion_mlr" > /dev/null
+echo "  outputs: runs/fashion_mlr/{metrics.jsonl,model.bin,summary.json,config.resolved.toml,plot.png}"

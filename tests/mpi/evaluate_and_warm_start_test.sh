@@ -4,7 +4,7 @@
 # provenance in summary.json; `sfbd --evaluate` of the model file reports the run's final test
 # accuracy and objective; `model.init` starts a run from that W (its clock-0 evaluation equals the
 # first run's last); a model file of the wrong shape is exit 2 naming it; sfb-gradcheck (installed
-# next to sfbd) passes the config's model and refuses a dual one.
+# next to sfbd) passes the config's model and refuses a dual one; sfb-plot draws the runs.
 #   evaluate_and_warm_start_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -55,6 +55,15 @@ set +e
 rc=$?
 set -e
 [ $rc = 2 ] && grep -q "summary.json: bad magic" "$OUT/e.err" || { cat "$OUT/e.err"; fail "evaluate of a non-model: exit $rc"; }
+echo "== sfb-plot overlays the two runs"
+"$SRC/apps/sfb-plot" -o "$OUT/p.png" "$OUT/a" "$OUT/c" > "$OUT/plot.log" 2>&1 || { cat "$OUT/plot.log"; fail "sfb-plot"; }
+[ "$(head -c 4 "$OUT/p.png" | tail -c 3)" = PNG ] || fail "sfb-plot wrote no PNG"
+set +e
+"$SRC/apps/sfb-plot" "$OUT/nothing-here" > "$OUT/plot2.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "no metrics" "$OUT/plot2.log" || { cat "$OUT/plot2.log"; fail "sfb-plot of a missing run: exit $rc"; }
+
 echo "== sfb-gradcheck: the model of this config passes, a dual model is exit 2"
 GRADCHECK="$(dirname "$SFBD")/sfb-gradcheck"
 "$GRADCHECK" --config "$CFG" > "$OUT/gc.log" 2>&1 || { cat "$OUT/gc.log"; fail "gradcheck of mlr"; }

@@ -18,9 +18,13 @@ field() { sfb_field "$1" "$OUT/run/summary.json"; }
 
 echo "== install sfb into $OUT/prefix"
 cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
-[ -f "$OUT/prefix/include/sfb/api/plugin.h" ] || fail "plugin.h not installed"
-echo "== build examples/plugins out of tree against it"
-cmake -S "$SRC/examples/plugins" -B "$OUT/plugin-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+for f in include/sfb/api/plugin.h include/sfb/api/errors.h bin/sfbd bin/sfb-gradcheck bin/sfb-plot \
+         share/doc/sfb/plugins.md share/doc/sfb/README.md share/sfb/configs/fashion_mlr.toml \
+         share/sfb/examples/plugins/CMakeLists.txt; do
+  [ -e "$OUT/prefix/$f" ] || fail "$f not installed"
+done
+echo "== build the installed examples/plugins out of tree against it"
+cmake -S "$OUT/prefix/share/sfb/examples/plugins" -B "$OUT/plugin-build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$OUT/prefix" > "$OUT/configure.log" || { cat "$OUT/configure.log"; fail "configure"; }
 cmake --build "$OUT/plugin-build" > "$OUT/build.log" || { cat "$OUT/build.log"; fail "build"; }
 LIB="$OUT/plugin-build/libsmoothed_mlr.so"
@@ -50,8 +54,13 @@ expect_refused() {  # <expected message> <sfbd args...>
   grep -qF -- "$want" "$OUT/bad.log" || { cat "$OUT/bad.log"; fail "no '$want' in the error"; }
   echo "refused: $(grep -F -- "$want" "$OUT/bad.log" | head -1)"
 }
+echo "== the installed sfb-gradcheck passes the plugin's SFs"
+"$OUT/prefix/bin/sfb-gradcheck" --config "$SRC/configs/test_fashion_small.toml" --set model.plugin="$LIB" \
+  --set model.params.label_smoothing=0.1 > "$OUT/gc.log" 2>&1 || { cat "$OUT/gc.log"; fail "gradcheck of the plugin"; }
+tail -1 "$OUT/gc.log"
 echo "== bad plugins are refused"
 expect_refused "$BAD was built for plugin ABI version 999" --set model.plugin="$BAD"
 expect_refused "no such file: $OUT/missing.so" --set model.plugin="$OUT/missing.so"
 expect_refused "unknown key model.params.label_smothing" --set model.plugin="$LIB" --set model.params.label_smothing=0.1
+expect_refused "model.lambda is a key of the built-in models" --set model.plugin="$LIB" --set model.lambda=10
 echo "plugin test passed"
