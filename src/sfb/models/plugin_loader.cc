@@ -10,12 +10,16 @@
 
 namespace sfb::models {
 
-ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
-  for (const auto& part : std::filesystem::path(path))
+ModelPtr load_plugin(const std::string& given, const api::ModelContext& ctx) {
+  for (const auto& part : std::filesystem::path(given))
     SFB_CHECK(part.native().size() <= 255, "model.plugin: a file name of {} characters (at most 255): {}",
-              part.native().size(), excerpt(path));
+              part.native().size(), excerpt(given));
   std::error_code ec;
-  SFB_CHECK(std::filesystem::exists(path, ec), "model.plugin: no such file: {}", excerpt(path, 300));
+  // Messages name the absolute path: which file a relative path meant is the usual question.
+  const std::filesystem::path abs = std::filesystem::absolute(given, ec).lexically_normal();
+  const std::string path = ec ? given : abs.string();
+  SFB_CHECK(std::filesystem::exists(path, ec), "model.plugin: no such file: {}{}", excerpt(path, 300),
+            path == given ? "" : fmt::format(" (model.plugin = {})", excerpt(given, 300)));
   SFB_CHECK(!std::filesystem::is_directory(path, ec), "model.plugin: {} is a directory, not a shared library", path);
   // A path without a slash would make dlopen search the library path instead of this file.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
@@ -37,9 +41,9 @@ ModelPtr load_plugin(const std::string& path, const api::ModelContext& ctx) {
   auto destroy = reinterpret_cast<api::PluginDestroyFn>(symbol(api::kPluginDestroySymbol));
   const int32_t v = version();
   SFB_CHECK(v == api::kPluginAbiVersion,
-            "model.plugin: {} was built for plugin ABI version {}, this sfbd speaks version {}; rebuild the plugin "
-            "against this sfb's headers",
-            path, v, api::kPluginAbiVersion);
+            "model.plugin: {} was built for plugin ABI version {} ({:#x}), this sfbd speaks version {} ({:#x}, see "
+            "sfbd --version); rebuild the plugin against this sfb's headers",
+            path, v, v, api::kPluginAbiVersion, api::kPluginAbiVersion);
   api::Model* m = nullptr;
   guard_plugin_call(path, "its constructor", [&] { m = create(&ctx); });
   SFB_CHECK(m != nullptr, "model.plugin: {}: sfb_plugin_create returned no model", path);
