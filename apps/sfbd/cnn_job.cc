@@ -40,6 +40,7 @@ int run_cnn(Job& job) {
   const auto& cfg = job.cfg;
   sfb::io::LoadedData data;
   if (!set_up(job, data)) return kExitBadInput;
+  job.record_config();
   job.cfg.stop.max_clocks = cfg.stop.clock_limit(data.total_train, job.ranks() * cfg.optimizer.minibatch);
   sfb::cnn::ExecutorResult r;
   try {

@@ -43,6 +43,10 @@ struct Job {
   // Under --check nothing is created or locked: output.dir (or the directory it would be made in)
   // must be a writable directory.
   void claim_outputs();
+  // Rank 0, once every check before training has passed: output.dir/config.resolved.toml, every
+  // key of this run with the overrides applied (`sfbd --config` of it repeats the run). A job
+  // refused for bad input leaves nothing behind.
+  void record_config() const;
 };
 
 // job.mode = "sfb" (sfb_job.cc) and "mgwfbp" (cnn_job.cc); each returns the exit code.

@@ -89,8 +89,11 @@ void Job::claim_outputs() {
                                                        {"output.trace", cnn ? out.trace : ""}};
   for (const auto& [key, file] : files)
     if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
-  // Every key of this run, overrides applied: `sfbd --config <dir>/config.resolved.toml` repeats it.
-  sfb::write_file_atomic(out.path("config.resolved.toml"), cfg.resolved_toml());
+}
+
+void Job::record_config() const {
+  if (rank() != 0 || check_only) return;
+  sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());
 }
 
 namespace {

@@ -191,6 +191,7 @@ int run_sfb(Job& job) {
     spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
     start = {0, &s.init_W};
   }
+  job.record_config();  // every check has passed
   if (s.server) return run_server(job);
   auto exchange = sfb::baselines::make_exchange(cfg);
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
