@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak: ASP on RANKS ranks (default 8) for SECONDS (default 120), sampling every rank's resident
 # memory once a second into runs/soak/rss.csv, then reporting the growth between the first and
-# the last fifth of the run (after a 10% warm-up). Exits 1 when any rank grew by more than 10%.
+# the last fifth of the run (after a 10% warm-up). Exits 1 when any rank grew by more than 5%.
 #   scripts/soak.sh [SECONDS] [RANKS]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -38,7 +38,7 @@ awk -F, -v secs="$SECS" 'NR > 1 {
     for (p in fs) if (ln[p] > 0) {
       a = fs[p] / fn[p]; b = ls[p] / ln[p]; g = (b - a) / a * 100;
       printf "%8s %14.1f %14.1f %7.2f%%\n", p, a / 1024, b / 1024, g;
-      if (g > 10) bad = 1;
+      if (g > 5) bad = 1;
     }
     exit bad
   }' "$OUT/rss.csv"
