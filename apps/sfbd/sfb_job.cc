@@ -104,23 +104,38 @@ int run_server(Job& job) {
   spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
                st.traffic.bytes_sent / 1e6, st.traffic.bytes_received / 1e6, st.apply_s);
   job.transport.reset();
-  auto guard = job.waiting_on_peers("learning whether the job diverged");
-  return job.mpi.broadcast(0, 0) ? kExitDiverged : kExitOk;
+  auto guard = job.waiting_on_peers("learning how the job ended");
+  return job.mpi.broadcast(0, 0);  // rank 0's exit code
 }
 
-void write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result) {
+// Rank 0's outputs at the end; false when one could not be written (full disk, I/O error): each
+// file is written to a temporary and renamed, so a failure leaves the previous file (or none),
+// never a truncated one, and the checkpoint stays whole.
+bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result) {
   const auto& cfg = job.cfg;
+  bool ok = true;
+  const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const sfb::Error& e) {
+      ok = false;
+      const auto ckpt = cfg.output.path(cfg.checkpoint.path);
+      spdlog::error("{} not written: {}{}", what, e.what(),
+                    ckpt.empty() ? "" : fmt::format("; the last checkpoint written, {}, is intact", ckpt));
+    }
+  };
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     // A model file is never written with weights that are not finite (a diverged run).
     if (result.W.allFinite())
-      sfb::io::write_model(path, result.W);
+      attempt(path, [&] { sfb::io::write_model(path, result.W); });
     else
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
   }
   const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols()};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
-    sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run)));
+    attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
+  return ok;
 }
 
 }  // namespace
@@ -199,11 +214,14 @@ int run_sfb(Job& job) {
   const sfb::runtime::WorkerResult result = worker.run();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
-  if (job.rank() == 0) write_outputs(job, s, result);
+  int code = kExitOk;
+  if (job.rank() == 0) {
+    const bool written = write_outputs(job, s, result);
+    code = result.stop_reason == "diverged" ? kExitDiverged : written ? kExitOk : kExitFailed;
+  }
   job.transport.reset();
-  auto guard = job.waiting_on_peers("learning whether the job diverged");
-  const int diverged = job.mpi.broadcast(job.rank() == 0 && result.stop_reason == "diverged" ? 1 : 0, 0);
-  return diverged ? kExitDiverged : kExitOk;
+  auto guard = job.waiting_on_peers("learning how the job ended");
+  return job.mpi.broadcast(code, 0);  // every rank exits with rank 0's code
 }
 
 }  // namespace sfbd

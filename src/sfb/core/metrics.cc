@@ -1,5 +1,8 @@
 #include "sfb/core/metrics.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -28,20 +31,38 @@ std::string to_json(const EvalRecord& r) {
 }
 
 void JsonlWriter::open(const std::string& path) {
-  if (f_) std::fclose(f_);
+  close();
   path_ = path;
-  f_ = std::fopen(path.c_str(), "w");
-  if (!f_) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  size_ = 0;
 }
 
-JsonlWriter::~JsonlWriter() {
-  if (f_) std::fclose(f_);
+void JsonlWriter::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
+
+JsonlWriter::~JsonlWriter() { close(); }
 
 void JsonlWriter::write(const std::string& line) {
-  if (!f_) return;
-  if (std::fputs(line.c_str(), f_) < 0 || std::fputc('\n', f_) < 0 || std::fflush(f_) != 0)
-    throw Error(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
+  if (fd_ < 0) return;
+  const std::string text = line + "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n =
+        ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(size_) + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      // Never leave half a line: cut the file back to its last complete line.
+      const bool cut = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
+      throw Error(fmt::format("{}: write failed: {}{}", path_, std::strerror(err),
+                              cut ? "" : " (and the partial line could not be removed)"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  size_ += static_cast<int64_t>(text.size());
 }
 
 }  // namespace sfb

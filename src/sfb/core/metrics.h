@@ -39,11 +39,17 @@ class JsonlWriter {
   void open(const std::string& path);
   JsonlWriter(const JsonlWriter&) = delete;
   JsonlWriter& operator=(const JsonlWriter&) = delete;
-  bool is_open() const { return f_ != nullptr; }
+  bool is_open() const { return fd_ >= 0; }
+  // Appends `line` and a newline. On failure (a full disk, an I/O error, a file system gone
+  // read-only) the file is cut back to its last complete line, so it never ends in half a line,
+  // and Error is thrown naming the file and the cause; the writer stays usable.
   void write(const std::string& line);
+  void close();
+  const std::string& path() const { return path_; }
 
  private:
-  std::FILE* f_ = nullptr;
+  int fd_ = -1;
+  int64_t size_ = 0;  // bytes of complete lines
   std::string path_;
 };
 
