@@ -104,6 +104,7 @@ struct Cli {
   bool check_only = false, list_keys = false;
   std::string resume_path;
   std::string evaluate_path;
+  std::string show_key;
 };
 
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
@@ -127,6 +128,9 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
                  "model's metrics as JSON on stdout; trains nothing")
       ->excludes("--check")
       ->excludes("--resume");
+  app.add_option("--show", cli.show_key,
+                 "Print the resolved value of one config key (after --set) as TOML text, or with "
+                 "checkpoint.file, output.model_file or output.metrics_file the path sfbd would write, then exit");
   app.set_version_flag("--version", version_string());
   app.add_flag("--keys", cli.list_keys,
                "Print every config key with its type, default and meaning (Markdown), then exit");
@@ -179,6 +183,21 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
+  if (!cli.show_key.empty()) {
+    if (mpi.rank() != 0) return kExitOk;
+    const auto& c = job.cfg;
+    const std::map<std::string, std::string> files = {{"checkpoint.file", c.output.path(c.checkpoint.path)},
+                                                      {"output.model_file", c.output.path(c.output.model)},
+                                                      {"output.metrics_file", c.output.path(c.output.metrics)}};
+    const auto file = files.find(cli.show_key);
+    const std::string value = file != files.end() ? file->second : sfb::config_value(c, cli.show_key);
+    if (value.empty() && file == files.end()) {
+      fmt::print(stderr, "sfbd: error: --show {}: no such config key (sfbd --keys lists them)\n", cli.show_key);
+      return kExitBadInput;
+    }
+    fmt::print("{}\n", value);
+    return kExitOk;
+  }
   if (!cli.evaluate_path.empty()) {
     sfb::init_logging(mpi.rank(), "warn");
     if (job.cfg.job.mode != "sfb") {

@@ -18,7 +18,7 @@ field() { sfb_field "$1" "$OUT/run/summary.json"; }
 
 echo "== install sfb into $OUT/prefix"
 cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
-for f in include/sfb/api/plugin.h include/sfb/api/errors.h bin/sfbd bin/sfb-gradcheck bin/sfb-plot \
+for f in include/sfb/api/plugin.h include/sfb/api/errors.h bin/sfbd bin/sfb-gradcheck bin/sfb-plot bin/sfb-run \
          share/doc/sfb/plugins.md share/doc/sfb/README.md share/sfb/configs/fashion_mlr.toml \
          share/sfb/examples/plugins/CMakeLists.txt; do
   [ -e "$OUT/prefix/$f" ] || fail "$f not installed"

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# sfb-run restarts a job whose ranks die: 4 ranks, BSP, checkpoints every 100 clocks; rank 0 is
+# killed with SIGKILL after the checkpoint at clock 400, then rank 2 of the restarted job after
+# the checkpoint at clock 1400. The supervised job must finish (exit 0) after exactly 2 restarts,
+# each resumed from the newest checkpoint and logged with at most checkpoint.every clocks lost,
+# and its final W must equal the uninterrupted run's bit for bit. Then --max-restarts 0 gives up
+# (exit 5) at the first failure; a SIGSTOPped rank ends the attempt within the peer timeout and
+# --shrink restarts the job on 3 ranks; a config without checkpoint.path is refused (exit 2).
+#   supervised_restart_test.sh <sfbd> <source dir>
+set -euo pipefail
+SFBD=$1
+SRC=$2
+OUT=$(mktemp -d)
+trap 'pkill -9 -f -- "$OUT" 2> /dev/null || true; rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$OUT/sup.log" ] && tail -20 "$OUT/sup.log"; exit 1; }
+source "$SRC/scripts/common.sh"
+export OMP_NUM_THREADS=1
+RUN="$SRC/apps/sfb-run"
+CFG=(--config "$SRC/configs/test_fashion_small.toml" --set stop.max_clocks=3000 --set eval.every=100
+     --set checkpoint.path=ck.bin --set checkpoint.every=100 --set output.log_level=info)
+
+echo "== uninterrupted"
+sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/full" > "$OUT/full.log" 2>&1 || { cat "$OUT/full.log"; fail "uninterrupted run"; }
+want=$(jq -r '.rank_checksums[0]' "$OUT/full/summary.json")
+
+kill_rank() {  # <rank> <after this checkpoint clock> <output dir> <attempt>
+  until grep -q "checkpoint at clock $2 " "$3/sfb-run/attempt-$4.log" 2> /dev/null; do
+    kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before clock $2"
+    sleep 0.02
+  done
+  local victim=""
+  for p in $(pgrep -f -- "output.dir=$3 "; pgrep -f -- "output.dir=$3\$"); do
+    [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then victim=$p; fi
+  done
+  [ -n "$victim" ] || fail "no process of rank $1"
+  kill -9 "$victim"
+  echo "killed rank $1 (pid $victim) after the checkpoint at clock $2"
+}
+
+echo "== supervised, two ranks killed"
+"$RUN" --max-restarts 3 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/sup" 2> "$OUT/sup.log" &
+sup=$!
+kill_rank 0 400 "$OUT/sup" 1
+kill_rank 2 1400 "$OUT/sup" 2
+set +e
+wait $sup
+rc=$?
+set -e
+cat "$OUT/sup.log"
+[ $rc = 0 ] || fail "sfb-run exit code $rc"
+[ "$(grep -c "failed: exit code" "$OUT/sup.log")" = 2 ] || fail "not two failures logged"
+grep -q "restart 1 of at most 3: from clock [0-9]*" "$OUT/sup.log" || fail "restart 1"
+grep -q "the job finished (attempt 3, 2 restart(s))" "$OUT/sup.log" || fail "not finished on attempt 3"
+for lost in $(grep -o "clocks lost: [0-9a-z]*" "$OUT/sup.log" | awk '{ print $3 }'); do
+  [ "$lost" != unknown ] && [ "$lost" -le 100 ] || fail "lost $lost clocks (checkpoint.every = 100)"
+done
+grep -q "resuming from $OUT/sup/ck.bin at clock 400" "$OUT/sup/sfb-run/attempt-2.log" || fail "attempt 2 did not resume from 400"
+grep -q "resuming from $OUT/sup/ck.bin at clock 1400" "$OUT/sup/sfb-run/attempt-3.log" || fail "attempt 3 did not resume from 1400"
+got=$(jq -r '.rank_checksums[0]' "$OUT/sup/summary.json")
+[ "$got" = "$want" ] || fail "supervised W $got, uninterrupted $want"
+echo "W bit for bit equal: $got"
+
+echo "== --max-restarts 0 gives up at the first failure"
+"$RUN" --max-restarts 0 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/once" 2> "$OUT/sup.log" &
+sup=$!
+kill_rank 1 200 "$OUT/once" 1
+set +e
+wait $sup
+rc=$?
+set -e
+[ $rc = 5 ] || fail "exit code $rc, expected 5"
+grep -q "giving up: 1 failures, --max-restarts 0" "$OUT/sup.log" || fail "no giving-up line"
+
+echo "== a SIGSTOPped rank is found within runtime.peer_timeout_s and the job restarts on fewer ranks (--shrink)"
+"$RUN" --shrink --min-ranks 2 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set runtime.peer_timeout_s=3 \
+  --set stop.max_clocks=1500 --set output.dir="$OUT/stop" 2> "$OUT/sup.log" &
+sup=$!
+until grep -q "checkpoint at clock 300 " "$OUT/stop/sfb-run/attempt-1.log" 2> /dev/null; do sleep 0.02; done
+for p in $(pgrep -f -- "output.dir=$OUT/stop"); do
+  [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
+  tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=3" && kill -STOP "$p" && echo "stopped rank 3 (pid $p)"
+done
+t0=$(date +%s)
+until grep -q "attempt 1 failed" "$OUT/sup.log" 2> /dev/null; do
+  [ $(( $(date +%s) - t0 )) -lt 60 ] || fail "the stopped rank was not found in 60 s"
+  sleep 0.1
+done
+echo "attempt 1 ended $(( $(date +%s) - t0 )) s after the SIGSTOP (peer_timeout_s = 3)"
+set +e
+wait $sup
+rc=$?
+set -e
+cat "$OUT/sup.log"
+[ $rc = 0 ] || fail "exit code $rc after the SIGSTOP"
+grep -q "attempt 2 on 3 ranks" "$OUT/sup.log" || fail "not restarted on 3 ranks"
+grep -q "rank 3" "$OUT/stop/sfb-run/attempt-1.log" || fail "the stopped rank was not named"
+
+echo "== a job without checkpoint.path is refused"
+set +e
+"$RUN" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" --config "$SRC/configs/test_fashion_small.toml" 2> "$OUT/nock.log"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "no checkpoint.path" "$OUT/nock.log" || { cat "$OUT/nock.log"; fail "no-checkpoint: exit $rc"; }
+echo PASS
