@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,30 @@ void JsonlWriter::open(const std::string& path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
   size_ = 0;
+}
+
+void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
+  close();
+  path_ = path;
+  int64_t keep = 0;
+  if (std::ifstream in(path, std::ios::binary); in) {
+    std::string line;
+    while (std::getline(in, line) && !in.eof()) {  // a last line without its newline is incomplete
+      const Json j = Json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) break;
+      const auto c = j.contains("clock") ? j["clock"] : j.contains("iteration") ? j["iteration"] : Json();
+      if (!c.is_number_integer() || c.get<int64_t>() >= from_clock) break;
+      keep += static_cast<int64_t>(line.size()) + 1;
+    }
+  }
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+    const int err = errno;
+    close();
+    throw Error(fmt::format("{}: cannot cut back to clock {}: {}", path, from_clock, std::strerror(err)));
+  }
+  size_ = keep;
 }
 
 void JsonlWriter::close() {

@@ -15,7 +15,12 @@ ObjectiveMonitor::ObjectiveMonitor(const EvalConfig& eval, const StopConfig& sto
     : eval_(eval), stop_(stop), out_(std::move(out)), model_(model), train_(train), test_(test) {
   for (const auto* path : {&out_.metrics, &out_.checkpoint})
     if (!path->empty()) create_parent_directories(*path);
-  if (!out_.metrics.empty()) metrics_.open(out_.metrics);
+  if (!out_.metrics.empty()) {
+    if (out_.continue_from >= 0)
+      metrics_.open_continuing(out_.metrics, out_.continue_from);
+    else
+      metrics_.open(out_.metrics);
+  }
   queue_.set_capacity(4);
   thread_.on_abort([this] {
     // abort() wakes a monitor blocked in pop now; the null snapshot one that pops later.

@@ -37,6 +37,9 @@ struct MonitorOutputs {
   uint64_t model_fingerprint = 0;
   uint64_t seed = 0;
   int ranks = 1;  // workers of the job that writes the checkpoints
+  // A resumed run (--resume at this clock): metrics.jsonl continues the interrupted run's file
+  // from there instead of starting over; -1 for a new run.
+  int64_t continue_from = -1;
 };
 
 class ObjectiveMonitor {

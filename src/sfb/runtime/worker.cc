@@ -53,8 +53,9 @@ comm::Topology make_topology(const Config& cfg, int workers) {
 
 namespace {
 
-MonitorOutputs monitor_outputs(const Config& cfg, int workers) {
+MonitorOutputs monitor_outputs(const Config& cfg, int workers, int64_t start_clock) {
   MonitorOutputs out;
+  out.continue_from = start_clock > 0 ? start_clock : -1;
   out.metrics = cfg.output.path(cfg.output.metrics);
   out.checkpoint = cfg.output.path(cfg.checkpoint.path);
   out.model_fingerprint = cfg.model_fingerprint();
@@ -233,7 +234,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   // communication thread must never block each other on it for long.
   s.in_q.set_capacity(cfg.runtime.queue_capacity * s.P);
   if (s.rank == 0)
-    s.monitor = std::make_unique<ObjectiveMonitor>(cfg.eval, cfg.stop, monitor_outputs(cfg, s.P), model, train, test);
+    s.monitor = std::make_unique<ObjectiveMonitor>(cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
+                                                   train, test);
   s.sketcher = std::make_unique<DriftSketcher>(s.J, s.D, cfg.job.seed);
   if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
   s.threads.on_abort([&s] {
