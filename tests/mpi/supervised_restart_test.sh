@@ -5,7 +5,8 @@
 # each resumed from the newest checkpoint and logged with at most checkpoint.every clocks lost,
 # and its final W must equal the uninterrupted run's bit for bit. Then --max-restarts 0 gives up
 # (exit 5) at the first failure; a SIGSTOPped rank ends the attempt within the peer timeout and
-# --shrink restarts the job on 3 ranks; a config without checkpoint.path is refused (exit 2).
+# --shrink restarts the job on 3 ranks; SIGTERM to sfb-run stops the job with a final checkpoint
+# (exit 6); a config without checkpoint.path is refused (exit 2).
 #   supervised_restart_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -105,6 +106,23 @@ cat "$OUT/sup.log"
 [ $rc = 0 ] || fail "exit code $rc after the SIGSTOP"
 grep -q "attempt 2 on 3 ranks" "$OUT/sup.log" || fail "not restarted on 3 ranks"
 grep -q "rank 3" "$OUT/stop/sfb-run/attempt-1.log" || fail "the stopped rank was not named"
+
+echo "== SIGTERM to sfb-run stops the job at a common clock with a final checkpoint (exit 6)"
+"$RUN" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${CFG[@]}" --set stop.max_clocks=1000000 --set output.dir="$OUT/term" \
+  2> "$OUT/sup.log" &
+sup=$!
+until grep -q "checkpoint at clock 300 " "$OUT/term/sfb-run/attempt-1.log" 2> /dev/null; do sleep 0.02; done
+kill -TERM $sup
+set +e
+wait $sup
+rc=$?
+set -e
+[ $rc = 6 ] || fail "exit code $rc after SIGTERM, expected 6"
+grep -q "stopped by a signal" "$OUT/sup.log" || fail "no stop line"
+c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
+[ "$c" -ge 300 ] || fail "final checkpoint at clock $c"
+grep -q "received signal 15" "$OUT/term/sfb-run/attempt-1.log" || fail "the job did not see the signal"
+echo "stopped; final checkpoint at clock $c"
 
 echo "== a job without checkpoint.path is refused"
 set +e
