@@ -24,6 +24,12 @@ echo "== uninterrupted"
 sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/full" > "$OUT/full.log" 2>&1 || { cat "$OUT/full.log"; fail "uninterrupted run"; }
 want=$(jq -r '.rank_checksums[0]' "$OUT/full/summary.json")
 
+wait_for() {  # <text> <file>: while the supervisor runs
+  until grep -q "$1" "$2" 2> /dev/null; do
+    kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before '$1' appeared in $2"
+    sleep 0.02
+  done
+}
 kill_rank() {  # <rank> <after this checkpoint clock> <output dir> <attempt>
   until grep -q "checkpoint at clock $2 " "$3/sfb-run/attempt-$4.log" 2> /dev/null; do
     kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before clock $2"
@@ -87,7 +93,7 @@ echo "== a SIGSTOPped rank is found within runtime.peer_timeout_s and the job re
 "$RUN" --shrink --min-ranks 2 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set runtime.peer_timeout_s=3 \
   --set stop.max_clocks=1500 --set output.dir="$OUT/stop" 2> "$OUT/sup.log" &
 sup=$!
-until grep -q "checkpoint at clock 300 " "$OUT/stop/sfb-run/attempt-1.log" 2> /dev/null; do sleep 0.02; done
+wait_for "checkpoint at clock 300 " "$OUT/stop/sfb-run/attempt-1.log"
 for p in $(pgrep -f -- "output.dir=$OUT/stop"); do
   [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
   tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=3" && kill -STOP "$p" && echo "stopped rank 3 (pid $p)"
@@ -111,7 +117,7 @@ echo "== SIGTERM to sfb-run stops the job at a common clock with a final checkpo
 "$RUN" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${CFG[@]}" --set stop.max_clocks=1000000 --set output.dir="$OUT/term" \
   2> "$OUT/sup.log" &
 sup=$!
-until grep -q "checkpoint at clock 300 " "$OUT/term/sfb-run/attempt-1.log" 2> /dev/null; do sleep 0.02; done
+wait_for "checkpoint at clock 300 " "$OUT/term/sfb-run/attempt-1.log"
 kill -TERM $sup
 set +e
 wait $sup
