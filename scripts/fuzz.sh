@@ -29,7 +29,7 @@ for t in "${TARGETS[@]}"; do
   corpus="$SFB_ROOT/runs/fuzz/$t"
   kept="$SFB_ROOT/fuzz/corpus/$t"
   mkdir -p "$corpus" "$kept"
-  before=$(ls "$kept" | wc -l)
+  before=$(find "$kept" -type f | wc -l)
   echo "== fuzz_$t for ${SECONDS_EACH}s (kept corpus: $before inputs)"
   seeds=("$kept")
   [ -d "$SFB_ROOT/fuzz/seeds/$t" ] && seeds+=("$SFB_ROOT/fuzz/seeds/$t")
@@ -38,9 +38,9 @@ for t in "${TARGETS[@]}"; do
     > "$SFB_ROOT/runs/fuzz/$t.log" 2>&1 || true
   grep -E "^#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY|crash-" "$SFB_ROOT/runs/fuzz/$t.log" || true
   execs=$(grep -o "stat::number_of_executed_units: *[0-9]*" "$SFB_ROOT/runs/fuzz/$t.log" | awk '{ print $2 }')
-  findings=$(ls "$SFB_ROOT/runs/fuzz/crash-$t-"* 2> /dev/null | wc -l)
+  findings=$(find "$SFB_ROOT/runs/fuzz" -maxdepth 1 -name "crash-$t-*" | wc -l)
   "$BUILD/fuzz/fuzz_$t" -merge=1 "$kept" "$corpus" > "$SFB_ROOT/runs/fuzz/$t.merge.log" 2>&1 || true
-  after=$(ls "$kept" | wc -l)
+  after=$(find "$kept" -type f | wc -l)
   printf '%-11s %8s %14s %12s %12s %9s\n' "$t" "$SECONDS_EACH" "${execs:-?}" "$before" "$after" "$findings" \
     | tee -a "$SFB_ROOT/runs/fuzz/summary.txt"
   if [ "$findings" -gt 0 ]; then
