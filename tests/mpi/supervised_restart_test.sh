@@ -127,7 +127,7 @@ set -e
 grep -q "stopped by a signal" "$OUT/sup.log" || fail "no stop line"
 c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
 [ "$c" -ge 300 ] || fail "final checkpoint at clock $c"
-grep -q "received signal 15" "$OUT/term/sfb-run/attempt-1.log" || fail "the job did not see the signal"
+grep -q "signal 15" "$OUT/term/sfb-run/attempt-1.log" || fail "the job did not see the signal"
 echo "stopped; final checkpoint at clock $c"
 
 echo "== a job without checkpoint.path is refused"
