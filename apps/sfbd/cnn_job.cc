@@ -40,8 +40,8 @@ int run_cnn(Job& job) {
   const auto& cfg = job.cfg;
   sfb::io::LoadedData data;
   if (!set_up(job, data)) return kExitBadInput;
-  job.record_config();
   job.cfg.stop.max_clocks = cfg.stop.clock_limit(data.total_train, job.ranks() * cfg.optimizer.minibatch);
+  job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives
   sfb::cnn::ExecutorResult r;
   try {
     sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, {},

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sfb/core/error.h"
 #include "sfb/core/files.h"
 
 namespace sfb::cnn {
@@ -60,21 +59,15 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
       it + 1, iterations_, loss, accuracy >= 0 ? fmt::format("{:.2f}%", 100 * accuracy) : std::string("n/a"),
       itu / n / 1e3, f / n / 1e3, bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
   if (!metrics_.is_open()) return;
-  try {
-    metrics_.write(to_line(Json{{"iteration", it + 1},
-                                {"seconds", fixed(seconds, 6)},
-                                {"loss", fixed(loss, 6)},
-                                {"accuracy", fixed(accuracy, 6)},
-                                {"forward_us", fixed(f / n, 1)},
-                                {"backward_us", fixed(bw / n, 1)},
-                                {"comm_wait_us", fixed(w / n, 1)},
-                                {"iteration_us", fixed(itu / n, 1)},
-                                {"predicted_us", fixed(predicted_us, 1)}}));
-  } catch (const Error& e) {
-    // A full disk ends the record, not the training (the file keeps its complete lines).
-    spdlog::error("{}; no more metrics lines are written; training continues", e.what());
-    metrics_.close();
-  }
+  metrics_.write_or_stop(to_line(Json{{"iteration", it + 1},
+                                      {"seconds", fixed(seconds, 6)},
+                                      {"loss", fixed(loss, 6)},
+                                      {"accuracy", fixed(accuracy, 6)},
+                                      {"forward_us", fixed(f / n, 1)},
+                                      {"backward_us", fixed(bw / n, 1)},
+                                      {"comm_wait_us", fixed(w / n, 1)},
+                                      {"iteration_us", fixed(itu / n, 1)},
+                                      {"predicted_us", fixed(predicted_us, 1)}}));
 }
 
 void RunLog::finish() {

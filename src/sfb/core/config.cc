@@ -489,11 +489,10 @@ void check_plugin_keys(const toml::table& root, const Origin& origin, const Conf
   for (const char* key : kBuiltInModelKeys) {
     const auto node = root.at_path(key);
     if (!node) continue;
-    const std::string leaf = std::string(key).substr(6);
-    SFB_CHECK(false,
-              "{}: {} is a key of the built-in models and is not used with model.plugin = \"{}\"; a plugin gets its "
-              "settings from [model.params] (e.g. --set model.params.{}=...)",
-              origin.at(key, *node.node()), key, cfg.model.plugin, leaf);
+    throw InvalidArgument(fmt::format(
+        "{}: {} is a key of the built-in models and is not used with model.plugin = \"{}\"; a plugin gets its "
+        "settings from [model.params] (e.g. --set model.params.{}=...)",
+        origin.at(key, *node.node()), key, cfg.model.plugin, std::string(key).substr(6)));
   }
 }
 

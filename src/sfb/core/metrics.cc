@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sfb/core/error.h"
 #include "sfb/core/json.h"
@@ -61,6 +62,18 @@ void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
     throw Error(fmt::format("{}: cannot cut back to clock {}: {}", path, from_clock, std::strerror(err)));
   }
   size_ = keep;
+}
+
+void JsonlWriter::write_or_stop(const std::string& line) {
+  try {
+    write(line);
+  } catch (const Error& e) {
+    spdlog::error(
+        "{}; no more metrics lines are written (the file ends with the last complete line); training "
+        "continues",
+        e.what());
+    close();
+  }
 }
 
 void JsonlWriter::close() {

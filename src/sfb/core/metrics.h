@@ -44,6 +44,9 @@ class JsonlWriter {
   // read-only) the file is cut back to its last complete line, so it never ends in half a line,
   // and Error is thrown naming the file and the cause; the writer stays usable.
   void write(const std::string& line);
+  // write() for a run's record: a write that fails is logged once (the file ends with its last
+  // complete line) and the writer closes, so the run goes on without metrics instead of failing.
+  void write_or_stop(const std::string& line);
   // A resumed run's metrics: keeps the existing file's lines before clock `from_clock` (their
   // "clock" or "iteration" field), drops the rest (the resumed run evaluates `from_clock` again,
   // and what the interrupted run evaluated after its checkpoint is gone with it) and appends after

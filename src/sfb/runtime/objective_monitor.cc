@@ -126,7 +126,6 @@ void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
   try {
     io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, s.record.clock, out_.ranks, s.W});
   } catch (const Error& e) {
-    ++checkpoint_failures_;
     spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", s.record.clock, e.what(),
                   last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
                                         : std::string("this run has written no checkpoint yet"));
@@ -134,20 +133,6 @@ void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
   }
   last_checkpoint_ = s.record.clock;
   spdlog::info("checkpoint at clock {} written to {}", s.record.clock, out_.checkpoint);
-}
-
-void ObjectiveMonitor::write_metrics(const EvalRecord& r) {
-  if (!metrics_.is_open()) return;
-  try {
-    metrics_.write(to_json(r));
-  } catch (const Error& e) {
-    // The metrics are a record, not the result: the run goes on without them.
-    spdlog::error(
-        "{}; no more metrics lines are written (the file ends with the last complete line); training "
-        "continues",
-        e.what());
-    metrics_.close();
-  }
 }
 
 void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
@@ -188,7 +173,7 @@ void ObjectiveMonitor::loop() {
         std::lock_guard lock(mu_);
         records_.push_back(r);
       }
-      write_metrics(r);
+      metrics_.write_or_stop(to_json(r));  // the metrics are a record: a full disk ends them, not the run
       log_progress(r);
       decide(r);
     }

@@ -67,7 +67,6 @@ class ObjectiveMonitor {
   void loop();
   EvalRecord evaluate(const Snapshot& s);
   void write_checkpoint(const Snapshot& s);
-  void write_metrics(const EvalRecord& r);
   void decide(const EvalRecord& r);
   bool diverged(const EvalRecord& r) const;
   void log_progress(const EvalRecord& r) const;
@@ -87,8 +86,7 @@ class ObjectiveMonitor {
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
   int64_t drift_clock_ = -1;
   int64_t last_checkpoint_ = -1;  // monitor thread: the clock of the last checkpoint this run wrote
-  int64_t checkpoint_failures_ = 0;
-  ThreadGroup thread_;  // last: its destructor stops the thread before the members it uses go
+  ThreadGroup thread_;            // last: its destructor stops the thread before the members it uses go
 };
 
 }  // namespace sfb::runtime
