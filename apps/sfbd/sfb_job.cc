@@ -14,6 +14,7 @@
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/memory_estimate.h"
+#include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
@@ -46,21 +47,19 @@ bool set_up(Job& job, Setup& s) {
     s.workers = sfb::runtime::worker_count(cfg, job.ranks());
     s.server = job.rank() >= s.workers;
     sfb::runtime::make_topology(cfg, s.workers);  // refuses a broadcast graph with islands
-    if (s.server) return;
+    // A parameter server applies the model's proximal step (fms_server.h), so it builds the model too,
+    // on the partition of worker (server index mod P); it trains nothing.
+    const int part = s.server ? (job.rank() - s.workers) % s.workers : job.rank();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
-    sfb::io::data_memory(cfg.data, job.rank(), s.workers, job.rank() == 0).check(available, "loading the data");
-    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), s.workers, job.rank() == 0);
-    s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
+    sfb::io::data_memory(cfg.data, part, s.workers, job.rank() == 0).check(available, "loading the data");
+    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, part, s.workers, job.rank() == 0);
+    s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, part, s.workers);
     const auto& d = s.data.train;
     const double v_floats = d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(d.n) + 1
                                      : static_cast<double>(s.model->cols());
     sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(), v_floats)
         .check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "training this model");
-    if (!cfg.model.init.empty()) s.init_W = read_model_for("model.init =", cfg.model.init, *s.model);
-    SFB_CHECK(cfg.comm.scheme != "fms" || (!s.model->has_prox() && s.model->prox_scale(cfg.optimizer.lr) == 1.0),
-              "comm.scheme = \"fms\": model \"{}\" has a proximal step, which the parameter servers do not apply; use "
-              "comm.scheme = \"sfb\" or \"allreduce\"",
-              s.model->name());
+    if (!s.server && !cfg.model.init.empty()) s.init_W = read_model_for("model.init =", cfg.model.init, *s.model);
   });
 }
 
@@ -98,8 +97,9 @@ bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::Checkpoint
 }
 
 // The parameter servers report nothing themselves; they learn whether rank 0 saw divergence.
-int run_server(Job& job) {
-  sfb::baselines::FmsServer fms(job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport);
+int run_server(Job& job, sfb::api::Model& model) {
+  sfb::baselines::FmsServer fms(job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport,
+                                sfb::runtime::model_prox(job.cfg, model));
   const auto st = fms.run();
   spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
                st.traffic.bytes_sent / 1e6, st.traffic.bytes_received / 1e6, st.apply_s);
@@ -207,7 +207,7 @@ int run_sfb(Job& job) {
     start = {0, &s.init_W};
   }
   job.record_config();  // every check has passed
-  if (s.server) return run_server(job);
+  if (s.server) return run_server(job, *s.model);
   auto exchange = sfb::baselines::make_exchange(cfg);
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());

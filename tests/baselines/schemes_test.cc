@@ -20,6 +20,7 @@
 #include "sfb/core/hash.h"
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
+#include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 #include "testing/configs.h"
@@ -51,13 +52,15 @@ SchemeRun run_scheme(int P, const Config& cfg) {
   out.servers.resize(static_cast<size_t>(S));
   testing::run_ranks(P + S, [&](comm::Transport& t) {
     const int r = t.rank();
+    // A server builds the model on a worker's partition for its proximal step, as sfbd does.
+    const int part = r < P ? r : (r - P) % P;
+    const auto data = io::load_data(cfg.data, cfg.job.seed, part, P, r == 0);
+    auto model = models::make_model(cfg, data.train, data.total_train, part, P);
     if (r >= P) {
-      FmsServer server(cfg.fms, cfg.runtime.peer_timeout_s, t);
+      FmsServer server(cfg.fms, cfg.runtime.peer_timeout_s, t, runtime::model_prox(cfg, *model));
       out.servers[static_cast<size_t>(r - P)] = server.run();
       return;
     }
-    const auto data = io::load_data(cfg.data, cfg.job.seed, r, P, r == 0);
-    auto model = models::make_model(cfg, data.train, data.total_train, r, P);
     auto exchange = make_exchange(cfg);
     runtime::Worker w(cfg, t, data.train, &data.test, *model, runtime::with_study_hooks(cfg.runtime, r), {},
                       exchange.get());
@@ -94,6 +97,42 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DenseAndSparse, BspSchemes, ::testing::Values(false, true));
+
+// The servers apply the model's proximal step as an SFB worker does after each sender's batch:
+// L2-MLR's shrinkage (row-separable) and sparse coding's column projection (spans every server's
+// rows: with 2 servers they gather W). Without it FMS would train a different model.
+class FmsProx : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FmsProx, ServersApplyTheProximalStepAsSfbDoes) {
+  Config cfg = small_config();
+  cfg.model.name = GetParam();
+  cfg.model.lambda = 0.05;  // l2mlr: a shrinkage of 1 / (1 + 0.2 * 0.05) per batch, visible in 40 clocks
+  cfg.model.atoms = 6;      // sparse_coding: dictionary 30 x 6
+  cfg.optimizer.lr = GetParam() == "sparse_coding" ? 0.05 : 0.2;
+  const int P = 3;
+  const auto sfb = run_scheme(P, cfg);
+  const Matrix& ref = sfb.workers[0].W;
+  Config no_prox = cfg;  // what FMS computed before its servers applied the prox
+  no_prox.model.lambda = 0;
+  const auto plain = run_scheme(P, no_prox);
+  const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
+  if (GetParam() == "l2mlr") ASSERT_GT((plain.workers[0].W - ref).cwiseAbs().maxCoeff(), 1e-2f * scale);
+  for (int servers : {1, 2}) {
+    Config c = cfg;
+    c.comm.scheme = "fms";
+    c.fms.servers = servers;
+    const auto run = run_scheme(P, c);
+    for (const auto& w : run.workers) {
+      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << servers;
+      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << servers << " server(s)";
+    }
+    if (GetParam() == "sparse_coding") {  // every atom inside the unit ball
+      EXPECT_LE(run.workers[0].W.colwise().norm().maxCoeff(), 1.0f + 1e-5f) << servers;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ProximalModels, FmsProx, ::testing::Values("l2mlr", "sparse_coding"));
 
 TEST(Schemes, MeasuredBytesPerClockMatchTheory) {
   Config cfg = small_config();

@@ -1,10 +1,19 @@
 #pragma once
 // One FMS parameter server (a rank after the P workers; see fms_exchange.h). It receives its rows
 // of the initial W from rank 0, then for every clock c waits for the PUSH of all P workers, adds
-// them to its rows in worker-rank order (so the result does not depend on arrival order), and
+// them to its rows in worker-rank order (so the result does not depend on arrival order), applies
+// the model's proximal step exactly as an SFB worker does after each sender's batch (below), and
 // sends the new rows (version c + 1) to every worker, one serialised buffer for all. It ends when
-// every worker has said BYE; a worker silent for runtime.peer_timeout_s while the server waits is
+// every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server waits is
 // an error naming it.
+//
+// The proximal step (runtime::ModelProx): a scaling prox (L2-MLR's 1 / (1 + eta lambda)) is
+// row-separable: W <- c (W + dW_p) for each worker p in rank order, as the worker's update thread
+// does. A general prox may couple rows (sparse coding projects every column of W onto the unit
+// ball), so with S > 1 servers each one sends its summed rows to the others (SHARD), every server
+// assembles the whole W, applies the prox once per worker's batch, and keeps its rows: identical on
+// every server, at (S - 1) / S x J x D floats received per server per clock. With S = 1 the server
+// holds W and applies it in place.
 //
 // Threads: run() is the only thread.
 #include <cstdint>
@@ -16,6 +25,7 @@
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/timer.h"
+#include "sfb/runtime/model_prox.h"
 
 namespace sfb::baselines {
 
@@ -27,18 +37,24 @@ struct ServerStats {
 
 class FmsServer {
  public:
-  FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport);
+  // `prox`: the model's proximal step (runtime::model_prox); empty callbacks for none.
+  FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, runtime::ModelProx prox = {});
   ServerStats run();
 
  private:
   void handle(comm::Message& m);
   void on_init(comm::Message& m, const PsHeader& h);
   void on_push(comm::Message& m, const PsHeader& h);
+  void on_shard(comm::Message& m, const PsHeader& h);
   void publish_complete_clocks();
+  void apply_pushes();
+  bool gathered_prox();
+  void publish();
   void check_timeout() const;
 
   const double peer_timeout_s_;
   comm::Transport& t_;
+  const runtime::ModelProx prox_;
   int P_, S_, s_;
   ServerStats st_;
   Matrix rows_;  // this server's rows of W
@@ -47,7 +63,11 @@ class FmsServer {
   std::map<int64_t, int> push_count_;
   std::vector<char> bye_;
   int byes_ = 0;
-  std::vector<comm::Message> early_;  // PUSH messages that arrived before INIT
+  std::vector<comm::Message> early_;  // PUSH and SHARD messages that arrived before INIT
+  // A general prox with S > 1: the other servers' rows of version_ (SHARD), by clock and server.
+  bool gathering_ = false;
+  std::map<int64_t, std::vector<comm::Message>> shards_;
+  Matrix whole_;  // W assembled from every server's rows (reused)
   Stopwatch last_progress_;
 };
 
