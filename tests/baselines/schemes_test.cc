@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "sfb/baselines/allreduce_exchange.h"
+#include "sfb/baselines/dense_update.h"
+#include "sfb/baselines/fms_exchange.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
@@ -23,6 +25,7 @@
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
+#include "testing/batches.h"
 #include "testing/configs.h"
 #include "testing/rank_threads.h"
 
@@ -314,7 +317,51 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   }
 }
 
-TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
+// Read-my-writes under SSP: the worker applies its own update at once and every version of W it
+// gets from the servers carries its own updates that version does not include yet.
+TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
+  auto group = comm::make_inproc_group(2);  // rank 0 a worker, rank 1 the server
+  const Matrix W0 = Matrix::Zero(2, 3);
+  std::vector<SfBatchPtr> got;
+  runtime::ExchangeHost host;
+  host.transport = group[0].get();
+  host.workers = 1;
+  host.J = 2;
+  host.D = 3;
+  host.initial_W = &W0;
+  host.deliver = [&](SfBatchPtr b) { got.push_back(std::move(b)); };
+  FmsExchange ex(1, /*read_my_writes=*/true);
+  ASSERT_TRUE(ex.reads_own_writes());
+  ex.start(host);
+  Matrix own[3];
+  for (int c = 0; c < 3; ++c) {
+    auto b = std::make_shared<SfBatch>(
+        testing::dense_sf_batch(0, c, Matrix::Constant(1, 2, 1.0f + c), Matrix::Constant(1, 3, 0.5f)));
+    dense_update(*b, own[c]);
+    ex.send_own(b);
+    ASSERT_EQ(got.size(), static_cast<size_t>(c + 1));
+    EXPECT_EQ(got.back()->kind, SfBatch::Kind::kOwnDense);
+    EXPECT_EQ(got.back()->clock, c);
+    EXPECT_EQ(*got.back()->dense, own[c]);
+  }
+  // The server's W after clock 0 (version 1): the worker's W is it plus its own clocks 1 and 2.
+  const Matrix server1 = Matrix::Constant(2, 3, 7.0f);
+  ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 1, 0, 2, 3, server1.data())});
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got.back()->kind, SfBatch::Kind::kReplaceW);
+  EXPECT_EQ(got.back()->clock, 0);
+  EXPECT_EQ(*got.back()->dense, Matrix(server1 + own[1] + own[2]));
+  // Version 3 includes all three: the server's W as it is.
+  ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 2, 0, 2, 3, server1.data())});
+  EXPECT_EQ(*got.back()->dense, Matrix(server1 + own[2]));
+  ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 3, 0, 2, 3, server1.data())});
+  EXPECT_EQ(*got.back()->dense, server1);
+  // Under BSP nothing is kept.
+  FmsExchange bsp(1, false);
+  EXPECT_FALSE(bsp.reads_own_writes());
+}
+
+TEST(Fms, ReadMyWritesUnderSspKeepsTheStalenessBoundAndEveryUpdate) {
   Config cfg = small_config();
   cfg.comm.scheme = "fms";
   cfg.sfb.staleness = 2;
@@ -325,7 +372,14 @@ TEST(Fms, SlowWorkerBoundsTheLeadUnderSsp) {
     // Clock c starts once every worker's clocks < c - s are in the servers' W: lead <= s + 1.
     EXPECT_LE(w.self.max_lead, cfg.sfb.staleness + 1);
     EXPECT_EQ(w.final_clock, cfg.stop.max_clocks);
+    // The last version includes every update: the replicas end equal, as under BSP.
+    EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum);
   }
+  Config bsp = cfg;
+  bsp.sfb.staleness = 0;
+  bsp.runtime.slow_ms = 0;
+  const Matrix ref = run_scheme(3, bsp).workers[0].W;
+  EXPECT_GT((run.workers[0].W - ref).cwiseAbs().maxCoeff(), 0.0f);  // SSP computed from other (staler) W
 }
 
 TEST(PsCodec, BadMessagesAreRejectedNamingTheSender) {

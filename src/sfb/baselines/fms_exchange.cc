@@ -25,6 +25,17 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
 
 void FmsExchange::send_own(const SfBatchPtr& batch) {
   dense_update(*batch, dW_);
+  if (rmw_) {
+    auto own = std::make_shared<const Matrix>(dW_);
+    own_.emplace(batch->clock, own);
+    auto item = std::make_shared<SfBatch>();
+    item->kind = SfBatch::Kind::kOwnDense;
+    item->clock = batch->clock;
+    item->J = host_.J;
+    item->D = host_.D;
+    item->dense = std::move(own);
+    host_.deliver(std::move(item));
+  }
   for (int s = 0; s < S_; ++s) {
     const int64_t b = shard_begin(host_.J, s, S_), e = shard_begin(host_.J, s + 1, S_);
     host_.transport->send(host_.workers + s, comm::kTagPs,
@@ -49,8 +60,15 @@ void FmsExchange::on_message(comm::Message&& m) {
   if (!a.W) a.W = std::make_shared<Matrix>(host_.J, host_.D);
   std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + b * host_.D);
   ++a.shards;
-  // Versions complete in order: every server sends them in order.
+  deliver_complete_versions();
+}
+
+// Versions complete in order: every server sends them in order. With read-my-writes each carries
+// the own updates it does not include yet.
+void FmsExchange::deliver_complete_versions() {
   while (!versions_.empty() && versions_.begin()->first == next_version_ && versions_.begin()->second.shards == S_) {
+    own_.erase(own_.begin(), own_.lower_bound(next_version_));  // clocks < next_version_ are in it
+    for (const auto& [clock, dW] : own_) *versions_.begin()->second.W += *dW;
     auto item = std::make_shared<SfBatch>();
     item->kind = SfBatch::Kind::kReplaceW;
     item->clock = next_version_ - 1;  // W after every worker's clock next_version_ - 1

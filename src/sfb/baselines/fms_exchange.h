@@ -7,6 +7,14 @@
 // read-my-writes: the worker's own update comes back with everyone's). Bytes per clock: P J D
 // floats pushed and P J D pulled.
 //
+// Read-my-writes under SSP/ASP (staleness > 0), as a Bosen client keeps its oplog applied to its
+// cache: the worker applies its own update of clock c at once (a kOwnDense item), keeps it until a
+// version that includes it arrives, and replaces W by the servers' W plus its own updates not yet
+// in it. The staleness gate is unchanged (clock c starts when the servers' W includes every
+// worker's clocks < c - s) and clock c also waits for its own c - 1, so a worker never computes
+// from a W that lacks its own recent updates. Under BSP the next version always includes the
+// worker's own clock before it may start another, so nothing is kept.
+//
 // Threads: everything runs on the worker's communication thread.
 #include <map>
 
@@ -16,11 +24,12 @@ namespace sfb::baselines {
 
 class FmsExchange final : public runtime::Exchange {
  public:
-  explicit FmsExchange(int servers) : S_(servers) {}
+  FmsExchange(int servers, bool read_my_writes) : S_(servers), rmw_(read_my_writes) {}
   std::string name() const override { return "fms"; }
   void start(const runtime::ExchangeHost& host) override;
   void send_own(const SfBatchPtr& batch) override;
   bool handles(comm::Tag tag) const override { return tag == comm::kTagPs; }
+  bool reads_own_writes() const override { return rmw_; }
   void on_message(comm::Message&& m) override;
   void finish() override;
   void abort() override {}
@@ -31,10 +40,14 @@ class FmsExchange final : public runtime::Exchange {
     int shards = 0;
   };
   runtime::ExchangeHost host_;
+  void deliver_complete_versions();
+
   int S_;
+  bool rmw_;
   int rank_ = 0;
-  Matrix dW_;                             // reused
-  std::map<int64_t, Assembly> versions_;  // version -> rows received so far
+  std::map<int64_t, std::shared_ptr<const Matrix>> own_;  // read-my-writes: own updates not yet in a version
+  Matrix dW_;                                             // reused
+  std::map<int64_t, Assembly> versions_;                  // version -> rows received so far
   int64_t next_version_ = 0;
 };
 

@@ -3,7 +3,8 @@
 // worker (worker.h) runs the same SF-compute thread, update thread, monitor and stop protocol
 // under every scheme; an Exchange replaces only what its communication thread does with the
 // rank's own batches and with the messages of the tags it claims, and delivers to the update thread
-// dense items (SfBatch::Kind::kDenseSum or kReplaceW) that cover one clock of every worker.
+// dense items (SfBatch::Kind::kDenseSum or kReplaceW) that cover one clock of every worker, and,
+// with read-my-writes, kOwnDense items of this worker's own updates.
 // Implementations live in src/sfb/baselines (FMS, all-reduce).
 //
 // Threads: start(), send_own(), on_message() and finish() are called by the worker's communication
@@ -34,6 +35,9 @@ class Exchange {
   // This rank's batch of its next clock (clock order).
   virtual void send_own(const SfBatchPtr& batch) = 0;
   virtual bool handles(comm::Tag tag) const = 0;
+  // True when the exchange delivers this worker's own update of every clock as a kOwnDense item
+  // (read-my-writes): clock c then also waits for the own update of c - 1 to be applied.
+  virtual bool reads_own_writes() const { return false; }
   virtual void on_message(comm::Message&& m) = 0;
   // After the job's FINAL message: release servers, join threads.
   virtual void finish() = 0;

@@ -87,9 +87,11 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
 // ASP has no staleness bound, but without any bound a fast worker floods a slow one's network
 // buffers (unexpected MPI messages) and memory grows without limit: found by scripts/soak.sh
 // with 8 ranks on 2 cores. So ASP keeps a flow-control window of runtime.asp_window clocks.
-// The baselines have no read-my-writes: a worker's own update comes back with everyone's.
+// A baseline gets its own update back with everyone's; FMS under SSP/ASP also applies it at once
+// (Exchange::reads_own_writes), as a Bosen client keeps its oplog applied to its cache.
 bool Worker::State::allowed(int64_t c) const {
   if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
+  if (exchange && exchange->reads_own_writes() && own_applied < c) return false;
   for (int q : sources)
     if (applied[static_cast<size_t>(q)] < c - bound()) return false;
   return true;
@@ -224,6 +226,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());
   s.applied.assign(static_cast<size_t>(s.P), s.start_clock);
+  s.own_applied = s.start_clock;
   s.received.assign(static_cast<size_t>(s.P), s.start_clock);
   s.started = s.start_clock;
   s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);

@@ -66,6 +66,7 @@ struct Worker::State {
   std::condition_variable cv;
   std::vector<int64_t> applied;   // per rank: batches applied (= clocks, they arrive in order)
   std::vector<int64_t> received;  // per rank: batches received (own: committed), for diagnostics
+  int64_t own_applied = 0;        // a baseline with read-my-writes: own kOwnDense updates applied
   int64_t start_clock = 0;        // first clock (a resumed run starts at its checkpoint's clock)
   int64_t stop_at = 0;            // clocks every rank computes
   int64_t started = 0;            // clocks this rank has started computing

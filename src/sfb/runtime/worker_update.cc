@@ -70,7 +70,11 @@ void Worker::State::apply_dense(const SfBatch& item) {
   Stopwatch sw;
   {
     std::unique_lock lock(w_mu);
-    if (item.kind == SfBatch::Kind::kReplaceW) {
+    if (item.kind == SfBatch::Kind::kOwnDense) {
+      // Read-my-writes: the raw update, no proximal step (the servers apply it when they apply the
+      // update; the next PULL replaces W).
+      W += (1.0f / w_scale) * *item.dense;
+    } else if (item.kind == SfBatch::Kind::kReplaceW) {
       // The parameter servers' W after every worker's clock item.clock.
       W = *item.dense;
       w_scale = 1.0f;
@@ -93,6 +97,14 @@ void Worker::State::apply_dense(const SfBatch& item) {
   }
   update_ns += to_ns(sw.seconds());
   std::lock_guard lock(mu);
+  if (item.kind == SfBatch::Kind::kOwnDense) {
+    if (item.clock != own_applied)
+      throw CommError(fmt::format("rank {}: own {} update of clock {} out of sequence (expected clock {})", rank,
+                                  exchange->name(), item.clock, own_applied));
+    ++own_applied;
+    cv.notify_all();
+    return;
+  }
   for (int q : sources) {
     if (applied[static_cast<size_t>(q)] != item.clock)
       throw CommError(fmt::format("rank {}: {} update of clock {} out of sequence (expected clock {})", rank,
@@ -212,7 +224,7 @@ void Worker::State::update_loop() {
     if (!b) continue;  // a wake-up: check for the end
     if (b->kind != SfBatch::Kind::kSf) {
       apply_dense(*b);
-      clock_applied(b->clock);
+      if (b->kind != SfBatch::Kind::kOwnDense) clock_applied(b->clock);
     } else if (!bsp) {
       // SSP/ASP: apply what has arrived, up to one batch per source, in one sweep.
       group.clear();
