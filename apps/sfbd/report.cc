@@ -80,7 +80,14 @@ Json sfb_summary(const SfbRun& run) {
   }
   const int64_t clocks = r.final_clock - r.start_clock;
   const double measured = clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
-  const double theory = 4.0 * sfb::baselines::theory_floats_per_clock(cfg, run.workers, run.J, run.D);
+  int64_t pairs = 0, nonzeros = 0;
+  for (const auto& s : r.all) {
+    pairs += s.pairs_sent;
+    nonzeros += s.v_nonzeros_sent;
+  }
+  const double v_nonzeros =
+      run.sparse_v ? static_cast<double>(nonzeros) / static_cast<double>(std::max<int64_t>(pairs, 1)) : -1.0;
+  const double theory = sfb::baselines::theory_bytes_per_clock(cfg, run.workers, run.J, run.D, v_nonzeros);
   return {{"config", cfg.source},
           {"overrides", cfg.overrides},
           {"settings", settings_json(cfg)},

@@ -15,6 +15,7 @@ struct SfbRun {
   std::string model_name;
   int workers = 0;
   int64_t J = 0, D = 0;
+  bool sparse_v = false;  // the model writes sparse v (the theory counts its measured nonzeros)
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

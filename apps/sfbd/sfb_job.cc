@@ -131,7 +131,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     else
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
   }
-  const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols()};
+  const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols(), s.model->sparse_v()};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);

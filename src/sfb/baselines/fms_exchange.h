@@ -3,9 +3,8 @@
 // Servers are the last S ranks; server s holds rows [J s / S, J (s+1) / S) of W. Every clock a
 // worker forms its dense update dW_p = U^T V, pushes each server its rows, and replaces its W by
 // the servers' rows once all S have sent the version after a clock (kReplaceW items). Staleness
-// works as for SFB: clock c starts when the servers' W includes every worker's clocks < c - s (no
-// read-my-writes: the worker's own update comes back with everyone's). Bytes per clock: P J D
-// floats pushed and P J D pulled.
+// works as for SFB: clock c starts when the servers' W includes every worker's clocks < c - s.
+// Bytes per clock: P J D floats pushed and P J D pulled.
 //
 // Read-my-writes under SSP/ASP (staleness > 0), as a Bosen client keeps its oplog applied to its
 // cache: the worker applies its own update of clock c at once (a kOwnDense item), keeps it until a

@@ -14,9 +14,9 @@ double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 }  // namespace
 
 std::vector<int64_t> pack_stats(const RankStats& s) {
-  return {s.clocks,     s.pairs_sent,        s.pairs_received,   s.pairs_applied,   std::bit_cast<int64_t>(s.checksum),
-          s.bytes_sent, s.bytes_received,    to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s),
-          s.max_lead,   s.bytes_from_servers};
+  return {s.clocks,     s.pairs_sent,         s.pairs_received,   s.pairs_applied,   std::bit_cast<int64_t>(s.checksum),
+          s.bytes_sent, s.bytes_received,     to_ns(s.compute_s), to_ns(s.update_s), to_ns(s.wait_s),
+          s.max_lead,   s.bytes_from_servers, s.v_nonzeros_sent};
 }
 
 RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
@@ -37,6 +37,7 @@ RankStats unpack_stats(int rank, const std::vector<int64_t>& v) {
   s.wait_s = to_s(v[9]);
   s.max_lead = v[10];
   s.bytes_from_servers = v[11];
+  s.v_nonzeros_sent = v[12];
   return s;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // One worker's end-of-run statistics, and their encoding as the int64 payload words of its DONE
 // control message (docs/formats.md): clocks, pairs sent, received, applied, checksum (bits),
-// bytes sent, received, compute, update and wait nanoseconds, max lead, bytes from servers.
+// bytes sent, received, compute, update and wait nanoseconds, max lead, bytes from servers, v
+// nonzeros sent.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,9 +21,10 @@ struct RankStats {
   double compute_s = 0, update_s = 0, wait_s = 0;
   int64_t max_lead = 0;            // max over clocks and in-neighbours of (clock - applied clocks)
   int64_t bytes_from_servers = 0;  // fms: bytes received from the parameter servers
+  int64_t v_nonzeros_sent = 0;     // sparse v: nonzeros of the v of the pairs sent (pairs_sent's)
 };
 
-inline constexpr size_t kRankStatsWords = 12;
+inline constexpr size_t kRankStatsWords = 13;
 std::vector<int64_t> pack_stats(const RankStats& s);
 // Throws CommError naming `rank` when the word count is wrong.
 RankStats unpack_stats(int rank, const std::vector<int64_t>& words);

@@ -123,6 +123,7 @@ RankStats Worker::State::collect_stats() {
   s.rank = rank;
   s.clocks = stop_at;
   for (auto v : pairs_sent_to) s.pairs_sent += v;
+  s.v_nonzeros_sent = v_nonzeros_sent;
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
   s.checksum = matrix_checksum(materialized());

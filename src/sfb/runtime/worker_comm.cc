@@ -83,6 +83,7 @@ bool Worker::State::send_own_batches() {
       }
       t.send_shared(q, comm::kTagSf, buf);
       pairs_sent_to[static_cast<size_t>(q)] += b->count;
+      v_nonzeros_sent += static_cast<int64_t>(b->v_index.size());
     }
   }
   return progress;

@@ -81,6 +81,7 @@ struct Worker::State {
   std::atomic<int64_t> compute_ns{0}, update_ns{0}, wait_ns{0};
   std::vector<int64_t> pairs_sent_to;       // comm thread
   int64_t pairs_received = 0;               // comm thread
+  int64_t v_nonzeros_sent = 0;              // comm thread: sparse v, summed over destinations
   std::vector<int64_t> pairs_applied_from;  // update thread
   int64_t max_lead = 0;                     // compute thread
 
