@@ -76,7 +76,10 @@ cmd_run() {
   done
   [ "${1:-}" = "--" ] && shift
   awk -v k="$ppn" '{ print $1 " slots=" k }' "$STATE/hosts" > "$STATE/hostfile"
-  exec mpirun --allow-run-as-root --oversubscribe --bind-to none \
+  # --map-by node: ranks go round-robin over the hosts (rank r on host r mod N), so with P workers
+  # on N = P hosts the FMS server ranks P.. land next to workers 0.., as Bosen co-locates them
+  # (Open MPI's default, by slot, would pack ranks 0 and 1 onto the first host).
+  exec mpirun --allow-run-as-root --oversubscribe --bind-to none --map-by node \
     --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$STATE/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca mpi_yield_when_idle 1 --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET.0/24" --mca oob_tcp_if_include "$SUBNET.0/24" \
     -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@"

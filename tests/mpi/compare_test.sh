@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # sfb-compare end to end on a small synthetic job: all four schemes under BSP, then checks the
 # table (every scheme's measured bytes per clock within 1% of the theory, the same final objective
-# for the BSP-equivalent schemes sfb, fms and allreduce) and that every plot was written.
+# for the BSP-equivalent schemes sfb, fms and allreduce) and that every plot was written; then
+# sparse coding (a proximal model with sparse v) under SFB and under FMS with 2 servers, which
+# gather W for the column projection: the same final objective, and SFB's bytes match the theory
+# that counts v's nonzeros.
 #   compare_test.sh <source dir> <build dir>
 set -euo pipefail
 SRC=$1
@@ -43,4 +46,40 @@ for run in fms-s0 allreduce-s0; do
   awk -v a="$(obj sfb-s0)" -v b="$(obj $run)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * a) }' \
     || fail "BSP final objective of $run $(obj $run) differs from sfb's $(obj sfb-s0)"
 done
+
+# Sparse coding: the FMS servers apply the projection (sfbd's server ranks build the model).
+cat > "$OUT/sc.toml" <<TOML
+[data]
+format = "synthetic"
+features = 64
+classes = 8
+synthetic_samples = 2000
+synthetic_test_samples = 0
+bias = false
+[model]
+name = "sparse_coding"
+atoms = 24
+gamma = 0.3
+lasso_steps = 10
+[optimizer]
+lr = 0.02
+minibatch = 16
+[eval]
+every = 10
+train_sample = 300
+[stop]
+max_clocks = 40
+TOML
+"$SRC/scripts/sfb-compare.sh" --config "$OUT/sc.toml" --np 3 --servers 2 --schemes sfb,fms --out "$OUT/sc" \
+  > "$OUT/sc.log" 2>&1 || { cat "$OUT/sc.log"; fail "sfb-compare (sparse coding) failed"; }
+cp "$OUT/sc/table.md" "$OUT/table.md"
+cat "$OUT/table.md"
+ratio=$(grep "^| sfb-s0 |" "$OUT/table.md" | awk -F'|' '{ gsub(/ /, "", $10); print $10 }')
+# Small batches (16 pairs of ~300 bytes): the 56-byte message headers are ~1% here.
+awk -v r="$ratio" 'BEGIN { exit !(r >= 0.999 && r <= 1.02) }' || fail "sparse coding sfb: measured/theory = $ratio"
+awk -v a="$(obj sfb-s0)" -v b="$(obj fms-s0)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * a) }' \
+  || fail "sparse coding: FMS final objective $(obj fms-s0) differs from SFB's $(obj sfb-s0)"
+grep -q "max_atom_norm" "$OUT/sc/fms-s0/metrics.jsonl" || fail "no max_atom_norm in the FMS run's metrics"
+norm=$(tail -1 "$OUT/sc/fms-s0/metrics.jsonl" | jq '.max_atom_norm')
+awk -v n="$norm" 'BEGIN { exit !(n <= 1.00001) }' || fail "FMS sparse coding: max atom norm $norm > 1"
 echo "compare test passed"
