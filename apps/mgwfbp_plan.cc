@@ -4,10 +4,14 @@
 //   mgwfbp-plan --bcaffe-log tmp8comm.log --network fit:allreduce8.log --nodes 8
 //   mpirun -np 4 mgwfbp-plan --measure --out allreduce.csv      (benchmark the live communicator)
 //   mgwfbp-plan --random-trials 10000                            (optimal vs mgwfbp)
+//   mgwfbp-plan --model vgg16 --batch 32 --gflops 10000 --network 10gbe --nodes 4,16,64,1024
+//                                                     (a reference network; hybrid SF/dense plans)
 //
 // Prints one row per planner and node count: groups, predicted iteration time, non-overlapped
-// communication, speedup over one node; with --out also writes predictions.csv, speedup.png
-// and timeline.png (gnuplot).
+// communication, speedup over one node, then each planner's groups at --timeline-nodes ("sf:"
+// marks a group sent as sufficient factors); with --out also writes predictions.csv, speedup.png
+// and timeline.png (gnuplot). A profile with sufficient factors (sf column, or --model) adds the
+// hybrid planners to the default list.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -83,7 +87,8 @@ struct NetworkSpec {
     }
   }
   CostModel at(int n) const {
-    return is_fixed ? (n == 1 ? CostModel{} : fixed) : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte);
+    return is_fixed ? (n == 1 ? CostModel{} : with_ring_allgather(fixed, n))
+                    : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte);
   }
 };
 
@@ -209,7 +214,9 @@ int measure_main(int& argc, char**& argv, const sfb::comm::MpiAllreduceBench& be
 
 int main(int argc, char** argv) {
   CLI::App app{"mgwfbp-plan: MG-WFBP planners, all-reduce cost model and cluster simulator"};
-  std::string profile_path, bcaffe_log, nodes_arg = "2,4,8,16,32,64", planners_arg, out_dir, algo = "ring";
+  std::string profile_path, bcaffe_log, model, nodes_arg = "2,4,8,16,32,64", planners_arg, out_dir, algo = "ring";
+  int64_t batch = 32;
+  double gflops = 10000;
   NetworkSpec net;
   net.spec = "10gbe";
   double forward_ms = -1, forward_ratio = 0.5;
@@ -219,6 +226,9 @@ int main(int argc, char** argv) {
   sfb::comm::MpiAllreduceBench bench;
   app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f])");
   app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
+  app.add_option("--model", model, "A reference network from its layer shapes: alexnet | vgg16");
+  app.add_option("--batch", batch, "--model: images per rank (default 32)");
+  app.add_option("--gflops", gflops, "--model: compute rate that turns FLOPs into times (default 10000)");
   app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)");
   app.add_option("--forward-ratio", forward_ratio,
                  "Forward = ratio * backward when the profile has no t_f (default 0.5)");
@@ -244,8 +254,11 @@ int main(int argc, char** argv) {
       random_trials(trials, seed);
       return 0;
     }
-    SFB_CHECK(profile_path.empty() != bcaffe_log.empty(), "give exactly one of --profile and --bcaffe-log");
-    Profile p = profile_path.empty() ? read_bcaffe_log(bcaffe_log) : read_profile_csv(profile_path);
+    SFB_CHECK(profile_path.empty() + bcaffe_log.empty() + model.empty() == 2,
+              "give exactly one of --profile, --bcaffe-log and --model");
+    Profile p = !model.empty()          ? reference_profile(model, batch, gflops)
+                : !profile_path.empty() ? read_profile_csv(profile_path)
+                                        : read_bcaffe_log(bcaffe_log);
     if (forward_ms >= 0)
       p.forward_us = forward_ms * 1e3;
     else if (p.forward_us == 0)
@@ -258,18 +271,30 @@ int main(int argc, char** argv) {
       SFB_CHECK(n >= 1, "--nodes: '{}' is not a node count >= 1", s);
       nodes.push_back(n);
     }
-    const auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
+    auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
+    bool factors = false;
+    for (const auto& l : p.layers) factors = factors || l.sf_floats > 0;
+    if (planners_arg.empty() && factors) planners.insert(planners.end(), {"hybrid", "hybrid-optimal"});
     fmt::print(
         "profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
         p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
         p.backward_us() / 1e3, net.spec,
         net.is_fixed ? " (a, b used for every node count)" : " (" + algo + " all-reduce)");
     const auto preds = predict(p, planners, nodes, [&](int n) { return net.at(n); });
-    fmt::print("\n{:>6} {:<12} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms",
+    fmt::print("\n{:>6} {:<15} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms",
                "non-overlap ms", "speedup");
     for (const auto& r : preds)
-      fmt::print("{:>6} {:<12} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups,
+      fmt::print("{:>6} {:<15} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups,
                  r.iteration_us / 1e3, r.non_overlapped_us / 1e3, r.speedup);
+    const CostModel tc = net.at(timeline_nodes);
+    fmt::print("\ngroups at {} nodes (backward order; sf: sent as sufficient factors):\n", timeline_nodes);
+    for (const auto& name : planners) {
+      const Plan plan = make_plan(name, p, tc);
+      int64_t bytes = 0;
+      for (const auto& g : plan)
+        for (int l = g.lo; l <= g.hi; ++l) bytes += 4 * (g.sf ? p.layers[l].sf_floats : p.layers[l].params);
+      fmt::print("  {:<14} {:>8.2f} MiB per rank  {}\n", name, bytes / double(1 << 20), describe(plan));
+    }
     if (!out_dir.empty()) {
       fs::create_directories(out_dir);
       write_plots(out_dir, p, preds, planners, net, timeline_nodes);

@@ -4,6 +4,7 @@
 #include "job.h"
 #include "report.h"
 #include "sfb/cnn/executor.h"
+#include "sfb/cnn/replanner.h"
 #include "sfb/comm/collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -19,6 +20,7 @@ bool set_up(Job& job, sfb::io::LoadedData& data) {
   return job.all_ok("agreeing that the data loaded", [&] {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
+    sfb::cnn::check_planner(cfg.mgwfbp);
     job.claim_outputs();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
     sfb::io::data_memory(cfg.data, job.rank(), job.ranks(), job.rank() == 0).check(available, "loading the data");

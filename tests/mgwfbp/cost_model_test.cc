@@ -83,6 +83,32 @@ TEST(Profiles, CsvRoundTripAndErrors) {
   fs::remove(path);
 }
 
+// The sf and t_sf columns (layers with sufficient factors) survive a round trip; the reference
+// networks have their published parameter counts and factors only on fully-connected layers.
+TEST(Profiles, SufficientFactorColumnsAndReferenceNetworks) {
+  const std::string path = (fs::temp_directory_path() / ("prof_sf_" + std::to_string(::getpid()) + ".csv")).string();
+  const Profile alex = reference_profile("alexnet", 32, 1000);
+  EXPECT_EQ(alex.total_params(), 61100840);  // torchvision AlexNet
+  EXPECT_EQ(reference_profile("vgg16", 32, 1000).total_params(), 138357544);
+  const Layer& fc7 = alex.layers[6];
+  EXPECT_EQ(fc7.sf_floats, 32 * (4096 + 4096));
+  EXPECT_DOUBLE_EQ(fc7.t_sf_us, 2.0 * 32 * 4096 * 4096 / 1e6);  // 1000 GFLOP/s = 1e6 FLOP/us
+  EXPECT_DOUBLE_EQ(fc7.t_b_us, 2 * fc7.t_f_us);
+  EXPECT_EQ(alex.layers[0].sf_floats, 0);  // a convolution
+  write_profile_csv(path, alex);
+  const Profile q = read_profile_csv(path);
+  ASSERT_EQ(q.size(), alex.size());
+  for (int l = 0; l < q.size(); ++l) {
+    EXPECT_EQ(q.layers[l].sf_floats, alex.layers[l].sf_floats) << l;
+    EXPECT_NEAR(q.layers[l].t_sf_us, alex.layers[l].t_sf_us, 1e-5 * alex.layers[l].t_sf_us) << l;
+  }
+  std::ofstream(path) << "name,params,t_b,sf\nfc,12,1,3\n";
+  EXPECT_THAT([&] { read_profile_csv(path); },
+              ::testing::ThrowsMessage<DataError>(::testing::HasSubstr("'name,params,t_b[,t_f][,sf,t_sf]'")));
+  EXPECT_THROW(reference_profile("resnet", 32, 1000), InvalidArgument);
+  fs::remove(path);
+}
+
 TEST(Profiles, BcaffeGoogLeNetLog) {
   const Profile p = read_bcaffe_log(kLogs + "/tmp8comm.log");
   ASSERT_EQ(p.size(), 64);

@@ -28,6 +28,16 @@ mg=$(awk '$2 == "mgwfbp" {print $4}' "$OUT/g")
 wf=$(awk '$2 == "wfbp" {print $4}' "$OUT/g")
 awk -v m="$mg" -v w="$wf" 'BEGIN { exit !(m < w) }' || fail "mgwfbp ($mg ms) not faster than wfbp ($wf ms)"
 
+# A reference network with fully-connected layers: the hybrid planners send the FC head as
+# sufficient factors at 4 nodes on 10GbE and are predicted faster than the dense optimum.
+"$PLAN" --model vgg16 --batch 32 --gflops 10000 --network 10gbe --nodes 4 --timeline-nodes 4 > "$OUT/v"
+cat "$OUT/v"
+grep -q "16 layers, 138.36 M params" "$OUT/v" || fail "VGG-16 profile"
+grep -Eq '^  hybrid-optimal .*\[sf:15' "$OUT/v" || fail "hybrid-optimal does not send fc8 as factors"
+ho=$(awk '$2 == "hybrid-optimal" {print $4}' "$OUT/v")
+op=$(awk '$2 == "optimal" {print $4}' "$OUT/v")
+awk -v h="$ho" -v o="$op" 'BEGIN { exit !(h < o) }' || fail "hybrid-optimal ($ho ms) not faster than optimal ($op ms)"
+
 if "$PLAN" --profile "$OUT/missing.csv" --nodes 2 2> "$OUT/err"; then fail "missing profile accepted"; fi
 grep -q "missing.csv: cannot open profile" "$OUT/err" || fail "message: $(cat "$OUT/err")"
 if "$PLAN" --profile "$OUT/p.csv" --planners wfbp,greedy --nodes 2 2> "$OUT/err"; then fail "unknown planner accepted"; fi

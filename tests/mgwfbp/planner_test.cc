@@ -144,3 +144,89 @@ TEST(Simulator, TimelineFollowsTheRecurrence) {
 
 }  // namespace
 }  // namespace sfb::mgwfbp
+
+namespace sfb::mgwfbp {
+namespace {
+
+// A layer with sufficient factors: a fully-connected layer out x in (+ bias) at batch B, and
+// rebuilding one rank's factors at 1 GFLOP/s per us... (t_sf given).
+Layer fc(int64_t out, int64_t in, int64_t B, double t_b, double t_sf) {
+  return {"fc", out * in + out, t_b, 0, B * (out + in), t_sf};
+}
+Layer conv(int64_t params, double t_b) { return {"conv", params, t_b, 0, 0, 0.0}; }
+
+// 4 ranks at 1 Gbit/s (ring): the fc 4096 x 4096 layer's gradient is 64 MiB dense, its factors
+// at B = 32 are 1 MiB per rank: the all-gather of 3 MiB and 4 x 1 ms of rebuilding beat the
+// all-reduce of 2 x 3/4 x 64 MiB. The convolutions have no factors and stay dense.
+TEST(Hybrid, PicksFactorsForAWideFcLayerAndDenseForConvolutions) {
+  Profile p;
+  p.source = "test";
+  p.forward_us = 1000;
+  p.layers = {conv(1728, 500), conv(36864, 800), fc(4096, 4096, 32, 3000, 1000), fc(10, 4096, 32, 50, 5)};
+  const CostModel c = alpha_beta_model(Algorithm::kRing, 4, 50, 8e-3);
+  EXPECT_EQ(c.nodes, 4);
+  EXPECT_DOUBLE_EQ(c.ag_a_us, 150);
+  EXPECT_DOUBLE_EQ(c.ag_b_us_per_byte, 3 * 8e-3);
+  for (const auto& name : {"hybrid", "hybrid-optimal"}) {
+    const Plan plan = make_plan(name, p, c);
+    bool fc_by_sf = false;
+    for (const auto& g : plan) {
+      if (g.lo <= 2 && g.hi >= 2) fc_by_sf = g.sf;
+      if (g.lo <= 1) EXPECT_FALSE(g.sf) << name << ": the convolutions have no factors";
+    }
+    EXPECT_TRUE(fc_by_sf) << name << " " << describe(plan);
+    EXPECT_LT(iter(p, c, plan), 0.5 * iter(p, c, plan_optimal(p, c))) << name;
+  }
+  // A narrow head (fc 10 x 4096) alone: its dense gradient is smaller than the factors of 32 samples.
+  const Group head{3, 3, false};
+  EXPECT_LT(group_time_us(p, c, head), group_time_us(p, c, {3, 3, true}));
+  // An SF group that holds a convolution is refused.
+  EXPECT_THROW(simulate(p, c, {{2, 3, true}, {0, 1, true}}), InternalError);
+}
+
+Profile random_hybrid_profile(std::mt19937_64& rng, int L) {
+  Profile p = random_profile(rng, L);
+  std::bernoulli_distribution has_sf(0.5);
+  std::lognormal_distribution<double> ratio(std::log(0.1), 1.5), t_sf(std::log(300.0), 1.0);
+  for (auto& l : p.layers)
+    if (l.params > 0 && has_sf(rng)) {
+      l.sf_floats = std::max<int64_t>(1, static_cast<int64_t>(ratio(rng) * static_cast<double>(l.params)));
+      l.t_sf_us = t_sf(rng);
+    }
+  return p;
+}
+
+TEST(Hybrid, OptimalEqualsBruteForceOverGroupingsAndTransports) {
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Profile p = random_hybrid_profile(rng, 1 + trial % 9);
+    const CostModel c = with_ring_allgather(random_cost(rng), 2 + trial % 15);
+    const double opt = simulate(p, c, plan_hybrid_optimal(p, c)).comm_end_us;
+    const double brute = simulate(p, c, plan_brute_force(p, c, true)).comm_end_us;
+    ASSERT_NEAR(opt, brute, 1e-9 * brute) << "trial " << trial;
+  }
+}
+
+TEST(Hybrid, ExactNeverWorseThanGreedyOrDenseAndBothReduceToDenseWithoutFactors) {
+  std::mt19937_64 rng(22);
+  int exact_better = 0, hybrid_better = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const Profile p = random_hybrid_profile(rng, 1 + trial % 60);
+    const CostModel c = with_ring_allgather(random_cost(rng), 2 + trial % 63);
+    const double exact = iter(p, c, plan_hybrid_optimal(p, c)), greedy = iter(p, c, plan_hybrid(p, c));
+    const double dense = iter(p, c, plan_optimal(p, c));
+    ASSERT_LE(exact, greedy * (1 + 1e-12)) << "trial " << trial;
+    ASSERT_LE(exact, dense * (1 + 1e-12)) << "trial " << trial;
+    exact_better += exact < greedy * (1 - 1e-9);
+    hybrid_better += exact < dense * (1 - 1e-9);
+    Profile plain = p;
+    for (auto& l : plain.layers) l.sf_floats = 0;
+    ASSERT_EQ(plan_hybrid(plain, c), plan_mgwfbp(plain, c)) << "trial " << trial;
+    ASSERT_EQ(plan_hybrid_optimal(plain, c), plan_optimal(plain, c)) << "trial " << trial;
+  }
+  EXPECT_GT(hybrid_better, 100);  // factors help on these instances
+  EXPECT_GT(exact_better, 0);     // and the greedy is not optimal in general
+}
+
+}  // namespace
+}  // namespace sfb::mgwfbp

@@ -52,6 +52,19 @@ mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& co
   return plan;
 }
 
+void check_planner(const MgwfbpConfig& cfg) {
+  SFB_CHECK(cfg.planner.rfind("hybrid", 0) != 0,
+            "mgwfbp.planner = \"{}\": the executor all-reduces every group densely; sending layers as sufficient "
+            "factors is predicted by mgwfbp-plan (--planners hybrid,hybrid-optimal) but not run yet",
+            cfg.planner);
+  // The name (and a size argument) as make_plan reads it, on a one-layer profile.
+  try {
+    mgwfbp::make_plan(cfg.planner, mgwfbp::Profile{"mgwfbp.planner", {{"l", 1, 1.0}}, 0.0}, {});
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("mgwfbp.planner: {}", e.what()));
+  }
+}
+
 Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, comm::RankOrderAllreduce& allreduce,
                      const mgwfbp::Plan* fixed)
     : cfg_(cfg),
@@ -60,6 +73,7 @@ Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, 
       allreduce_(allreduce),
       fixed_(fixed != nullptr),
       profile_iters_(fixed ? 0 : cfg.profile_iters) {
+  check_planner(cfg);
   const int L = net.param_layers();
   plan_ =
       fixed ? *fixed

@@ -22,6 +22,10 @@
 
 namespace sfb::cnn {
 
+// Throws InvalidArgument naming mgwfbp.planner when the executor cannot run it (an unknown name,
+// or a hybrid planner: the executor all-reduces every group).
+void check_planner(const MgwfbpConfig& cfg);
+
 class Replanner {
  public:
   // `fixed`: use this plan for every iteration, without profiling (tests).

@@ -67,15 +67,24 @@ Algorithm parse_algorithm(const std::string& name) {
 
 CostModel alpha_beta_model(Algorithm algo, int nodes, double alpha_us, double beta_us_per_byte) {
   SFB_CHECK(nodes >= 1, "nodes must be >= 1, got {}", nodes);
-  if (nodes == 1) return {0.0, 0.0};
+  if (nodes == 1) return {};
   const double n = nodes;
   const double lg = std::ceil(std::log2(n));
+  const double ag_b = (n - 1) * beta_us_per_byte;
   switch (algo) {
-    case Algorithm::kRing: return {2 * (n - 1) * alpha_us, 2 * (n - 1) / n * beta_us_per_byte};
-    case Algorithm::kRecursiveDoubling: return {lg * alpha_us, lg * beta_us_per_byte};
-    case Algorithm::kTree: return {2 * lg * alpha_us, 2 * lg * beta_us_per_byte};
+    case Algorithm::kRing:
+      return {2 * (n - 1) * alpha_us, 2 * (n - 1) / n * beta_us_per_byte, (n - 1) * alpha_us, ag_b, nodes};
+    case Algorithm::kRecursiveDoubling: return {lg * alpha_us, lg * beta_us_per_byte, lg * alpha_us, ag_b, nodes};
+    case Algorithm::kTree: return {2 * lg * alpha_us, 2 * lg * beta_us_per_byte, (n - 1) * alpha_us, ag_b, nodes};
   }
   return {};
+}
+
+CostModel with_ring_allgather(CostModel c, int nodes) {
+  c.nodes = nodes;
+  c.ag_a_us = nodes > 1 ? c.a_us / 2 : 0.0;
+  c.ag_b_us_per_byte = nodes > 1 ? c.b_us_per_byte * nodes / 2 : 0.0;
+  return c;
 }
 
 Network named_network(const std::string& name) {

@@ -8,6 +8,13 @@
 //   recursive doubling: a = log2(N) alpha          b = log2(N) beta
 //   binomial tree:      a = 2 log2(N) alpha        b = 2 log2(N) beta   (reduce + broadcast)
 // (the reduction's own compute term gamma is left out).
+//
+// Hybrid transport (planner "hybrid"): a fully-connected layer's gradient can instead travel as
+// its sufficient factors, all-gathered: T_ag(M) = ag_a + ag_b * M for M bytes per rank. From the
+// same alpha and beta: ring and tree (N-1) alpha + (N-1) M beta, recursive doubling log2(N) alpha +
+// (N-1) M beta (every rank receives the other N-1 ranks' M bytes). A fitted all-reduce model
+// carries no all-gather term; with_ring_allgather() derives it by the ring relations
+// (ag_a = a / 2, ag_b = b N / 2).
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -16,10 +23,19 @@
 namespace sfb::mgwfbp {
 
 struct CostModel {
-  double a_us = 0.0;           // start-up time, microseconds
-  double b_us_per_byte = 0.0;  // microseconds per byte
+  double a_us = 0.0;              // start-up time, microseconds
+  double b_us_per_byte = 0.0;     // microseconds per byte
+  double ag_a_us = 0.0;           // all-gather start-up
+  double ag_b_us_per_byte = 0.0;  // all-gather time per byte of one rank's contribution
+  int nodes = 1;                  // ranks (the SF reconstruction rebuilds every rank's factors)
   double time_us(int64_t bytes) const { return bytes > 0 ? a_us + b_us_per_byte * static_cast<double>(bytes) : 0.0; }
+  double allgather_us(int64_t bytes_per_rank) const {
+    return bytes_per_rank > 0 ? ag_a_us + ag_b_us_per_byte * static_cast<double>(bytes_per_rank) : 0.0;
+  }
 };
+
+// `c` (an all-reduce model, e.g. fitted) with the all-gather terms of a ring on `nodes` ranks.
+CostModel with_ring_allgather(CostModel c, int nodes);
 
 struct Sample {
   int64_t bytes = 0;

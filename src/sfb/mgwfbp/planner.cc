@@ -84,46 +84,125 @@ Plan plan_mgwfbp(const Profile& p, const CostModel& c) {
 // argument is unchanged.) Induction on j proves F(j) optimal, and since iteration = t_f + max(backward, F(L)) is
 // non-decreasing in F(L), the grouping that attains F(L) minimises the iteration time. Bytes of
 // a run come from prefix sums, so each of the L^2 / 2 candidates costs O(1).
-Plan plan_optimal(const Profile& p, const CostModel& c) {
+namespace {
+
+// The DP of plan_optimal; with `hybrid` each run i..j also may go as sufficient factors when every
+// layer with parameters in it has them, and takes the transport that ends it earlier. A run's end
+// is then max(E, r) + min(dense, sf): still non-decreasing in E, so the argument is unchanged.
+Plan optimal_plan(const Profile& p, const CostModel& c, bool hybrid) {
   const int L = p.size();
   const auto ready = ready_times(p);
   auto layer = [L](int k) { return L - k; };  // backward position k (1-based) -> layer index
-  std::vector<int64_t> prefix(static_cast<size_t>(L) + 1, 0);
+  std::vector<int64_t> prefix(static_cast<size_t>(L) + 1, 0), sf_prefix(prefix);
+  std::vector<double> t_sf_prefix(static_cast<size_t>(L) + 1, 0.0);
   // last_param[j]: the latest backward position <= j whose layer has parameters (0: none). A run
   // i..j can start at ready(last_param[j]) when last_param[j] >= i (otherwise it has no bytes).
-  std::vector<int> last_param(static_cast<size_t>(L) + 1, 0);
+  // dense_only[j]: layers in 1..j with parameters but no factors (a run holding one goes dense).
+  std::vector<int> last_param(static_cast<size_t>(L) + 1, 0), dense_only(last_param);
   for (int k = 1; k <= L; ++k) {
-    const int64_t b = p.layers[static_cast<size_t>(layer(k))].params * 4;
-    prefix[k] = prefix[k - 1] + b;
-    last_param[k] = b > 0 ? k : last_param[k - 1];
+    const Layer& x = p.layers[static_cast<size_t>(layer(k))];
+    prefix[k] = prefix[k - 1] + x.params * 4;
+    sf_prefix[k] = sf_prefix[k - 1] + x.sf_floats * 4;
+    t_sf_prefix[k] = t_sf_prefix[k - 1] + x.t_sf_us;
+    last_param[k] = x.params > 0 ? k : last_param[k - 1];
+    dense_only[k] = dense_only[k - 1] + (x.params > 0 && x.sf_floats == 0 ? 1 : 0);
   }
   std::vector<double> F(static_cast<size_t>(L) + 1, 0.0);
   std::vector<int> from(static_cast<size_t>(L) + 1, 0);
+  std::vector<char> sf(static_cast<size_t>(L) + 1, 0);
   for (int j = 1; j <= L; ++j) {
     const double r = last_param[j] > 0 ? ready[static_cast<size_t>(layer(last_param[j]))] : 0.0;
     double best = std::numeric_limits<double>::infinity();
     int arg = 1;
+    bool arg_sf = false;
     // Larger groups first: among equal ends prefer fewer all-reduces.
     for (int i = 1; i <= j; ++i) {
-      const double e = group_end(F[i - 1], r, prefix[j] - prefix[i - 1], c);
+      const int64_t bytes = prefix[j] - prefix[i - 1];
+      double e = group_end(F[i - 1], r, bytes, c);
+      bool by_sf = false;
+      if (hybrid && bytes > 0 && dense_only[j] == dense_only[i - 1]) {
+        const double e_sf = std::max(F[i - 1], r) + c.allgather_us(sf_prefix[j] - sf_prefix[i - 1]) +
+                            c.nodes * (t_sf_prefix[j] - t_sf_prefix[i - 1]);
+        by_sf = e_sf < e;
+        e = std::min(e, e_sf);
+      }
       if (e < best) {
         best = e;
         arg = i;
+        arg_sf = by_sf;
       }
     }
     F[j] = best;
     from[j] = arg;
+    sf[j] = arg_sf;
   }
   Plan rev;
-  for (int j = L; j >= 1; j = from[j] - 1) rev.push_back({layer(j), layer(from[j])});
+  for (int j = L; j >= 1; j = from[j] - 1) rev.push_back({layer(j), layer(from[j]), sf[j] != 0});
   return {rev.rbegin(), rev.rend()};
 }
 
-Plan plan_brute_force(const Profile& p, const CostModel& c) {
+}  // namespace
+
+Plan plan_optimal(const Profile& p, const CostModel& c) { return optimal_plan(p, c, false); }
+
+Plan plan_hybrid_optimal(const Profile& p, const CostModel& c) { return optimal_plan(p, c, true); }
+
+Plan plan_hybrid(const Profile& p, const CostModel& c) {
+  const auto ready = ready_times(p);
   const int L = p.size();
-  SFB_CHECK(L >= 1 && L <= 20, "brute force needs 1..20 layers, got {}", L);
+  const auto has_params = [&p](int l) { return p.layers[static_cast<size_t>(l)].params > 0; };
+  const auto prefers_sf = [&](int l) {
+    return p.layers[static_cast<size_t>(l)].sf_floats > 0 &&
+           group_time_us(p, c, {l, l, true}) < group_time_us(p, c, {l, l, false});
+  };
+  Plan plan;
+  Group open{L - 1, L - 1, prefers_sf(L - 1)};
+  bool open_has = has_params(L - 1);
+  double open_ready = ready[static_cast<size_t>(L - 1)], prev_end = 0.0;
+  for (int l = L - 2; l >= 0; --l) {
+    const double r = ready[static_cast<size_t>(l)];
+    if (!has_params(l) || !open_has) {  // nothing to weigh: merge (as plan_mgwfbp)
+      open.lo = l;
+      if (has_params(l)) {  // the open group had none: it takes l's transport and ready time
+        open.sf = prefers_sf(l);
+        open_ready = r;
+        open_has = true;
+      }
+      continue;
+    }
+    const bool sf = prefers_sf(l);
+    const double s = std::max(prev_end, open_ready);
+    if (sf == open.sf) {
+      const double merged = std::max(s, r) + group_time_us(p, c, {l, open.hi, sf});
+      const double separate = std::max(s + group_time_us(p, c, open), r) + group_time_us(p, c, {l, l, sf});
+      if (merged <= separate) {
+        open.lo = l;
+        open_ready = r;
+        continue;
+      }
+    }
+    prev_end = s + group_time_us(p, c, open);
+    plan.push_back(open);
+    open = {l, l, sf};
+    open_ready = r;
+  }
+  plan.push_back(open);
+  return plan;
+}
+
+Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid) {
+  const int L = p.size();
+  SFB_CHECK(L >= 1 && L <= (hybrid ? 14 : 20), "brute force needs 1..{} layers, got {}", hybrid ? 14 : 20, L);
   Plan best_plan;
   double best = std::numeric_limits<double>::infinity();
+  // Every transport per group: SF only where each layer with parameters has factors.
+  const auto sf_possible = [&p](const Group& g) {
+    for (int l = g.lo; l <= g.hi; ++l) {
+      const Layer& x = p.layers[static_cast<size_t>(l)];
+      if (x.params > 0 && x.sf_floats == 0) return false;
+    }
+    return true;
+  };
   // Bit k of mask set: a new group starts after backward position k.
   for (uint32_t mask = 0; mask < (1u << (L - 1)); ++mask) {
     Plan plan;
@@ -135,10 +214,19 @@ Plan plan_brute_force(const Profile& p, const CostModel& c) {
       }
     }
     plan.push_back({0, hi});
-    const double t = simulate(p, c, plan).comm_end_us;
-    if (t < best) {
-      best = t;
-      best_plan = plan;
+    const uint32_t transports = hybrid ? 1u << plan.size() : 1u;
+    for (uint32_t bits = 0; bits < transports; ++bits) {
+      bool ok = true;
+      for (size_t g = 0; g < plan.size(); ++g) {
+        plan[g].sf = (bits >> g) & 1u;
+        ok = ok && (!plan[g].sf || sf_possible(plan[g]));
+      }
+      if (!ok) continue;
+      const double t = simulate(p, c, plan).comm_end_us;
+      if (t < best) {
+        best = t;
+        best_plan = plan;
+      }
     }
   }
   return best_plan;
@@ -208,10 +296,14 @@ Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
     plan = plan_buckets(p, cap, std::min(cap, kMiB));
   } else if (spec.rfind("horovod:", 0) == 0)
     plan = plan_horovod(p, mib(spec.substr(8)));
+  else if (spec == "hybrid")
+    plan = plan_hybrid(p, c);
+  else if (spec == "hybrid-optimal")
+    plan = plan_hybrid_optimal(p, c);
   else
     throw InvalidArgument(
         fmt::format("unknown planner \"{}\"; planners are wfbp, synceasgd, mgwfbp, optimal, ddp, "
-                    "buckets:<MiB>, horovod:<MiB>",
+                    "buckets:<MiB>, horovod:<MiB>, hybrid, hybrid-optimal",
                     spec));
   check_plan(plan, p.size());
   return plan;
@@ -229,7 +321,8 @@ void check_plan(const Plan& plan, int layers) {
 
 std::string describe(const Plan& plan) {
   std::vector<std::string> parts;
-  for (const auto& g : plan) parts.push_back(g.lo == g.hi ? std::to_string(g.lo) : fmt::format("{}-{}", g.hi, g.lo));
+  for (const auto& g : plan)
+    parts.push_back((g.sf ? "sf:" : "") + (g.lo == g.hi ? std::to_string(g.lo) : fmt::format("{}-{}", g.hi, g.lo)));
   return fmt::format("[{}]", fmt::join(parts, " | "));
 }
 

@@ -11,6 +11,10 @@
 //   optimal    exact minimum of the iteration time over all groupings, O(L^2) (plan_optimal)
 //   ddp        PyTorch DDP buckets: 1 MiB first bucket, then 25 MiB (buckets:<MiB> for another cap)
 //   horovod:<MiB>  Horovod tensor fusion: fill a buffer up to the threshold, never beyond
+//   hybrid     also chooses each group's transport: dense all-reduce, or (when every layer in it has
+//              sufficient factors, Layer::sf_floats) an all-gather of the factors and their
+//              reconstruction on every rank (plan_hybrid: greedy; hybrid-optimal: exact)
+// The hybrid planners are for prediction (mgwfbp-plan): the CNN executor all-reduces every group.
 #include <string>
 #include <vector>
 
@@ -20,8 +24,9 @@
 namespace sfb::mgwfbp {
 
 struct Group {
-  int lo = 0;  // lowest layer index (forward order), the last one to be ready
-  int hi = 0;  // highest layer index
+  int lo = 0;       // lowest layer index (forward order), the last one to be ready
+  int hi = 0;       // highest layer index
+  bool sf = false;  // sent as sufficient factors (all-gather) instead of a dense all-reduce
   bool operator==(const Group&) const = default;
 };
 using Plan = std::vector<Group>;
@@ -32,10 +37,17 @@ Plan plan_mgwfbp(const Profile& p, const CostModel& c);
 Plan plan_optimal(const Profile& p, const CostModel& c);
 Plan plan_buckets(const Profile& p, int64_t cap_bytes, int64_t first_cap_bytes);
 Plan plan_horovod(const Profile& p, int64_t threshold_bytes);
-// Every grouping (2^(L-1)); tests only, L <= 20.
-Plan plan_brute_force(const Profile& p, const CostModel& c);
+// MG-WFBP's walk with a transport per layer: SF when the layer has factors and they are cheaper
+// alone; a layer merges into the open group only with the same transport, when that does not
+// delay the group's end (the local comparison of Theorem 1 with each transport's cost).
+Plan plan_hybrid(const Profile& p, const CostModel& c);
+// Exact minimum over every grouping and every transport per group (O(L^2)).
+Plan plan_hybrid_optimal(const Profile& p, const CostModel& c);
+// Every grouping (2^(L-1)), with every transport per group when `hybrid`; tests only, L <= 14.
+Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid = false);
 
-// "wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "buckets:<MiB>", "horovod:<MiB>".
+// "wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "buckets:<MiB>", "horovod:<MiB>", "hybrid",
+// "hybrid-optimal".
 Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c);
 std::vector<std::string> planner_names();
 

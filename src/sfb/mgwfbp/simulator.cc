@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sfb/core/error.h"
+
 namespace sfb::mgwfbp {
 
 std::vector<double> ready_times(const Profile& p) {
@@ -12,6 +14,20 @@ std::vector<double> ready_times(const Profile& p) {
     ready[static_cast<size_t>(l)] = t;
   }
   return ready;
+}
+
+double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
+  int64_t bytes = 0, sf_bytes = 0;
+  double t_sf = 0.0;
+  for (int l = g.lo; l <= g.hi; ++l) {
+    const Layer& layer = p.layers[static_cast<size_t>(l)];
+    bytes += layer.params * 4;
+    sf_bytes += layer.sf_floats * 4;
+    t_sf += layer.t_sf_us;
+    SFB_ENFORCE(!g.sf || layer.params == 0 || layer.sf_floats > 0,
+                "group {}-{} is sent as sufficient factors but layer {} ({}) has none", g.hi, g.lo, l, layer.name);
+  }
+  return g.sf ? c.allgather_us(sf_bytes) + c.nodes * t_sf : c.time_us(bytes);
 }
 
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan) {
@@ -30,7 +46,7 @@ Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan) {
       bytes += b;
       if (b > 0) ready = std::max(ready, t.ready_us[static_cast<size_t>(l)]);
     }
-    const double end = group_end(prev, ready, bytes, c);
+    const double end = bytes > 0 ? std::max(prev, ready) + group_time_us(p, c, g) : prev;
     t.start_us.push_back(bytes > 0 ? std::max(prev, ready) : prev);
     t.end_us.push_back(end);
     prev = end;

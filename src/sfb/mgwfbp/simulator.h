@@ -31,6 +31,12 @@ inline double group_end(double prev_end_us, double ready_us, int64_t bytes, cons
   return (prev_end_us > ready_us ? prev_end_us : ready_us) + c.time_us(bytes);
 }
 
+// A group's communication time under its transport: the dense all-reduce of 4 * params bytes, or
+// (g.sf) the all-gather of every rank's 4 * sf_floats bytes plus rebuilding the gradient from all
+// c.nodes ranks' factors (nodes * sum of t_sf). Throws InternalError when an SF group holds a layer
+// with parameters but no factors.
+double group_time_us(const Profile& p, const CostModel& c, const Group& g);
+
 std::vector<double> ready_times(const Profile& p);
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan);
 
