@@ -157,7 +157,7 @@ TEST(StopProtocol, MessagesOutOfTurnAreProtocolErrors) {
       [&] {
         root.p.handle(msg(ControlType::kDone, 0, {1, 2}), 1);
       },
-      ::testing::ThrowsMessage<CommError>(HasSubstr("DONE from rank 1: 2 statistics words, expected 12")));
+      ::testing::ThrowsMessage<CommError>(HasSubstr("DONE from rank 1: 2 statistics words, expected 13")));
   root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2);
   EXPECT_THAT([&] { root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2); },
               ::testing::ThrowsMessage<CommError>(HasSubstr("a second DONE from rank 2")));
