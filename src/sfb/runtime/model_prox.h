@@ -14,6 +14,16 @@
 
 namespace sfb::runtime {
 
+// The step size of `clock` as the runtime applies it: optimizer.lr with its decay, rounded to
+// float (the SF writer scales u by it; the proximal steps get the same value).
+inline float clock_step(const Config& cfg, int64_t clock) { return static_cast<float>(cfg.optimizer.step(clock)); }
+
+// Whether `model` has a scaling prox (Model::prox_scale): probed at the first step, where a model
+// without one returns 1.
+inline bool has_scaling_prox(const Config& cfg, const api::Model& model) {
+  return model.prox_scale(clock_step(cfg, 0)) != 1.0;
+}
+
 struct ModelProx {
   // W <- c W after each worker's batch of `clock` (row-separable: apply it to any shard); empty when
   // the model's prox_scale is 1.

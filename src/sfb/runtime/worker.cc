@@ -206,8 +206,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.applier = std::make_unique<UpdateApplier>(std::max<int>(1, static_cast<int>(cfg.runtime.threads)));
   s.J = static_cast<int32_t>(model.rows());
   s.D = static_cast<int32_t>(model.cols());
-  // Probe: a model whose prox_scale(step) is 1 at the first step has no scaling prox.
-  s.scaling_prox = model.prox_scale(s.step(0)) != 1.0;
+  s.scaling_prox = has_scaling_prox(cfg, model);
   s.K = static_cast<int32_t>(cfg.optimizer.minibatch);
   if (start.W) {
     SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,

@@ -16,6 +16,7 @@
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/core/timer.h"
+#include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/objective_monitor.h"
 #include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/stop_protocol.h"
@@ -97,7 +98,7 @@ struct Worker::State {
   Stopwatch since_start;
 
   bool aborted() const { return threads.aborted(); }
-  float step(int64_t clock) const { return static_cast<float>(cfg.optimizer.step(clock)); }
+  float step(int64_t clock) const { return clock_step(cfg, clock); }
   // The staleness bound: s, or ASP's flow-control window (see allowed()).
   int64_t bound() const { return cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness; }
   bool allowed(int64_t c) const;
