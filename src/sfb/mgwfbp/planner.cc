@@ -195,14 +195,6 @@ Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid) {
   SFB_CHECK(L >= 1 && L <= (hybrid ? 14 : 20), "brute force needs 1..{} layers, got {}", hybrid ? 14 : 20, L);
   Plan best_plan;
   double best = std::numeric_limits<double>::infinity();
-  // Every transport per group: SF only where each layer with parameters has factors.
-  const auto sf_possible = [&p](const Group& g) {
-    for (int l = g.lo; l <= g.hi; ++l) {
-      const Layer& x = p.layers[static_cast<size_t>(l)];
-      if (x.params > 0 && x.sf_floats == 0) return false;
-    }
-    return true;
-  };
   // Bit k of mask set: a new group starts after backward position k.
   for (uint32_t mask = 0; mask < (1u << (L - 1)); ++mask) {
     Plan plan;
@@ -219,7 +211,7 @@ Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid) {
       bool ok = true;
       for (size_t g = 0; g < plan.size(); ++g) {
         plan[g].sf = (bits >> g) & 1u;
-        ok = ok && (!plan[g].sf || sf_possible(plan[g]));
+        ok = ok && (!plan[g].sf || factors_cover(p, plan[g]));  // every transport where factors exist
       }
       if (!ok) continue;
       const double t = simulate(p, c, plan).comm_end_us;

@@ -16,7 +16,17 @@ std::vector<double> ready_times(const Profile& p) {
   return ready;
 }
 
+bool factors_cover(const Profile& p, const Group& g) {
+  for (int l = g.lo; l <= g.hi; ++l) {
+    const Layer& layer = p.layers[static_cast<size_t>(l)];
+    if (layer.params > 0 && layer.sf_floats == 0) return false;
+  }
+  return true;
+}
+
 double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
+  SFB_ENFORCE(!g.sf || factors_cover(p, g),
+              "group {}-{} is sent as sufficient factors but holds a layer with parameters and none", g.hi, g.lo);
   int64_t bytes = 0, sf_bytes = 0;
   double t_sf = 0.0;
   for (int l = g.lo; l <= g.hi; ++l) {
@@ -24,8 +34,6 @@ double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
     bytes += layer.params * 4;
     sf_bytes += layer.sf_floats * 4;
     t_sf += layer.t_sf_us;
-    SFB_ENFORCE(!g.sf || layer.params == 0 || layer.sf_floats > 0,
-                "group {}-{} is sent as sufficient factors but layer {} ({}) has none", g.hi, g.lo, l, layer.name);
   }
   return g.sf ? c.allgather_us(sf_bytes) + c.nodes * t_sf : c.time_us(bytes);
 }

@@ -31,6 +31,9 @@ inline double group_end(double prev_end_us, double ready_us, int64_t bytes, cons
   return (prev_end_us > ready_us ? prev_end_us : ready_us) + c.time_us(bytes);
 }
 
+// True when every layer with parameters in g has sufficient factors: g may be sent as factors.
+bool factors_cover(const Profile& p, const Group& g);
+
 // A group's communication time under its transport: the dense all-reduce of 4 * params bytes, or
 // (g.sf) the all-gather of every rank's 4 * sf_floats bytes plus rebuilding the gradient from all
 // c.nodes ranks' factors (nodes * sum of t_sf). Throws InternalError when an SF group holds a layer
