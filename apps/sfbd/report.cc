@@ -149,11 +149,12 @@ void print_sfb_table(const SfbRun& run) {
 
 namespace {
 // Means over the iterations after profiling (those with a prediction).
-double planned_mean(const sfb::cnn::ExecutorResult& r, double sfb::cnn::IterationStats::*m) {
+template <typename T>
+double planned_mean(const sfb::cnn::ExecutorResult& r, T sfb::cnn::IterationStats::*m) {
   double s = 0;
   int n = 0;
   for (const auto& it : r.iterations)
-    if (it.predicted_us > 0) s += it.*m, ++n;
+    if (it.predicted_us > 0) s += static_cast<double>(it.*m), ++n;
   return n > 0 ? s / n : 0.0;
 }
 // The median iteration time over the same iterations (robust to the evaluation pauses).
@@ -193,6 +194,9 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"plan", sfb::mgwfbp::describe(r.plan)},
           {"a_us", fixed(r.cost.a_us, 3)},
           {"b_us_per_byte", sig(r.cost.b_us_per_byte, 7)},
+          {"ag_a_us", fixed(r.cost.ag_a_us, 3)},
+          {"ag_b_us_per_byte", sig(r.cost.ag_b_us_per_byte, 7)},
+          {"bytes_sent_per_iteration", fixed(planned_mean(r, &S::bytes_sent), 0)},
           {"iterations", r.iterations.size()},
           {"seconds", fixed(r.seconds, 6)},
           {"final_accuracy", fixed(r.test_accuracy, 6)},
@@ -223,6 +227,8 @@ void print_cnn_table(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, 
       planned_mean(r, &S::iteration_us) / 1e3, planned_mean(r, &S::predicted_us) / 1e3,
       planned_mean(r, &S::forward_us) / 1e3, planned_mean(r, &S::backward_us) / 1e3,
       planned_mean(r, &S::comm_wait_us) / 1e3);
+  fmt::print("  bytes sent       {:.3f} MB per iteration and rank (plan {})\n", planned_mean(r, &S::bytes_sent) / 1e6,
+             sfb::mgwfbp::describe(r.plan));
   fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", replicas_equal ? "yes" : "NO", r.checksum);
   std::fflush(stdout);
 }

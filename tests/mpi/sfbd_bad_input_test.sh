@@ -75,8 +75,8 @@ expect cnn-input-mismatch 2 "needs 784 dense features (set data.bias = false)" -
   --set data.bias=true --set output.dir="$OUT/o10"
 expect cnn-unknown-layer 2 "cnn.layers: unknown layer \"foo\"" -- "${MPI[@]}" -np 2 "$SFBD" --config "$cnn" \
   --set cnn.layers=conv:4:3,foo --set output.dir="$OUT/o10"
-expect cnn-hybrid-planner 2 'mgwfbp.planner = "hybrid": the executor all-reduces every group densely' -- "${MPI[@]}" \
-  -np 2 "$SFBD" --config "$cnn" --set mgwfbp.planner=hybrid --set output.dir="$OUT/o10"
+expect cnn-unknown-planner 2 'mgwfbp.planner: unknown planner "hybird"' -- "${MPI[@]}" \
+  -np 2 "$SFBD" --config "$cnn" --set mgwfbp.planner=hybird --set output.dir="$OUT/o10"
 expect plugin-param-typo 2 "unknown key model.params.lamda" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set model.params.lamda=0.1 --set output.dir="$OUT/o10"
 # --check finds what training would find before its first clock, and writes nothing.

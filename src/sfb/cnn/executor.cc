@@ -138,6 +138,14 @@ void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
                  net.param_layers());
 }
 
+// The param layers the plan sends as sufficient factors skip their own parameter gradients.
+void set_factor_layers(Network& net, const mgwfbp::Plan& plan) {
+  std::vector<char> sf(static_cast<size_t>(net.param_layers()), 0);
+  for (const auto& g : plan)
+    for (int p = g.lo; p <= g.hi; ++p) sf[static_cast<size_t>(p)] = g.sf ? 1 : 0;
+  net.set_factor_layers(sf);
+}
+
 }  // namespace
 
 ExecutorResult Executor::run() {
@@ -147,7 +155,7 @@ ExecutorResult Executor::run() {
   net.init(init_rng);
   place_layers(cfg_, net, local_rank_, rank == 0);
   GradientCommunicator comm(t_, net, hooks_.on_allreduce);
-  Replanner planner(cfg_.mgwfbp, t_, net, comm.allreduce(), hooks_.plan);
+  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan);
   MomentumSgd sgd(net, cfg_.cnn);
   RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank);
   io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));
@@ -166,6 +174,7 @@ ExecutorResult Executor::run() {
     else
       sampler.next(cfg_.optimizer.minibatch, rows);
     load_batch(train_, rows, x, labels);
+    set_factor_layers(net, planner.plan());
     const auto t0 = comm.begin(it, planner.plan());
     net.forward(x);
     const auto t1 = SteadyClock::now();
@@ -188,11 +197,13 @@ ExecutorResult Executor::run() {
           us_since(t0, SteadyClock::now()),
           planner.profiling(it) ? 0.0 : planner.predicted_us(),
           loss};
+    const auto groups = comm.group_records();
+    for (const auto& g : groups) st.bytes_sent += g.bytes_sent;
     planner.record(it, st.forward_us, layer_us, st.backward_us);
     if (log.traces(it, planned_at)) {
       std::vector<std::string> names;
       for (int i = 0; i < net.layers(); ++i) names.push_back(net.layer(i).name());
-      log.trace({t0, &st, us_since(t0, t3), &layer_us, names, comm.group_times(), &planner.plan()});
+      log.trace({t0, &st, us_since(t0, t3), &layer_us, names, groups, &planner.plan()});
     }
     if (rank == 0 && ((it + 1) % cfg_.eval.every == 0 || it + 1 == iters)) {
       if (test_ && test_->n > 0) res.test_accuracy = test_accuracy(net, *test_);

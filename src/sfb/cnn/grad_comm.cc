@@ -3,7 +3,7 @@
 namespace sfb::cnn {
 
 GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook)
-    : t_(t), net_(net), hook_(std::move(hook)), allreduce_(t) {
+    : t_(t), net_(net), hook_(std::move(hook)), allreduce_(t), allgather_(t) {
   ready_q_.set_capacity(1 << 16);
   // Also wakes a training thread in wait() when this thread fails (after the error is recorded).
   thread_.on_abort([this] {
@@ -30,7 +30,7 @@ GradientCommunicator::~GradientCommunicator() {
 SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
   std::lock_guard lock(mu_);
   groups_done_ = 0;
-  group_times_.clear();
+  group_records_.clear();
   plan_ = plan;
   iter_start_ = SteadyClock::now();
   iter_ = iter;
@@ -44,9 +44,9 @@ void GradientCommunicator::wait() {
   if (auto e = thread_.error()) std::rethrow_exception(e);
 }
 
-std::vector<std::pair<double, double>> GradientCommunicator::group_times() const {
+std::vector<GroupRecord> GradientCommunicator::group_records() const {
   std::lock_guard lock(mu_);
-  return group_times_;
+  return group_records_;
 }
 
 void GradientCommunicator::loop() {
@@ -71,7 +71,6 @@ void GradientCommunicator::loop() {
 void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::vector<char>& ready,
                                  std::vector<float>& buf) {
   std::fill(ready.begin(), ready.end(), 0);
-  const float inv = 1.0f / static_cast<float>(t_.size());
   for (size_t g = 0; g < plan.size(); ++g) {
     const mgwfbp::Group grp = plan[g];
     // Layers become ready in backward order: wait for the group's last-ready layer.
@@ -82,21 +81,47 @@ void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::ve
       ready[static_cast<size_t>(p)] = 1;
     }
     if (hook_) hook_(iter, static_cast<int>(g), grp, ready);
-    const double t_start = us_since(iter_start_, SteadyClock::now());
-    buf.clear();
-    for (int p = grp.hi; p >= grp.lo; --p)
-      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
-        buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
-    allreduce_.run(buf, iter * 4096 + static_cast<int64_t>(g));
-    size_t o = 0;
-    for (int p = grp.hi; p >= grp.lo; --p)
-      for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
-        for (Eigen::Index i = 0; i < gm->size(); ++i) gm->data()[i] = buf[o++] * inv;
-    const double t_end = us_since(iter_start_, SteadyClock::now());
+    GroupRecord rec;
+    rec.sf = grp.sf;
+    rec.start_us = us_since(iter_start_, SteadyClock::now());
+    const int64_t sent = t_.total_counters().bytes_sent;  // only this thread sends during an iteration
+    const int64_t id = iter * 4096 + static_cast<int64_t>(g);
+    if (grp.sf)
+      allgather_group(grp, id);
+    else
+      allreduce_group(grp, id, buf);
+    rec.bytes_sent = t_.total_counters().bytes_sent - sent;
+    rec.end_us = us_since(iter_start_, SteadyClock::now());
     std::lock_guard lock(mu_);
-    group_times_.emplace_back(t_start, t_end);
+    group_records_.push_back(rec);
     ++groups_done_;
     cv_.notify_all();
+  }
+}
+
+void GradientCommunicator::allreduce_group(const mgwfbp::Group& grp, int64_t id, std::vector<float>& buf) {
+  const float inv = 1.0f / static_cast<float>(t_.size());
+  buf.clear();
+  for (int p = grp.hi; p >= grp.lo; --p)
+    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+      buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
+  allreduce_.run(buf, id);
+  size_t o = 0;
+  for (int p = grp.hi; p >= grp.lo; --p)
+    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+      for (Eigen::Index i = 0; i < gm->size(); ++i) gm->data()[i] = buf[o++] * inv;
+}
+
+void GradientCommunicator::allgather_group(const mgwfbp::Group& grp, int64_t id) {
+  std::vector<SfBatch> mine;
+  for (int p = grp.hi; p >= grp.lo; --p) mine.push_back(factor_batch(net_.factors(p)));
+  const auto all = allgather_.run(std::move(mine), id);
+  const float inv = 1.0f / static_cast<float>(t_.size());
+  std::vector<const SfBatch*> layer(all.size());
+  for (int p = grp.hi, k = 0; p >= grp.lo; --p, ++k) {
+    for (size_t r = 0; r < all.size(); ++r) layer[r] = &all[r][static_cast<size_t>(k)];
+    const auto gs = net_.layer(net_.param_layer_index(p)).grads();
+    rebuild_gradient(layer, inv, *gs[0], *gs[1], scratch_);
   }
 }
 

@@ -1,9 +1,13 @@
 #pragma once
 // The gradient-communication thread of the CNN executor (MG-WFBP's Algorithm 2). Per iteration
 // it follows the plan group by group, in backward order: it waits until the group's last-ready
-// layer has reported its gradient (ready()), copies the group's gradients into one flat buffer,
-// all-reduces it with the rank-order all-reduce (every planner gives bitwise the same sums),
-// divides by P and copies back, and records when each group's all-reduce started and ended.
+// layer has reported its gradient (ready()), then sends the group by its transport:
+//  * dense: copies the group's gradients into one flat buffer, all-reduces it with the rank-order
+//    all-reduce (every planner gives bitwise the same sums), divides by P and copies back;
+//  * sufficient factors (g.sf, fully connected layers only): all-gathers every layer's factors
+//    (one message per rank, comm/sf_allgather.h) and rebuilds each layer's averaged weight and
+//    bias gradients from all ranks' factors in rank order (factor_grads.h);
+// and records when each group started and ended and the bytes it sent.
 //
 // Threads: begin(), ready(), wait() and allreduce() are called by the training thread; the
 // communication thread touches a param layer's gradients only between its ready() and wait().
@@ -14,8 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/network.h"
 #include "sfb/comm/rank_order_allreduce.h"
+#include "sfb/comm/sf_allgather.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/mgwfbp/planner.h"
@@ -26,6 +32,13 @@ using SteadyClock = std::chrono::steady_clock;
 inline double us_since(SteadyClock::time_point t0, SteadyClock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - t0).count();
 }
+
+// One group's communication in one iteration.
+struct GroupRecord {
+  double start_us = 0, end_us = 0;  // since the iteration began
+  int64_t bytes_sent = 0;           // by this rank
+  bool sf = false;                  // sent as sufficient factors
+};
 
 class GradientCommunicator {
  public:
@@ -44,19 +57,24 @@ class GradientCommunicator {
   void ready(int p) { ready_q_.push(p); }
   // Waits until every group of the iteration is all-reduced; rethrows the thread's error.
   void wait();
-  // (start, end) of each group's all-reduce in microseconds since begin(); valid after wait().
-  std::vector<std::pair<double, double>> group_times() const;
-  // The all-reduce, for measurements between iterations (the thread is idle then).
+  // Each group's times and bytes; valid after wait().
+  std::vector<GroupRecord> group_records() const;
+  // The all-reduce and the all-gather, for measurements between iterations (the thread is idle then).
   comm::RankOrderAllreduce& allreduce() { return allreduce_; }
+  comm::SfAllgather& allgather() { return allgather_; }
 
  private:
   void loop();
   void serve(int64_t iter, const mgwfbp::Plan& plan, std::vector<char>& ready, std::vector<float>& buf);
+  void allreduce_group(const mgwfbp::Group& g, int64_t id, std::vector<float>& buf);
+  void allgather_group(const mgwfbp::Group& g, int64_t id);
 
   comm::Transport& t_;
   Network& net_;
   OnAllreduce hook_;
   comm::RankOrderAllreduce allreduce_;
+  comm::SfAllgather allgather_;
+  RebuildScratch scratch_;
   BoundedQueue<int> ready_q_;  // param layer ids; -1 stops the thread
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -65,7 +83,7 @@ class GradientCommunicator {
   mgwfbp::Plan plan_;
   int groups_done_ = 0;
   SteadyClock::time_point iter_start_;
-  std::vector<std::pair<double, double>> group_times_;
+  std::vector<GroupRecord> group_records_;
   ThreadGroup thread_;  // last: stops the thread before the members it uses go
 };
 

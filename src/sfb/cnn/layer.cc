@@ -159,10 +159,16 @@ class Linear final : public WeightBiasLayer {
     y.rowwise() += b_.row(0);
   }
   void backward(const Matrix& x, const Matrix&, const Matrix& dy, Matrix* dx) override {
-    dW_.noalias() = dy.transpose() * x;
-    db_.row(0) = dy.colwise().sum();
+    if (param_grads_) {
+      dW_.noalias() = dy.transpose() * x;
+      db_.row(0) = dy.colwise().sum();
+    }
     if (dx) dx->noalias() = dy * W_;
   }
+  void set_param_grads(bool on) override { param_grads_ = on; }
+
+ private:
+  bool param_grads_ = true;
 };
 
 }  // namespace

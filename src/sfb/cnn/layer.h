@@ -50,6 +50,10 @@ class Layer {
   virtual void backward(const Matrix& x, const Matrix& y, const Matrix& dy, Matrix* dx) = 0;
   virtual std::vector<Matrix*> params() { return {}; }
   virtual std::vector<Matrix*> grads() { return {}; }
+  // Whether backward() writes the parameter gradients (default: yes). A fully connected layer whose
+  // gradient travels as sufficient factors skips them (every rank rebuilds them from the factors);
+  // layers without factors ignore this.
+  virtual void set_param_grads(bool on) { (void)on; }
   int64_t param_count();
 };
 

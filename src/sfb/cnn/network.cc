@@ -80,6 +80,40 @@ Network::Network(const std::string& spec, Shape input, Kernels kernels) {
   SFB_CHECK(!param_layer_.empty(), "cnn.layers \"{}\" has no layer with parameters", spec);
   acts_.resize(layers_.size() + 1);
   grads_.resize(layers_.size() + 1);
+  factor_layer_.assign(layers_.size(), 0);
+}
+
+void Network::set_backend(std::unique_ptr<DeviceBackend> backend) {
+  backend_ = std::move(backend);
+  if (backend_) backend_->set_factor_layers(factor_layer_);
+}
+
+int64_t Network::factor_floats(int p) {
+  const LayerInfo li = layer(param_layer_index(p)).info();
+  return li.kind == LayerInfo::Kind::kLinear ? li.out.size() + li.in.size() : 0;
+}
+
+void Network::set_factor_layers(const std::vector<char>& sf) {
+  SFB_ENFORCE(static_cast<int>(sf.size()) == param_layers(), "{} factor flags for {} param layers", sf.size(),
+              param_layers());
+  std::vector<char> by_layer(layers_.size(), 0);
+  for (int p = 0; p < param_layers(); ++p) {
+    const int i = param_layer_index(p);
+    SFB_ENFORCE(!sf[static_cast<size_t>(p)] || factor_floats(p) > 0, "layer {} ({}) has no sufficient factors", i,
+                layer(i).name());
+    by_layer[static_cast<size_t>(i)] = sf[static_cast<size_t>(p)];
+  }
+  if (by_layer == factor_layer_) return;
+  factor_layer_ = by_layer;
+  for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->set_param_grads(!factor_layer_[i]);
+  if (backend_) backend_->set_factor_layers(factor_layer_);
+}
+
+Factors Network::factors(int p) {
+  const int i = param_layer_index(p);
+  SFB_ENFORCE(factor_layer_[static_cast<size_t>(i)], "layer {} ({}) does not send factors", i, layer(i).name());
+  if (backend_) return backend_->factors(i);
+  return {&grads_[static_cast<size_t>(i) + 1], &acts_[static_cast<size_t>(i)]};
 }
 
 void Network::init(Rng& rng) {

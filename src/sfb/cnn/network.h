@@ -20,6 +20,13 @@
 
 namespace sfb::cnn {
 
+// A fully connected layer's gradient over a batch of n samples as its sufficient factors:
+// dW = delta^T input and db = the column sums of delta.
+struct Factors {
+  const Matrix* delta = nullptr;  // n x out: the loss gradient w.r.t. the layer's outputs
+  const Matrix* input = nullptr;  // n x in: the layer's inputs
+};
+
 // Runs the layers of a Network on another device (sfb/cnn/cuda/): the Network keeps the host
 // copies of parameters and gradients (what the communication thread and the update use); the
 // backend uploads parameters after params_changed() and downloads each param layer's gradients
@@ -32,6 +39,10 @@ class DeviceBackend {
   virtual double backward(const std::vector<int32_t>& labels, const std::function<void(int)>& on_ready,
                           std::vector<double>* layer_us) = 0;
   virtual void params_changed() = 0;
+  // Layers (by layer index) whose gradients travel as factors: backward computes and downloads
+  // their factors (host copies, factors()) instead of their parameter gradients.
+  virtual void set_factor_layers(const std::vector<char>& by_layer) = 0;
+  virtual Factors factors(int layer) const = 0;
 };
 
 class Network {
@@ -56,12 +67,22 @@ class Network {
   // Parameters (floats) of param layer p.
   int64_t param_floats(int p);
   int64_t total_params();
+  // Floats per sample of param layer p's sufficient factors (out + in): a fully connected layer's;
+  // 0 for a layer without them (convolutions).
+  int64_t factor_floats(int p);
+  // Which param layers' gradients travel as sufficient factors from the next backward() on (one
+  // flag per param layer; each flagged one must have factors): they skip their parameter
+  // gradients, which the receiver rebuilds from everyone's factors.
+  void set_factor_layers(const std::vector<char>& sf);
+  // Param layer p's factors from the last backward(): valid from on_ready(p) until the next
+  // forward(). Only for a layer flagged by set_factor_layers.
+  Factors factors(int p);
   // The param layer that a layer's backward time is attributed to (see the class comment); -1
   // for parameterless layers before the first param layer (their time is still backward time).
   int owner_param_layer(int layer) const { return owner_[static_cast<size_t>(layer)]; }
   std::string describe() const;
   // Moves the computation to a device backend (null: back to the CPU layers).
-  void set_backend(std::unique_ptr<DeviceBackend> backend) { backend_ = std::move(backend); }
+  void set_backend(std::unique_ptr<DeviceBackend> backend);
   DeviceBackend* backend() { return backend_.get(); }
   // The host parameters changed (after an update): a device backend uploads them.
   void params_changed() {
@@ -71,10 +92,11 @@ class Network {
  private:
   std::unique_ptr<DeviceBackend> backend_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<int> param_layer_;  // param layer p -> layer index
-  std::vector<int> owner_;        // layer -> param layer
-  std::vector<Matrix> acts_;      // acts_[0] = input, acts_[i + 1] = output of layer i
-  std::vector<Matrix> grads_;     // grads_[i]: the loss gradient w.r.t. acts_[i]
+  std::vector<int> param_layer_;    // param layer p -> layer index
+  std::vector<int> owner_;          // layer -> param layer
+  std::vector<char> factor_layer_;  // by layer index: its gradient travels as factors
+  std::vector<Matrix> acts_;        // acts_[0] = input, acts_[i + 1] = output of layer i
+  std::vector<Matrix> grads_;       // grads_[i]: the loss gradient w.r.t. acts_[i]
 };
 
 }  // namespace sfb::cnn

@@ -253,10 +253,16 @@ class BlasLinear final : public detail::WeightBiasLayer {
     gemm(Op::kNone, x, Op::kTranspose, W_, y, 1.0f, 1.0f);
   }
   void backward(const Matrix& x, const Matrix&, const Matrix& dy, Matrix* dx) override {
-    gemm(Op::kTranspose, dy, Op::kNone, x, dW_);
-    db_.row(0) = dy.colwise().sum();
+    if (param_grads_) {
+      gemm(Op::kTranspose, dy, Op::kNone, x, dW_);
+      db_.row(0) = dy.colwise().sum();
+    }
     if (dx) gemm(Op::kNone, dy, Op::kNone, W_, *dx);
   }
+  void set_param_grads(bool on) override { param_grads_ = on; }
+
+ private:
+  bool param_grads_ = true;
 };
 
 }  // namespace

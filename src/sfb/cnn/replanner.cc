@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/comm/collectives.h"
 #include "sfb/core/error.h"
@@ -21,28 +22,40 @@ double median(std::vector<double> v) {
 }  // namespace
 
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost) {
-  ByteWriter w(16 + plan.size() * 16);
+  ByteWriter w(32 + plan.size() * 24);
   w.put<double>(cost.a_us);
   w.put<double>(cost.b_us_per_byte);
+  w.put<double>(cost.ag_a_us);
+  w.put<double>(cost.ag_b_us_per_byte);
   for (const auto& g : plan) {
     w.put<int64_t>(g.lo);
     w.put<int64_t>(g.hi);
+    w.put<int64_t>(g.sf ? 1 : 0);
   }
   return w.take();
 }
 
-mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers) {
-  if (bytes.size() < 16 || (bytes.size() - 16) % 16 != 0)
+mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers,
+                         const std::vector<char>& has_factors) {
+  if (bytes.size() < 32 || (bytes.size() - 32) % 24 != 0)
     throw CommError(fmt::format("plan broadcast of {} bytes", bytes.size()));
   ByteReader r(bytes, "plan broadcast", ByteReader::Source::kMessage);
   cost.a_us = r.get<double>("a_us");
   cost.b_us_per_byte = r.get<double>("b_us_per_byte");
+  cost.ag_a_us = r.get<double>("ag_a_us");
+  cost.ag_b_us_per_byte = r.get<double>("ag_b_us_per_byte");
   mgwfbp::Plan plan;
   while (r.remaining() > 0) {
-    const auto lo = r.get<int64_t>("lo"), hi = r.get<int64_t>("hi");
+    const auto lo = r.get<int64_t>("lo"), hi = r.get<int64_t>("hi"), sf = r.get<int64_t>("transport");
     if (lo < 0 || hi < lo || hi >= layers)
       throw CommError(fmt::format("plan broadcast: group [{}, {}] outside the {} param layers", lo, hi, layers));
-    plan.push_back({static_cast<int>(lo), static_cast<int>(hi)});
+    if (sf != 0 && sf != 1)
+      throw CommError(fmt::format("plan broadcast: group [{}, {}] has transport {} (0 dense, 1 factors)", lo, hi, sf));
+    for (int64_t p = lo; sf == 1 && p <= hi; ++p)
+      if (static_cast<size_t>(p) >= has_factors.size() || !has_factors[static_cast<size_t>(p)])
+        throw CommError(
+            fmt::format("plan broadcast: group [{}, {}] goes as sufficient factors but layer {} has none", lo, hi, p));
+    plan.push_back({static_cast<int>(lo), static_cast<int>(hi), sf == 1});
   }
   try {
     mgwfbp::check_plan(plan, layers);
@@ -53,10 +66,6 @@ mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& co
 }
 
 void check_planner(const MgwfbpConfig& cfg) {
-  SFB_CHECK(cfg.planner.rfind("hybrid", 0) != 0,
-            "mgwfbp.planner = \"{}\": the executor all-reduces every group densely; sending layers as sufficient "
-            "factors is predicted by mgwfbp-plan (--planners hybrid,hybrid-optimal) but not run yet",
-            cfg.planner);
   // The name (and a size argument) as make_plan reads it, on a one-layer profile.
   try {
     mgwfbp::make_plan(cfg.planner, mgwfbp::Profile{"mgwfbp.planner", {{"l", 1, 1.0}}, 0.0}, {});
@@ -65,12 +74,14 @@ void check_planner(const MgwfbpConfig& cfg) {
   }
 }
 
-Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, comm::RankOrderAllreduce& allreduce,
-                     const mgwfbp::Plan* fixed)
+Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm,
+                     int64_t batch, const mgwfbp::Plan* fixed)
     : cfg_(cfg),
       t_(t),
       net_(net),
-      allreduce_(allreduce),
+      allreduce_(comm.allreduce()),
+      allgather_(comm.allgather()),
+      batch_(batch),
       fixed_(fixed != nullptr),
       profile_iters_(fixed ? 0 : cfg.profile_iters) {
   check_planner(cfg);
@@ -111,15 +122,21 @@ bool Replanner::drifted() const {
 }
 
 // The profile from this rank's measurements: each param layer's median backward time, with the
-// time of the parameterless layers it owns.
+// time of the parameterless layers it owns; for a fully connected layer its factors' floats and
+// the measured time to rebuild its gradient from all ranks' factors, per rank.
 mgwfbp::Profile Replanner::measured_profile() const {
   const int L = net_.param_layers();
   mgwfbp::Profile prof;
   prof.source = "live";
   prof.layers.resize(static_cast<size_t>(L));
   for (int p = 0; p < L; ++p) {
-    prof.layers[static_cast<size_t>(p)].name = net_.layer(net_.param_layer_index(p)).name();
-    prof.layers[static_cast<size_t>(p)].params = net_.param_floats(p);
+    auto& layer = prof.layers[static_cast<size_t>(p)];
+    const LayerInfo li = net_.layer(net_.param_layer_index(p)).info();
+    layer.name = net_.layer(net_.param_layer_index(p)).name();
+    layer.params = net_.param_floats(p);
+    layer.sf_floats = batch_ * net_.factor_floats(p);
+    if (layer.sf_floats > 0)
+      layer.t_sf_us = time_rebuild_us(li.out.size(), li.in.size(), batch_, t_.size()) / t_.size();
   }
   for (int i = 0; i < net_.layers(); ++i) {
     std::vector<double> v;
@@ -151,30 +168,97 @@ std::vector<mgwfbp::Sample> Replanner::time_allreduces() {
   return samples;
 }
 
+// Times SF all-gathers of one batch per rank on this communicator: the median of 5 per size, from
+// 4 KiB to max_bytes per rank (at least 16 KiB: three sizes for the fit).
+std::vector<mgwfbp::Sample> Replanner::time_allgathers(int64_t max_bytes) {
+  std::vector<mgwfbp::Sample> samples;
+  max_bytes = std::max<int64_t>(16384, max_bytes);
+  for (int64_t bytes = 4096;; bytes *= 2) {
+    const int64_t b = std::min(bytes, max_bytes);
+    SfBatch probe;
+    probe.count = 1;
+    probe.J = 1;
+    probe.D = static_cast<int32_t>(std::max<int64_t>(1, b / 4 - 1));
+    probe.u = Matrix::Ones(1, 1);
+    probe.v = Matrix::Ones(1, probe.D);
+    std::vector<double> times;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = SteadyClock::now();
+      allgather_.run({probe}, probe_id_++);
+      times.push_back(us_since(t0, SteadyClock::now()));
+    }
+    samples.push_back({b, median(times)});
+    if (b >= max_bytes) break;
+  }
+  return samples;
+}
+
+// The all-reduce fit and, when some layer has factors, the all-gather fit (collective: every rank
+// times, rank 0's fit counts); `log` gets a line about them.
+mgwfbp::CostModel Replanner::fit_costs(const mgwfbp::Profile& prof, std::string& log) {
+  const auto ar = time_allreduces();
+  int64_t sf_bytes = 0;
+  for (const auto& l : prof.layers) sf_bytes += 4 * l.sf_floats;
+  const auto ag = sf_bytes > 0 && t_.size() > 1 ? time_allgathers(sf_bytes) : std::vector<mgwfbp::Sample>{};
+  mgwfbp::CostModel cost;
+  cost.nodes = t_.size();
+  const mgwfbp::Fit fit = mgwfbp::fit_cost_model(ar, 0);
+  // Noise on a fast link can give a negative start-up; it is not physical.
+  cost.a_us = std::max(0.0, fit.model.a_us);
+  cost.b_us_per_byte = std::max(0.0, fit.model.b_us_per_byte);
+  log =
+      fmt::format("all-reduce fit a = {:.1f} us, b = {:.3e} us/B (R^2 {:.3f})", cost.a_us, cost.b_us_per_byte, fit.r2);
+  if (ag.empty()) return cost;
+  const mgwfbp::Fit agf = mgwfbp::fit_cost_model(ag, 0);
+  cost.ag_a_us = std::max(0.0, agf.model.a_us);
+  cost.ag_b_us_per_byte = std::max(0.0, agf.model.b_us_per_byte);
+  log += fmt::format("; factor all-gather fit a = {:.1f} us, b = {:.3e} us/B per rank's byte (R^2 {:.3f})",
+                     cost.ag_a_us, cost.ag_b_us_per_byte, agf.r2);
+  return cost;
+}
+
+// Rank 0: each group of the chosen plan with its transport, bytes per rank and predicted time.
+void Replanner::log_plan(const mgwfbp::Profile& prof, const mgwfbp::CostModel& cost, const mgwfbp::Plan& plan) const {
+  spdlog::info("plan ({}): {}", cfg_.planner, mgwfbp::describe(plan));
+  const int P = t_.size();
+  for (size_t g = 0; g < plan.size(); ++g) {
+    int64_t dense = 0, sf = 0;
+    for (int l = plan[g].lo; l <= plan[g].hi; ++l) {
+      dense += 4 * prof.layers[static_cast<size_t>(l)].params;
+      sf += 4 * prof.layers[static_cast<size_t>(l)].sf_floats;
+    }
+    // Bytes one rank sends: the rank-order all-reduce 2 (P-1)/P of the buffer, the all-gather
+    // P - 1 copies of its factors.
+    const int64_t sent = plan[g].sf ? (P - 1) * sf : 2 * (P - 1) * dense / std::max(P, 1);
+    spdlog::info("  group {}: layers {}-{} {:<22} {:>12} bytes sent per rank, predicted {:>9.0f} us", g, plan[g].hi,
+                 plan[g].lo, plan[g].sf ? "as sufficient factors" : "dense all-reduce", sent,
+                 mgwfbp::group_time_us(prof, cost, plan[g]));
+  }
+}
+
 void Replanner::replan(bool again) {
   const mgwfbp::Profile prof = measured_profile();
-  const auto samples = time_allreduces();
-  mgwfbp::CostModel cost;
+  std::string fits;
+  mgwfbp::CostModel cost = fit_costs(prof, fits);
   mgwfbp::Plan chosen;
   if (t_.rank() == 0) {
-    const mgwfbp::Fit fit = mgwfbp::fit_cost_model(samples, 0);
-    cost = fit.model;
-    cost.a_us = std::max(0.0, cost.a_us);  // noise on a fast link; a negative start-up is not physical
-    cost.b_us_per_byte = std::max(0.0, cost.b_us_per_byte);
     chosen = mgwfbp::make_plan(cfg_.planner, prof, cost);
-    spdlog::info(
-        "{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; all-reduce fit a = {:.1f} us, b = {:.3e} "
-        "us/B (R^2 {:.3f})",
-        again ? "re-" : "", prof.forward_us, prof.backward_us(), net_.param_layers(), cost.a_us, cost.b_us_per_byte,
-        fit.r2);
-    predictions_ = mgwfbp::predict(prof, mgwfbp::planner_names(), {t_.size()}, [&](int) { return cost; });
+    spdlog::info("{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; {}", again ? "re-" : "",
+                 prof.forward_us, prof.backward_us(), net_.param_layers(), fits);
+    auto names = mgwfbp::planner_names();
+    if (std::any_of(prof.layers.begin(), prof.layers.end(), [](const mgwfbp::Layer& l) { return l.sf_floats > 0; }))
+      names.insert(names.end(), {"hybrid", "hybrid-optimal"});
+    predictions_ = mgwfbp::predict(prof, names, {t_.size()}, [&](int) { return cost; });
     for (const auto& pr : predictions_)
-      spdlog::info("  planner {:<10} {:>3} groups, predicted iteration {:>9.0f} us, non-overlapped comm {:>8.0f} us",
+      spdlog::info("  planner {:<14} {:>3} groups, predicted iteration {:>9.0f} us, non-overlapped comm {:>8.0f} us",
                    pr.planner, pr.groups, pr.iteration_us, pr.non_overlapped_us);
-    spdlog::info("plan ({}): {}", cfg_.planner, mgwfbp::describe(chosen));
+    log_plan(prof, cost, chosen);
   }
   const Bytes enc = t_.rank() == 0 ? encode_plan(chosen, cost) : Bytes();
-  plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers());
+  std::vector<char> has_factors;
+  for (const auto& l : prof.layers) has_factors.push_back(l.sf_floats > 0 ? 1 : 0);
+  plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
+  cost.nodes = t_.size();
   cost_ = cost;
   profile_ = prof;
   predicted_us_ = mgwfbp::simulate(prof, cost, plan_).iteration_us;

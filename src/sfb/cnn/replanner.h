@@ -1,18 +1,23 @@
 #pragma once
 // Profiling and planning in the CNN executor. The first mgwfbp.profile_iters iterations run as
-// SyncEASGD (one group) while their forward time and per-layer backward times are recorded
+// SyncEASGD (one dense group) while their forward time and per-layer backward times are recorded
 // (parameterless layers folded into the param layer that owns their time). Then, between two
-// iterations, every rank times all-reduces of growing size on the live transport, rank 0 builds
-// the profile, fits T(M) = a + b M, plans with mgwfbp.planner, logs every planner's prediction,
-// and broadcasts cost and plan; everyone adopts them. With mgwfbp.replan_threshold > 0, every
+// iterations, every rank times all-reduces of growing size on the live transport and, when the
+// network has fully connected layers, sufficient-factor all-gathers of growing size and each such
+// layer's gradient rebuild (t_sf); rank 0 builds the profile, fits T(M) = a + b M for both
+// transports, plans with mgwfbp.planner (the hybrid planners choose each group's transport),
+// logs every planner's prediction and the chosen plan's groups (transport, bytes per rank), and
+// broadcasts cost and plan; everyone adopts them. With mgwfbp.replan_threshold > 0, every
 // mgwfbp.replan_every iterations rank 0 checks the median backward time of the last 50
 // iterations against the profile, and all ranks re-profile and re-plan when it drifted by more
 // than that fraction.
 //
 // Threads: the training thread; the collective steps need the gradient-communication thread idle.
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/network.h"
 #include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/core/bytes.h"
@@ -22,14 +27,14 @@
 
 namespace sfb::cnn {
 
-// Throws InvalidArgument naming mgwfbp.planner when the executor cannot run it (an unknown name,
-// or a hybrid planner: the executor all-reduces every group).
+// Throws InvalidArgument naming mgwfbp.planner when it is not a planner's name.
 void check_planner(const MgwfbpConfig& cfg);
 
 class Replanner {
  public:
-  // `fixed`: use this plan for every iteration, without profiling (tests).
-  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, comm::RankOrderAllreduce& allreduce,
+  // `batch`: samples per rank and iteration (the factors' rows); `fixed`: use this plan for every
+  // iteration, without profiling (tests).
+  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm, int64_t batch,
             const mgwfbp::Plan* fixed = nullptr);
 
   // Collective: called before iteration `it` on every rank; (re)plans when it is time. True when
@@ -52,12 +57,17 @@ class Replanner {
   void replan(bool again);
   mgwfbp::Profile measured_profile() const;
   std::vector<mgwfbp::Sample> time_allreduces();
+  std::vector<mgwfbp::Sample> time_allgathers(int64_t max_bytes);
+  mgwfbp::CostModel fit_costs(const mgwfbp::Profile& prof, std::string& log);
+  void log_plan(const mgwfbp::Profile& prof, const mgwfbp::CostModel& cost, const mgwfbp::Plan& plan) const;
   bool drifted() const;
 
   const MgwfbpConfig cfg_;
   comm::Transport& t_;
   Network& net_;
   comm::RankOrderAllreduce& allreduce_;
+  comm::SfAllgather& allgather_;
+  const int64_t batch_;
   const bool fixed_;
   const int64_t profile_iters_;
   mgwfbp::Plan plan_;
@@ -71,10 +81,12 @@ class Replanner {
   int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
 };
 
-// The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, then per group
-// i64 lo, i64 hi.
+// The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, f64 ag_a_us,
+// f64 ag_b_us_per_byte, then per group i64 lo, i64 hi, i64 transport (0 dense, 1 factors).
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost);
-// Throws CommError for a malformed message and for a plan that is not a partition of `layers`.
-mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers);
+// Throws CommError for a malformed message, a plan that is not a partition of `layers`, and a
+// factor group holding a layer without factors (has_factors[p]; empty: no layer has them).
+mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers,
+                         const std::vector<char>& has_factors = {});
 
 }  // namespace sfb::cnn

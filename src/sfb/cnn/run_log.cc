@@ -19,9 +19,10 @@ bool RunLog::traces(int64_t it, int64_t planned_at) const {
   return rank_ == 0 && !out_.trace.empty() && planned_at >= 0 && it < planned_at + out_.trace_iters;
 }
 
-void RunLog::event(const std::string& name, int tid, double ts_us, double dur_us) {
-  events_.push_back(Json{
-      {"name", name}, {"ph", "X"}, {"pid", rank_}, {"tid", tid}, {"ts", fixed(ts_us, 1)}, {"dur", fixed(dur_us, 1)}});
+void RunLog::event(const std::string& name, int tid, double ts_us, double dur_us, Json args) {
+  Json e{{"name", name}, {"ph", "X"}, {"pid", rank_}, {"tid", tid}, {"ts", fixed(ts_us, 1)}, {"dur", fixed(dur_us, 1)}};
+  if (!args.is_null()) e["args"] = std::move(args);
+  events_.push_back(std::move(e));
 }
 
 void RunLog::trace(const IterationTimeline& t) {
@@ -34,9 +35,13 @@ void RunLog::trace(const IterationTimeline& t) {
     event(fmt::format("backward {}", t.layer_names[static_cast<size_t>(i)]), 1, at, dur);
     at += dur;
   }
-  for (size_t g = 0; g < t.groups.size(); ++g)
-    event(fmt::format("allreduce group {} (layers {}-{})", g, (*t.plan)[g].lo, (*t.plan)[g].hi), 2,
-          base + t.groups[g].first, t.groups[g].second - t.groups[g].first);
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    const GroupRecord& r = t.groups[g];
+    event(fmt::format("{} group {} (layers {}-{})", r.sf ? "sf allgather" : "allreduce", g, (*t.plan)[g].lo,
+                      (*t.plan)[g].hi),
+          2, base + r.start_us, r.end_us - r.start_us,
+          Json{{"transport", r.sf ? "sf" : "dense"}, {"bytes_sent", r.bytes_sent}});
+  }
   event("update", 0, base + t.update_start_us, st.iteration_us - t.update_start_us);
 }
 
@@ -44,13 +49,14 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
                     double predicted_us, double seconds) {
   if (rank_ != 0) return;
   // Means over the iterations since the last report.
-  double f = 0, bw = 0, w = 0, itu = 0;
+  double f = 0, bw = 0, w = 0, itu = 0, bytes = 0;
   int64_t cnt = 0;
   for (auto r = history.rbegin(); r != history.rend() && cnt < eval_every_; ++r, ++cnt) {
     f += r->forward_us;
     bw += r->backward_us;
     w += r->comm_wait_us;
     itu += r->iteration_us;
+    bytes += static_cast<double>(r->bytes_sent);
   }
   const double n = static_cast<double>(std::max<int64_t>(cnt, 1));
   spdlog::info(
@@ -67,6 +73,7 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
                                       {"backward_us", fixed(bw / n, 1)},
                                       {"comm_wait_us", fixed(w / n, 1)},
                                       {"iteration_us", fixed(itu / n, 1)},
+                                      {"bytes_sent", fixed(bytes / n, 0)},
                                       {"predicted_us", fixed(predicted_us, 1)}}));
 }
 
@@ -76,7 +83,7 @@ void RunLog::finish() {
   const Json doc{
       {"traceEvents", events_},
       {"displayTimeUnit", "ms"},
-      {"otherData", {{"tracks", "tid 0: forward and update, 1: backward per layer, 2: all-reduce per group"}}}};
+      {"otherData", {{"tracks", "tid 0: forward and update, 1: backward per layer, 2: communication per group"}}}};
   create_parent_directories(path);
   write_file_atomic(path, to_document(doc));
 }

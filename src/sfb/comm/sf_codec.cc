@@ -134,6 +134,41 @@ SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
   return b;
 }
 
+Bytes encode_sf_batches(std::span<const SfBatch> batches) {
+  int64_t total = 0;
+  for (const SfBatch& b : batches) total += encoded_sf_bytes(b);
+  Bytes out;
+  out.reserve(static_cast<size_t>(total));
+  for (const SfBatch& b : batches) {
+    const Bytes one = encode_sf_batch(b);
+    out.insert(out.end(), one.begin(), one.end());
+  }
+  return out;
+}
+
+std::vector<SfBatch> decode_sf_batches(std::span<const std::byte> d, std::span<const SfExpect> expect) {
+  std::vector<SfBatch> out;
+  size_t at = 0;
+  for (size_t i = 0; i < expect.size(); ++i) {
+    const size_t left = d.size() - at;
+    if (left < kSfHeaderBytes)
+      throw CommError(fmt::format("message of {} SF batches: batch {} starts at byte {} but only {} bytes are left",
+                                  expect.size(), i, at, left));
+    ByteReader r(d.subspan(at + 48, 8), "SF batch header", ByteReader::Source::kMessage);
+    const auto payload = r.get<int64_t>("payload bytes");
+    if (payload < 0 || static_cast<uint64_t>(payload) > left - kSfHeaderBytes)
+      throw CommError(fmt::format("message of {} SF batches: batch {} says {} payload bytes, {} are left",
+                                  expect.size(), i, payload, left - kSfHeaderBytes));
+    const size_t extent = kSfHeaderBytes + static_cast<size_t>(payload);
+    out.push_back(decode_sf_batch(d.subspan(at, extent), expect[i]));
+    at += extent;
+  }
+  if (at != d.size())
+    throw CommError(
+        fmt::format("message of {} SF batches has {} bytes after the last one", expect.size(), d.size() - at));
+  return out;
+}
+
 Bytes encode_control(const ControlMsg& m) {
   ByteWriter w(kControlHeaderBytes + m.payload.size() * 8);
   put_common(w, kKindControl);

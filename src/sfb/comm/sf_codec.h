@@ -46,6 +46,13 @@ struct SfExpect {
 };
 SfBatch decode_sf_batch(std::span<const std::byte> data, const SfExpect& expect);
 
+// Several SF batches in one message (the CNN executor's factor groups: one batch per layer): their
+// encodings back to back, each with its own header.
+Bytes encode_sf_batches(std::span<const SfBatch> batches);
+// Splits such a message at the headers' payload sizes and decodes batch i against expect[i]; the
+// message must hold exactly expect.size() batches (CommError otherwise, naming the batch).
+std::vector<SfBatch> decode_sf_batches(std::span<const std::byte> data, std::span<const SfExpect> expect);
+
 enum class ControlType : uint32_t {
   kStopRequest = 1,  // any rank -> 0: a signal or error asks the job to stop
   kStopQuery = 2,    // 0 -> all: pause before the next clock, reply with committed clocks

@@ -201,6 +201,7 @@ class CudaBackend final : public DeviceBackend {
     check(cudnnCreate(&dnn_), "cudnnCreate");
     const size_t L = static_cast<size_t>(net.layers());
     acts_.resize(L + 1);
+    set_factor_layers(std::vector<char>(L, 0));
     params_.resize(L);
     grads_.resize(L);
     for (size_t i = 0; i < L; ++i)
@@ -217,6 +218,15 @@ class CudaBackend final : public DeviceBackend {
     cublasDestroy(blas_);
   }
   std::string name() const override { return "cuda"; }
+
+  void set_factor_layers(const std::vector<char>& by_layer) override {
+    factor_layer_ = by_layer;
+    fac_delta_.resize(by_layer.size());
+    fac_input_.resize(by_layer.size());
+  }
+  Factors factors(int layer) const override {
+    return {&fac_delta_[static_cast<size_t>(layer)], &fac_input_[static_cast<size_t>(layer)]};
+  }
 
   void params_changed() override {
     for (int i = 0; i < net_.layers(); ++i) {
@@ -250,7 +260,7 @@ class CudaBackend final : public DeviceBackend {
     for (int i = net_.layers() - 1; i >= 0; --i) {
       const auto t0 = std::chrono::steady_clock::now();
       backward_layer(i, i > 0);
-      const bool has_params = download_grads(i);
+      const bool has_params = factor_layer_[static_cast<size_t>(i)] ? download_factors(i) : download_grads(i);
       if (layer_us)
         (*layer_us)[static_cast<size_t>(i)] =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -303,6 +313,22 @@ class CudaBackend final : public DeviceBackend {
             "download gradients");
       std::memcpy(ps[k]->data(), pinned_, bytes);
     }
+    return true;
+  }
+
+  // Host copies of a factor layer's delta (the gradient w.r.t. its output, still in grad_) and input
+  // instead of its parameter gradients: B (out + in) floats instead of out x in.
+  bool download_factors(int i) {
+    const LayerInfo li = net_.layer(i).info();
+    auto down = [&](Matrix& m, const float* src, int64_t cols, const char* what) {
+      m.resize(n_, cols);
+      const size_t bytes = static_cast<size_t>(m.size()) * sizeof(float);
+      stage(bytes);
+      check(cudaMemcpy(pinned_, src, bytes, cudaMemcpyDeviceToHost), what);
+      std::memcpy(m.data(), pinned_, bytes);
+    };
+    down(fac_delta_[static_cast<size_t>(i)], grad_.p, li.out.size(), "download factor deltas");
+    down(fac_input_[static_cast<size_t>(i)], acts_[static_cast<size_t>(i)].p, li.in.size(), "download factor inputs");
     return true;
   }
 
@@ -362,11 +388,14 @@ class CudaBackend final : public DeviceBackend {
 
   void backward_linear(int i, const LayerInfo& li, const LayerPlan& p, const float* x, const float* dy, float* dx) {
     const int out = li.out.c, in = static_cast<int>(li.in.size()), n = static_cast<int>(n_);
-    // dW (out x in) = dY^T X: column-major dW^T (in x out) = X^T (in x n) dY (n x out).
-    check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &kOne, x, in, dy, out, &kZero, grad(i, 0), in),
-          "linear weight gradient GEMM");
-    check(cudnnConvolutionBackwardBias(dnn_, &kOne, p.y.get(), dy, &kZero, p.bias.get(), grad(i, 1)),
-          "linear bias gradient");
+    // A factor layer's gradients are rebuilt from every rank's factors on the host.
+    if (!factor_layer_[static_cast<size_t>(i)]) {
+      // dW (out x in) = dY^T X: column-major dW^T (in x out) = X^T (in x n) dY (n x out).
+      check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &kOne, x, in, dy, out, &kZero, grad(i, 0), in),
+            "linear weight gradient GEMM");
+      check(cudnnConvolutionBackwardBias(dnn_, &kOne, p.y.get(), dy, &kZero, p.bias.get(), grad(i, 1)),
+            "linear bias gradient");
+    }
     if (dx)
       // dX (n x in) = dY W: column-major dX^T (in x n) = W^T (in x out) dY^T (out x n).
       check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, &kOne, param(i, 0), in, dy, out, &kZero, dx, in),
@@ -411,6 +440,8 @@ class CudaBackend final : public DeviceBackend {
   DevBuf<float> grad_, grad_next_, loss_;
   DevBuf<int> labels_;
   Matrix logits_;
+  std::vector<char> factor_layer_;             // by layer: sends factors (set_factor_layers)
+  std::vector<Matrix> fac_delta_, fac_input_;  // by layer: host copies of its factors
   float* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
 };
