@@ -63,13 +63,20 @@ struct NetworkSpec {
   int64_t fit_min_bytes = 8192;
   CostModel fixed;
   bool is_fixed = false;
+  bool fixed_allgather = false;  // ab: with the all-gather's own a and b (as sfbd's profile.csv gives them)
   Network net;
 
   void resolve() {
     if (spec.rfind("ab:", 0) == 0) {
       const auto parts = split_list(spec.substr(3));
-      SFB_CHECK(parts.size() == 2, "--network ab:<a_us>,<b_us_per_byte>, got \"{}\"", spec);
+      SFB_CHECK(parts.size() == 2 || parts.size() == 4,
+                "--network ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>], got \"{}\"", spec);
       fixed = {std::stod(parts[0]), std::stod(parts[1])};
+      if (parts.size() == 4) {
+        fixed.ag_a_us = std::stod(parts[2]);
+        fixed.ag_b_us_per_byte = std::stod(parts[3]);
+        fixed_allgather = true;
+      }
       is_fixed = true;
     } else if (spec.rfind("fit:", 0) == 0 || spec.rfind("bcaffe:", 0) == 0) {
       const bool osu = spec.rfind("fit:", 0) == 0;
@@ -87,8 +94,12 @@ struct NetworkSpec {
     }
   }
   CostModel at(int n) const {
-    return is_fixed ? (n == 1 ? CostModel{} : with_ring_allgather(fixed, n))
-                    : alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte);
+    if (!is_fixed) return alpha_beta_model(algo, n, net.alpha_us, net.beta_us_per_byte);
+    if (n == 1) return CostModel{};
+    if (!fixed_allgather) return with_ring_allgather(fixed, n);
+    CostModel c = fixed;
+    c.nodes = n;
+    return c;
   }
 };
 
@@ -221,10 +232,10 @@ int main(int argc, char** argv) {
   net.spec = "10gbe";
   double forward_ms = -1, forward_ratio = 0.5;
   bool measure = false;
-  int trials = 0, timeline_nodes = 8;
+  int trials = 0, timeline_nodes = 0;
   uint64_t seed = 1;
   sfb::comm::MpiAllreduceBench bench;
-  app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f])");
+  app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f][,sf,t_sf]; sfbd's profile.csv)");
   app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
   app.add_option("--model", model, "A reference network from its layer shapes: alexnet | vgg16");
   app.add_option("--batch", batch, "--model: images per rank (default 32)");
@@ -233,14 +244,17 @@ int main(int argc, char** argv) {
   app.add_option("--forward-ratio", forward_ratio,
                  "Forward = ratio * backward when the profile has no t_f (default 0.5)");
   app.add_option("--network", net.spec,
-                 "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | ab:<a_us>,<b_us_per_byte>");
+                 "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | "
+                 "ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>]");
   app.add_option("--algo", algo, "All-reduce algorithm for 10gbe/ib extrapolation: ring | rd | tree");
   app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)");
   app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
   app.add_option("--planners", planners_arg,
                  "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
   app.add_option("--out", out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
-  app.add_option("--timeline-nodes", timeline_nodes, "Node count of the timeline plot");
+  app.add_option("--timeline-nodes", timeline_nodes,
+                 "Node count of the timeline plot and the groups listing (default 8 when --nodes has it, else "
+                 "the last of --nodes)");
   app.add_flag("--measure", measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
   app.add_option("--max-bytes", bench.max_bytes, "--measure: largest message (default 64 MiB)");
   app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)");
@@ -271,6 +285,9 @@ int main(int argc, char** argv) {
       SFB_CHECK(n >= 1, "--nodes: '{}' is not a node count >= 1", s);
       nodes.push_back(n);
     }
+    SFB_CHECK(!nodes.empty(), "--nodes: no node count in '{}'", nodes_arg);
+    if (timeline_nodes <= 0)
+      timeline_nodes = std::find(nodes.begin(), nodes.end(), 8) != nodes.end() ? 8 : nodes.back();
     auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
     bool factors = false;
     for (const auto& l : p.layers) factors = factors || l.sf_floats > 0;

@@ -2,7 +2,8 @@
 # The CUDA checks, as one script for a machine with a GPU: builds with the CUDA layers, runs the
 # `cuda` tests (CUDA layers against the CPU layers), trains the default CNN for a few hundred
 # iterations on the GPU and on the CPU (one rank each, same seed and batch), and prints a table of
-# step times. Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
+# step times; then the wide fully connected head (configs/fashion_cnn_wide_fc.toml) on the GPU with
+# 2 ranks, hybrid transport (factors downloaded and all-gathered) against dense all-reduces. Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
 # no device answers.
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
 set -euo pipefail
@@ -47,3 +48,22 @@ for d in cuda cpu; do
 done
 gpu=$(sfb_field iteration_us "$OUT/cuda/summary.json"); cpu=$(sfb_field iteration_us "$OUT/cpu/summary.json")
 awk -v g="$gpu" -v c="$cpu" 'BEGIN { if (g > 0) printf "\nGPU step time is %.2fx faster than the CPU step (batch per rank as in the config)\n", c / g }'
+
+echo
+echo "== the wide FC head on the GPU, 2 ranks: hybrid-optimal against mgwfbp (dense), $((ITERS / 3)) iterations"
+for p in hybrid-optimal mgwfbp; do
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} sfb_mpirun -np 2 "$BUILD/apps/sfbd" \
+    --config "$ROOT/configs/fashion_cnn_wide_fc.toml" --set device=cuda --set mgwfbp.planner="$p" \
+    --set stop.max_clocks=$((ITERS / 3)) --set eval.every=$((ITERS / 3)) --set output.dir="$OUT/wide-$p" \
+    --set output.log_level=warn > "$OUT/wide-$p.log" 2>&1 || { tail -20 "$OUT/wide-$p.log"; exit 1; }
+done
+echo "| planner | plan | MB/iter and rank | step (ms, median) | predicted (ms) | accuracy | replicas equal |"
+echo "|---|---|---|---|---|---|---|"
+for p in hybrid-optimal mgwfbp; do
+  s="$OUT/wide-$p/summary.json"
+  printf '| %s | %s | %.3f | %.2f | %.2f | %.2f %% | %s |\n' "$p" "$(sfb_field plan "$s" | sed "s,|,\\\\|,g")" \
+    "$(awk -v x="$(sfb_field bytes_sent_per_iteration "$s")" 'BEGIN { print x / 1e6 }')" \
+    "$(awk -v x="$(sfb_field iteration_us_median "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(sfb_field predicted_us "$s")" 'BEGIN { print x / 1000 }')" \
+    "$(awk -v x="$(sfb_field final_accuracy "$s")" 'BEGIN { print 100 * x }')" "$(sfb_field checksums_equal "$s")"
+done

@@ -9,6 +9,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/io/load_data.h"
+#include "sfb/mgwfbp/profile.h"
 
 namespace sfbd {
 
@@ -60,6 +61,17 @@ int run_cnn(Job& job) {
     print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
     if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
       sfb::write_file_atomic(path, sfb::to_document(summary));
+    // The live profile (none when the run ended before planning), for mgwfbp-plan at other sizes.
+    if (const auto path = cfg.output.path(cfg.output.profile); !path.empty() && r.profile.size() > 0)
+      sfb::mgwfbp::write_profile_csv(
+          path, r.profile,
+          fmt::format("measured by sfbd ({}, {} ranks, batch {} per rank); t_f is not per layer: the whole forward "
+                      "pass took {:.0f} us\nmgwfbp-plan --profile {} --forward-ms {:.3f} --network "
+                      "ab:{:.3f},{:.6g},{:.3f},{:.6g} "
+                      "--nodes {}",
+                      cfg.source, job.ranks(), cfg.optimizer.minibatch, r.profile.forward_us, path,
+                      r.profile.forward_us / 1e3, r.cost.a_us, r.cost.b_us_per_byte, r.cost.ag_a_us,
+                      r.cost.ag_b_us_per_byte, job.ranks()));
   }
   return r.diverged_at >= 0 ? kExitDiverged : kExitOk;
 }

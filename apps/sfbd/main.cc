@@ -82,11 +82,10 @@ void Job::claim_outputs() {
   }
   output_lock = std::make_unique<sfb::DirectoryLock>(out.dir);
   const bool cnn = cfg.job.mode == "mgwfbp";
-  const std::pair<const char*, std::string> files[] = {{"output.metrics", out.metrics},
-                                                       {"output.summary", out.summary},
-                                                       {"output.model", cnn ? "" : out.model},
-                                                       {"checkpoint.path", cnn ? "" : cfg.checkpoint.path},
-                                                       {"output.trace", cnn ? out.trace : ""}};
+  const std::pair<const char*, std::string> files[] = {
+      {"output.metrics", out.metrics},        {"output.summary", out.summary},
+      {"output.model", cnn ? "" : out.model}, {"checkpoint.path", cnn ? "" : cfg.checkpoint.path},
+      {"output.trace", cnn ? out.trace : ""}, {"output.profile", cnn ? out.profile : ""}};
   for (const auto& [key, file] : files)
     if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
 }

@@ -166,6 +166,13 @@ double planned_median_iteration_us(const sfb::cnn::ExecutorResult& r) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
+// What the plan's groups send per rank and iteration by the model (payload bytes).
+int64_t predicted_bytes(const sfb::cnn::ExecutorResult& r, int ranks) {
+  int64_t b = 0;
+  if (r.profile.size() == 0) return 0;  // a fixed plan: nothing was profiled
+  for (const auto& g : r.plan) b += sfb::mgwfbp::group_bytes_sent(r.profile, g, ranks);
+  return b;
+}
 }  // namespace
 
 Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks,
@@ -197,6 +204,7 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"ag_a_us", fixed(r.cost.ag_a_us, 3)},
           {"ag_b_us_per_byte", sig(r.cost.ag_b_us_per_byte, 7)},
           {"bytes_sent_per_iteration", fixed(planned_mean(r, &S::bytes_sent), 0)},
+          {"predicted_bytes_per_iteration", predicted_bytes(r, ranks)},
           {"iterations", r.iterations.size()},
           {"seconds", fixed(r.seconds, 6)},
           {"final_accuracy", fixed(r.test_accuracy, 6)},

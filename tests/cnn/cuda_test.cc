@@ -81,5 +81,59 @@ TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
   EXPECT_LT(diff, 1e-3f);
 }
 
+// The hybrid transport on the GPU: a factor layer downloads its delta and input (not dW), which
+// equal the CPU layer's, and training with fully connected layers sent as factors on the GPU ends
+// where the dense CPU run ends.
+TEST(Cuda, FactorLayersDownloadTheCpuFactorsAndTrainAlike) {
+  SKIP_WITHOUT_GPU();
+  const std::string spec = "conv:4:3:1,relu,pool:2,fc:32,relu,fc:4";
+  const Shape in{1, 8, 8};
+  Network cpu(spec, in), gpu(spec, in);
+  Rng r1 = make_rng(2, 1), r2 = make_rng(2, 1);
+  cpu.init(r1);
+  gpu.init(r2);
+  gpu.set_backend(cuda::make_backend(gpu, 0));
+  const std::vector<char> sf = {0, 1, 1};
+  cpu.set_factor_layers(sf);
+  gpu.set_factor_layers(sf);
+  const Matrix x = random_batch(5, in.size(), 4);
+  const std::vector<int32_t> labels = {0, 1, 2, 3, 0};
+  cpu.forward(x);
+  gpu.forward(x);
+  cpu.backward(labels, {});
+  gpu.backward(labels, {});
+  for (int p : {1, 2}) {
+    const Factors fc = cpu.factors(p), fg = gpu.factors(p);
+    ASSERT_EQ(fc.delta->rows(), fg.delta->rows());
+    ASSERT_EQ(fc.input->cols(), fg.input->cols());
+    EXPECT_LT((*fc.delta - *fg.delta).cwiseAbs().maxCoeff(), 1e-5f) << "layer " << p;
+    EXPECT_LT((*fc.input - *fg.input).cwiseAbs().maxCoeff(), 1e-4f) << "layer " << p;
+  }
+
+  io::Dataset d;
+  d.n = 256;
+  d.dim = in.size();
+  d.classes = 4;
+  d.dense = random_batch(256, in.size(), 9);
+  for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
+  const mgwfbp::Plan dense{{2, 2}, {1, 1}, {0, 0}}, hybrid{{1, 2, true}, {0, 0}};
+  std::vector<float> w[2];
+  for (int dev = 0; dev < 2; ++dev) {
+    Config c = testing::quiet_cnn(spec, 16, 10);
+    c.job.device = dev ? "cuda" : "cpu";
+    ExecutorHooks h;
+    h.plan = dev ? &hybrid : &dense;
+    testing::run_ranks(2, [&](comm::Transport& t) {
+      Executor ex(c, t, d, nullptr, h);
+      auto r = ex.run();
+      if (t.rank() == 0) w[dev] = r.params;
+    });
+  }
+  ASSERT_EQ(w[0].size(), w[1].size());
+  float diff = 0;
+  for (size_t i = 0; i < w[0].size(); ++i) diff = std::max(diff, std::abs(w[0][i] - w[1][i]));
+  EXPECT_LT(diff, 1e-3f);
+}
+
 }  // namespace
 }  // namespace sfb::cnn

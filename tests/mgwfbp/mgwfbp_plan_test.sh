@@ -38,6 +38,16 @@ ho=$(awk '$2 == "hybrid-optimal" {print $4}' "$OUT/v")
 op=$(awk '$2 == "optimal" {print $4}' "$OUT/v")
 awk -v h="$ho" -v o="$op" 'BEGIN { exit !(h < o) }' || fail "hybrid-optimal ($ho ms) not faster than optimal ($op ms)"
 
+# A profile with factor columns (as sfbd's profile.csv) and a measured all-gather cost (ab: with
+# four numbers): a cheap all-gather sends the fc layer as factors, a costly one keeps it dense.
+printf '# a comment\nname,params,t_b,t_f,sf,t_sf\nconv,1000,500,0,0,0\nfc,4000000,100,0,1000,10\n' > "$OUT/sf.csv"
+"$PLAN" --profile "$OUT/sf.csv" --forward-ms 1 --network ab:100,0.001,50,0.001 --nodes 4 \
+  --planners optimal,hybrid-optimal > "$OUT/s1"
+grep -Eq '^  hybrid-optimal .*\[sf:1 ' "$OUT/s1" || { cat "$OUT/s1"; fail "a cheap all-gather: fc not sent as factors"; }
+"$PLAN" --profile "$OUT/sf.csv" --forward-ms 1 --network ab:100,0.001,50,100 --nodes 4 \
+  --planners optimal,hybrid-optimal > "$OUT/s2"
+if grep -q '\[sf:' "$OUT/s2"; then cat "$OUT/s2"; fail "a costly measured all-gather was not used"; fi
+
 if "$PLAN" --profile "$OUT/missing.csv" --nodes 2 2> "$OUT/err"; then fail "missing profile accepted"; fi
 grep -q "missing.csv: cannot open profile" "$OUT/err" || fail "message: $(cat "$OUT/err")"
 if "$PLAN" --profile "$OUT/p.csv" --planners wfbp,greedy --nodes 2 2> "$OUT/err"; then fail "unknown planner accepted"; fi

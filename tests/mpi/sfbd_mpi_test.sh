@@ -7,6 +7,9 @@
 #   libsvm: sfb-datagen output read back as libsvm (sparse rows) trains to >= 80% accuracy.
 #   killresume: kill -9 of a rank ends the job naming it; --resume on 3 ranks finishes it.
 #   signal: SIGTERM to every rank mid-run: all stop at one clock, write model and summary, exit 0.
+#   hybrid: the CNN mode with the hybrid planner (fully connected layers may travel as sufficient
+#           factors): profiling times the factor all-gather, the replicas end bitwise equal, the
+#           bytes sent per iteration are the plan's by the model, the trace names each transport.
 set -euo pipefail
 SFBD=$1
 SRC=$2
@@ -21,6 +24,24 @@ per_rank() { jq -r ".per_rank[] | $1" "$OUT/summary.json"; }
 fail() { echo "FAIL: $*"; cat "$OUT/summary.json" 2>/dev/null; exit 1; }
 
 case "$MODE" in
+  hybrid)
+    run --config "$SRC/configs/fashion_cnn_wide_fc.toml" --set output.dir="$OUT" \
+      --set cnn.layers=conv:8:5:2,relu,pool:2,fc:512,relu,fc:10 --set stop.max_clocks=40 --set eval.every=40 \
+      --set mgwfbp.profile_iters=5 > "$OUT/log" 2>&1 || { cat "$OUT/log"; fail "sfbd exited non-zero"; }
+    grep -q "factor all-gather fit" "$OUT/log" || { cat "$OUT/log"; fail "no all-gather fit in the log"; }
+    echo "plan $(field plan), accuracy $(field final_accuracy)"
+    [ "$(field checksums_equal)" = true ] || fail "replicas differ"
+    awk -v a="$(field final_accuracy)" 'BEGIN { exit !(a >= 0.5) }' || fail "accuracy below 0.5"
+    got=$(field bytes_sent_per_iteration)
+    want=$(field predicted_bytes_per_iteration)
+    # Payload by the model; the wire adds 16-byte chunk heads and 56-byte SF headers.
+    awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g >= w && g < 1.01 * w) }' ||
+      fail "bytes per iteration $got, the plan predicts $want"
+    n=$(jq '[.traceEvents[] | select(.args.transport != null)] | length' "$OUT/trace.json")
+    [ "$n" -gt 0 ] || fail "no group with a transport in the trace"
+    grep -qx "name,params,t_b,t_f,sf,t_sf" "$OUT/profile.csv" || fail "profile.csv has no factor columns"
+    [ "$(grep -vc '^#' "$OUT/profile.csv")" = 4 ] || fail "profile.csv: expected a header and 3 layers"
+    ;;
   bsp)
     if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
       echo "dataset-fashion-mnist is not installed (scripts/install-deps.sh installs it)"; exit 1

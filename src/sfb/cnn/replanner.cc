@@ -220,20 +220,10 @@ mgwfbp::CostModel Replanner::fit_costs(const mgwfbp::Profile& prof, std::string&
 // Rank 0: each group of the chosen plan with its transport, bytes per rank and predicted time.
 void Replanner::log_plan(const mgwfbp::Profile& prof, const mgwfbp::CostModel& cost, const mgwfbp::Plan& plan) const {
   spdlog::info("plan ({}): {}", cfg_.planner, mgwfbp::describe(plan));
-  const int P = t_.size();
-  for (size_t g = 0; g < plan.size(); ++g) {
-    int64_t dense = 0, sf = 0;
-    for (int l = plan[g].lo; l <= plan[g].hi; ++l) {
-      dense += 4 * prof.layers[static_cast<size_t>(l)].params;
-      sf += 4 * prof.layers[static_cast<size_t>(l)].sf_floats;
-    }
-    // Bytes one rank sends: the rank-order all-reduce 2 (P-1)/P of the buffer, the all-gather
-    // P - 1 copies of its factors.
-    const int64_t sent = plan[g].sf ? (P - 1) * sf : 2 * (P - 1) * dense / std::max(P, 1);
+  for (size_t g = 0; g < plan.size(); ++g)
     spdlog::info("  group {}: layers {}-{} {:<22} {:>12} bytes sent per rank, predicted {:>9.0f} us", g, plan[g].hi,
-                 plan[g].lo, plan[g].sf ? "as sufficient factors" : "dense all-reduce", sent,
-                 mgwfbp::group_time_us(prof, cost, plan[g]));
-  }
+                 plan[g].lo, plan[g].sf ? "as sufficient factors" : "dense all-reduce",
+                 mgwfbp::group_bytes_sent(prof, plan[g], t_.size()), mgwfbp::group_time_us(prof, cost, plan[g]));
 }
 
 void Replanner::replan(bool again) {

@@ -334,6 +334,10 @@ const std::vector<Field>& schema() {
     f.push_back(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
                              "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
                              "planning, relative to output.dir (\"\": none)."));
+    f.push_back(string_field("output.profile", &Config::output, &OutputConfig::profile, {},
+                             "mgwfbp: the layer profile measured before planning (t_b, t_f, factors and their "
+                             "rebuild time t_sf), as the CSV mgwfbp-plan --profile reads, relative to output.dir "
+                             "(\"\": none)."));
     f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
                           "mgwfbp: iterations traced."));
     f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,

@@ -126,7 +126,8 @@ struct OutputConfig {
   std::string model = "model.bin";
   std::string summary = "summary.json";
   std::string log_level = "info";
-  std::string trace;  // mgwfbp: Chrome trace, relative to dir
+  std::string trace;                    // mgwfbp: Chrome trace, relative to dir
+  std::string profile = "profile.csv";  // mgwfbp: the measured layer profile (mgwfbp-plan's CSV)
   int64_t trace_iters = 5;
   // `file` under dir ("" when file is ""; file itself when it is absolute or dir is "").
   std::string path(const std::string& file) const;

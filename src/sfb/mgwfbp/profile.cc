@@ -128,10 +128,13 @@ Profile reference_profile(const std::string& model, int64_t batch, double gflops
   return p;
 }
 
-void write_profile_csv(const std::string& path, const Profile& p) {
+void write_profile_csv(const std::string& path, const Profile& p, const std::string& comment) {
   bool sf = false;
   for (const auto& l : p.layers) sf = sf || l.sf_floats > 0;
-  std::string out = sf ? "name,params,t_b,t_f,sf,t_sf\n" : "name,params,t_b,t_f\n";
+  std::string out;
+  for (const auto& line : split_trimmed(comment, '\n'))
+    if (!line.empty()) out += "# " + line + "\n";
+  out += sf ? "name,params,t_b,t_f,sf,t_sf\n" : "name,params,t_b,t_f\n";
   for (const auto& l : p.layers) {
     out += fmt::format("{},{},{:.6g},{:.6g}", l.name, l.params, l.t_b_us, l.t_f_us);
     out += sf ? fmt::format(",{},{:.6g}\n", l.sf_floats, l.t_sf_us) : "\n";

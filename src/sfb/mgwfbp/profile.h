@@ -44,7 +44,8 @@ Profile read_profile_csv(const std::string& path);
 // sufficient factors, sf = batch (out + in), rebuilt in t_sf = 2 batch out in FLOPs. Layers
 // without parameters (ReLU, pooling) are left out.
 Profile reference_profile(const std::string& model, int64_t batch, double gflops);
-void write_profile_csv(const std::string& path, const Profile& p);
+// `comment` (lines) goes first, each line as a '#' comment.
+void write_profile_csv(const std::string& path, const Profile& p, const std::string& comment = "");
 
 // B-Caffe `DistManager::print_overheads` glog lines "[param_id, size, compute_us, comm_us(, merged)]":
 // the last block of 128 rows, weight (even id) and bias (odd id) of one layer merged into one

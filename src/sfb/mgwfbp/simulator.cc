@@ -38,6 +38,16 @@ double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
   return g.sf ? c.allgather_us(sf_bytes) + c.nodes * t_sf : c.time_us(bytes);
 }
 
+int64_t group_bytes_sent(const Profile& p, const Group& g, int nodes) {
+  int64_t dense = 0, sf = 0;
+  for (int l = g.lo; l <= g.hi; ++l) {
+    dense += 4 * p.layers[static_cast<size_t>(l)].params;
+    sf += 4 * p.layers[static_cast<size_t>(l)].sf_floats;
+  }
+  const int64_t n = std::max(nodes, 1);
+  return g.sf ? (n - 1) * sf : 2 * (n - 1) * dense / n;
+}
+
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan) {
   check_plan(plan, p.size());
   Timeline t;
