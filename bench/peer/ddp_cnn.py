@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch DistributedDataParallel (gloo, CPU) on the CNN of configs/fashion_cnn_mgwfbp.toml.
+"""PyTorch DistributedDataParallel (gloo, CPU) on the CNN of configs/fashion_cnn_mgwfbp.toml
+(--net wide: the CNN of configs/fashion_cnn_wide_fc.toml, two fc:2048 layers).
 
 The peer that sfbd's MG-WFBP mode is measured against (scripts/peer-bench.sh): the same network
 (conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10), the same data (Fashion-MNIST
@@ -7,6 +8,10 @@ IDX, pixels / 255), the same per-rank batch, ranks, iterations, SGD with momentu
 lr / (1 + lr_decay * t), one thread per rank, rank 0 evaluating the test set every `eval_every`
 iterations. Prints one JSON line: median and mean iteration time (forward, backward with DDP's
 bucketed all-reduce, update), wall seconds, final test accuracy.
+
+Without --rank it spawns --ranks processes on this machine; with --rank R it is rank R only, for
+one process per host (e.g. per namespace of scripts/netns-cluster.sh, with --master-addr the
+address of rank 0 and GLOO_SOCKET_IFNAME naming the interface).
 """
 import argparse
 import gzip
@@ -38,7 +43,12 @@ def load(args, split):
     return torch.from_numpy(x.reshape(-1, 1, 28, 28).copy()), torch.from_numpy(y.copy())
 
 
-def network():
+def network(name):
+    if name == "wide":
+        return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(64 * 7 * 7, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
+                             nn.Linear(2048, 10))
     return nn.Sequential(nn.Conv2d(1, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(16, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
@@ -54,11 +64,11 @@ def accuracy(model, x, y):
 
 def worker(rank, args):
     torch.set_num_threads(args.threads)
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_ADDR"] = args.master_addr
     os.environ["MASTER_PORT"] = str(args.port)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
-    model = DDP(network())
+    model = DDP(network(args.net))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: 1.0 / (1.0 + args.lr_decay * t))
     loss_fn = nn.CrossEntropyLoss()
@@ -87,7 +97,8 @@ def worker(rank, args):
     seconds = time.perf_counter() - start
     if rank == 0:
         steady = times[args.skip:]
-        print(json.dumps({"peer": f"pytorch {torch.__version__} DDP gloo", "ranks": args.ranks, "batch": args.batch,
+        print(json.dumps({"peer": f"pytorch {torch.__version__} DDP gloo", "net": args.net, "ranks": args.ranks,
+                          "batch": args.batch,
                           "threads": args.threads, "iterations": args.iterations,
                           "iteration_us_median": round(statistics.median(steady) * 1e6, 1),
                           "iteration_us": round(statistics.mean(steady) * 1e6, 1), "seconds": round(seconds, 3),
@@ -111,8 +122,14 @@ def main():
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--skip", type=int, default=10, help="first iterations left out of the medians (warm-up)")
     p.add_argument("--port", type=int, default=29517)
+    p.add_argument("--net", choices=["default", "wide"], default="default")
+    p.add_argument("--rank", type=int, default=-1, help="run this rank only (one process per host)")
+    p.add_argument("--master-addr", default="127.0.0.1")
     args = p.parse_args()
-    mp.spawn(worker, args=(args,), nprocs=args.ranks, join=True)
+    if args.rank >= 0:
+        worker(args.rank, args)
+    else:
+        mp.spawn(worker, args=(args,), nprocs=args.ranks, join=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,26 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The median of 5 timed run() calls per message size, from 4 KiB doubling up to max_bytes;
+// prepare(bytes) builds the probe of a size, untimed.
+template <typename Prepare, typename Run>
+std::vector<mgwfbp::Sample> time_sizes(int64_t max_bytes, Prepare prepare, Run run) {
+  std::vector<mgwfbp::Sample> samples;
+  for (int64_t bytes = 4096;; bytes *= 2) {
+    const int64_t b = std::min(bytes, max_bytes);
+    prepare(b);
+    std::vector<double> times;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = SteadyClock::now();
+      run();
+      times.push_back(us_since(t0, SteadyClock::now()));
+    }
+    samples.push_back({b, median(times)});
+    if (b >= max_bytes) break;
+  }
+  return samples;
+}
+
 }  // namespace
 
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost) {
@@ -148,49 +168,29 @@ mgwfbp::Profile Replanner::measured_profile() const {
   return prof;
 }
 
-// a and b on this communicator: the median of 5 all-reduces per size, from 4 KiB to the model.
+// a and b on this communicator: all-reduces from 4 KiB to the model.
 std::vector<mgwfbp::Sample> Replanner::time_allreduces() {
-  std::vector<mgwfbp::Sample> samples;
   std::vector<float> probe;
-  const int64_t max_bytes = std::max<int64_t>(4096, net_.total_params() * 4);
-  for (int64_t bytes = 4096;; bytes *= 2) {
-    const int64_t b = std::min(bytes, max_bytes);
-    probe.assign(static_cast<size_t>(b / 4), 1.0f);
-    std::vector<double> times;
-    for (int rep = 0; rep < 5; ++rep) {
-      const auto t0 = SteadyClock::now();
-      allreduce_.run(probe, probe_id_++);
-      times.push_back(us_since(t0, SteadyClock::now()));
-    }
-    samples.push_back({b, median(times)});
-    if (b >= max_bytes) break;
-  }
-  return samples;
+  return time_sizes(
+      std::max<int64_t>(4096, net_.total_params() * 4),
+      [&](int64_t bytes) { probe.assign(static_cast<size_t>(bytes / 4), 1.0f); },
+      [&] { allreduce_.run(probe, probe_id_++); });
 }
 
-// Times SF all-gathers of one batch per rank on this communicator: the median of 5 per size, from
-// 4 KiB to max_bytes per rank (at least 16 KiB: three sizes for the fit).
+// SF all-gathers of one batch per rank, from 4 KiB to max_bytes per rank (at least 16 KiB: three
+// sizes for the fit).
 std::vector<mgwfbp::Sample> Replanner::time_allgathers(int64_t max_bytes) {
-  std::vector<mgwfbp::Sample> samples;
-  max_bytes = std::max<int64_t>(16384, max_bytes);
-  for (int64_t bytes = 4096;; bytes *= 2) {
-    const int64_t b = std::min(bytes, max_bytes);
-    SfBatch probe;
-    probe.count = 1;
-    probe.J = 1;
-    probe.D = static_cast<int32_t>(std::max<int64_t>(1, b / 4 - 1));
-    probe.u = Matrix::Ones(1, 1);
-    probe.v = Matrix::Ones(1, probe.D);
-    std::vector<double> times;
-    for (int rep = 0; rep < 5; ++rep) {
-      const auto t0 = SteadyClock::now();
-      allgather_.run({probe}, probe_id_++);
-      times.push_back(us_since(t0, SteadyClock::now()));
-    }
-    samples.push_back({b, median(times)});
-    if (b >= max_bytes) break;
-  }
-  return samples;
+  SfBatch probe;
+  return time_sizes(
+      std::max<int64_t>(16384, max_bytes),
+      [&](int64_t bytes) {
+        probe.count = 1;
+        probe.J = 1;
+        probe.D = static_cast<int32_t>(std::max<int64_t>(1, bytes / 4 - 1));
+        probe.u = Matrix::Ones(1, 1);
+        probe.v = Matrix::Ones(1, probe.D);
+      },
+      [&] { allgather_.run({probe}, probe_id_++); });
 }
 
 // The all-reduce fit and, when some layer has factors, the all-gather fit (collective: every rank
