@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "sfb/core/error.h"
+#include "testing/configs.h"
+#include "testing/rank_threads.h"
 
 namespace sfb::cnn {
 namespace {
@@ -41,6 +43,34 @@ TEST(PlanBroadcast, MalformedPlansAreRefused) {
               ::testing::ThrowsMessage<CommError>(::testing::HasSubstr("plan broadcast of 40 bytes")));
   EXPECT_THROW(decode_plan(good, c, 2), CommError) << "group [1, 2] outside 2 layers";
   EXPECT_THROW(decode_plan(encode_plan({{1, 2}}, {1, 2}), c, 3), CommError) << "layer 0 in no group";
+}
+
+// Drift is measured against the backward time under the plan, not the profile's: a hybrid plan's
+// factor layers skip their weight gradients, so its backward is shorter by design and must not
+// trigger re-planning; a later change of that time must.
+TEST(Replanner, DriftIsMeasuredAgainstTheBackwardTimeUnderThePlan) {
+  Config cfg = testing::quiet_cnn("fc:8,relu,fc:3", 4, 200);
+  cfg.mgwfbp.profile_iters = 2;
+  cfg.mgwfbp.replan_threshold = 0.2;
+  cfg.mgwfbp.replan_every = 10;
+  testing::run_ranks(1, [&](comm::Transport& t) {
+    Network net(cfg.cnn.layers, Shape{1, 2, 2});
+    GradientCommunicator comm(t, net);
+    Replanner rp(cfg.mgwfbp, t, net, comm, 4);
+    const std::vector<double> layer_us(static_cast<size_t>(net.layers()), 300.0);
+    int64_t it = 0;
+    auto run = [&](int64_t iters, double backward_us) {
+      for (int64_t end = it + iters; it < end; ++it) {
+        rp.before_iteration(it);
+        rp.record(it, 100, layer_us, backward_us);
+      }
+    };
+    run(2, 900);    // profiling: the profile's backward is 900 us
+    run(100, 450);  // half of it under the plan: no drift
+    EXPECT_EQ(rp.replans(), 0);
+    run(100, 700);  // 56% more than under the plan
+    EXPECT_GE(rp.replans(), 1);
+  });
 }
 
 }  // namespace

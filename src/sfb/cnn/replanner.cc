@@ -19,11 +19,13 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The median of 5 timed run() calls per message size, from 4 KiB doubling up to max_bytes;
-// prepare(bytes) builds the probe of a size, untimed.
+// The median of 5 timed run() calls per message size, from 4 KiB doubling up to max_bytes (at least
+// 16 KiB: three sizes for a fit, however small the model); prepare(bytes) builds the probe of a
+// size, untimed.
 template <typename Prepare, typename Run>
 std::vector<mgwfbp::Sample> time_sizes(int64_t max_bytes, Prepare prepare, Run run) {
   std::vector<mgwfbp::Sample> samples;
+  max_bytes = std::max<int64_t>(16384, max_bytes);
   for (int64_t bytes = 4096;; bytes *= 2) {
     const int64_t b = std::min(bytes, max_bytes);
     prepare(b);
@@ -134,10 +136,12 @@ void Replanner::record(int64_t it, double forward_us, const std::vector<double>&
   }
   recent_backward_us_.push_back(backward_us);
   if (recent_backward_us_.size() > 50) recent_backward_us_.erase(recent_backward_us_.begin());
+  if (!profiling(it) && baseline_backward_us_ <= 0 && ++since_plan_ >= 20)
+    baseline_backward_us_ = median(recent_backward_us_);
 }
 
 bool Replanner::drifted() const {
-  const double now = median(recent_backward_us_), then = profile_.backward_us();
+  const double now = median(recent_backward_us_), then = baseline_backward_us_;
   return then > 0 && std::abs(now - then) / then > cfg_.replan_threshold;
 }
 
@@ -168,21 +172,19 @@ mgwfbp::Profile Replanner::measured_profile() const {
   return prof;
 }
 
-// a and b on this communicator: all-reduces from 4 KiB to the model.
+// a and b on this communicator: all-reduces up to the model's size.
 std::vector<mgwfbp::Sample> Replanner::time_allreduces() {
   std::vector<float> probe;
   return time_sizes(
-      std::max<int64_t>(4096, net_.total_params() * 4),
-      [&](int64_t bytes) { probe.assign(static_cast<size_t>(bytes / 4), 1.0f); },
+      net_.total_params() * 4, [&](int64_t bytes) { probe.assign(static_cast<size_t>(bytes / 4), 1.0f); },
       [&] { allreduce_.run(probe, probe_id_++); });
 }
 
-// SF all-gathers of one batch per rank, from 4 KiB to max_bytes per rank (at least 16 KiB: three
-// sizes for the fit).
+// SF all-gathers of one batch per rank, up to max_bytes per rank.
 std::vector<mgwfbp::Sample> Replanner::time_allgathers(int64_t max_bytes) {
   SfBatch probe;
   return time_sizes(
-      std::max<int64_t>(16384, max_bytes),
+      max_bytes,
       [&](int64_t bytes) {
         probe.count = 1;
         probe.J = 1;
@@ -250,6 +252,9 @@ void Replanner::replan(bool again) {
   plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
   cost.nodes = t_.size();
   cost_ = cost;
+  recent_backward_us_.clear();  // the drift baseline is measured under the new plan
+  baseline_backward_us_ = 0;
+  since_plan_ = 0;
   profile_ = prof;
   predicted_us_ = mgwfbp::simulate(prof, cost, plan_).iteration_us;
 }

@@ -9,8 +9,10 @@
 // logs every planner's prediction and the chosen plan's groups (transport, bytes per rank), and
 // broadcasts cost and plan; everyone adopts them. With mgwfbp.replan_threshold > 0, every
 // mgwfbp.replan_every iterations rank 0 checks the median backward time of the last 50
-// iterations against the profile, and all ranks re-profile and re-plan when it drifted by more
-// than that fraction.
+// iterations against the median of the first 20 under the current plan (not the profile: layers
+// sent as factors skip their weight gradients, so a hybrid plan's backward is shorter by
+// design), and all ranks re-time the communication and re-plan when it drifted by more than that
+// fraction (the layer times stay those of the first profile).
 //
 // Threads: the training thread; the collective steps need the gradient-communication thread idle.
 #include <cstdint>
@@ -78,6 +80,8 @@ class Replanner {
   int replans_ = 0;
   std::vector<std::vector<double>> prof_layer_us_;  // profiling iterations: per layer
   std::vector<double> prof_forward_us_, recent_backward_us_;
+  double baseline_backward_us_ = 0;  // median of the first 20 iterations under the plan (0: not yet)
+  int64_t since_plan_ = 0;
   int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
 };
 

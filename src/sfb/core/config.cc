@@ -155,8 +155,9 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("mgwfbp.profile_iters", &Config::mgwfbp, &MgwfbpConfig::profile_iters, 1, 1 << 20,
                           "mgwfbp: iterations measured (as SyncEASGD) before the plan is made."));
     f.push_back(float_field("mgwfbp.replan_threshold", &Config::mgwfbp, &MgwfbpConfig::replan_threshold, 0.0, 100.0,
-                            "mgwfbp: re-profile and re-plan when the backward time drifts from the profile by "
-                            "more than this fraction (0: never)."));
+                            "mgwfbp: re-time the communication and re-plan when the backward time drifts by "
+                            "more than this fraction from its median over the first 20 iterations under the "
+                            "current plan (0: never)."));
     f.push_back(int_field("mgwfbp.replan_every", &Config::mgwfbp, &MgwfbpConfig::replan_every, 1, 1 << 30,
                           "mgwfbp: iterations between drift checks."));
     f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.job.seed); },
