@@ -4,16 +4,19 @@
 // Algorithm 2). The executor is the training thread and composes three parts:
 //
 //  * GradientCommunicator (grad_comm.h): the communication thread; follows the plan group by
-//    group while backward pushes each param layer's id the moment its gradient is final.
+//    group while backward pushes each param layer's id the moment its gradient is final: a dense
+//    group is all-reduced, a factor group (hybrid planners) all-gathers its fully connected
+//    layers' sufficient factors and rebuilds their gradients (factor_grads.h).
 //  * Replanner (replanner.h): profiles the first mgwfbp.profile_iters iterations (run as
 //    SyncEASGD), fits the all-reduce cost model on the live transport, plans and broadcasts the
 //    plan; re-plans on drift.
 //  * RunLog (run_log.h): progress and metrics lines, the Chrome trace.
 //
-// Per iteration: its own minibatch; forward; backward; wait for every group; SGD with momentum and
-// weight decay on the averaged gradients. Accounting per iteration: forward, backward,
-// non-overlapped communication (after backward until the last group is done), iteration, and the
-// simulator's prediction for the plan.
+// Per iteration: its own minibatch; the plan's factor layers told to skip their own weight
+// gradients; forward; backward; wait for every group; SGD with momentum and weight decay on the
+// averaged gradients. Accounting per iteration: forward, backward,
+// non-overlapped communication (after backward until the last group is done), iteration, bytes
+// sent, and the simulator's prediction for the plan.
 #include <functional>
 #include <string>
 #include <vector>
