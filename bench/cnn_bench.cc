@@ -9,6 +9,7 @@
 #include <chrono>
 #include <random>
 
+#include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/network.h"
 #include "sfb/cnn/onednn_layers.h"
 #include "sfb/core/gemm.h"
@@ -80,5 +81,35 @@ void BM_CnnStep(benchmark::State& state) {
 BENCHMARK(BM_CnnStep)->ArgNames({"reference", "batch"})->Args({0, 32})->Args({1, 32})->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// The hybrid transport's rebuild of a fully connected layer's gradient from P ranks' factors of
+// B rows each (cnn/factor_grads.h): one (P B)-deep GEMM plus the stacking copies. Args: out, in,
+// P (B = 32). GFLOP/s counts the GEMM's 2 P B out in FLOPs, to compare with this machine's SGEMM
+// rate (bench/update_bench).
+void BM_FactorRebuild(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1), P = state.range(2), B = 32;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<sfb::SfBatch> batches(static_cast<size_t>(P));
+  std::vector<const sfb::SfBatch*> ptrs;
+  for (auto& b : batches) {
+    b.count = static_cast<int32_t>(B);
+    b.J = static_cast<int32_t>(out);
+    b.D = static_cast<int32_t>(in);
+    b.u = Matrix::NullaryExpr(B, out, [&] { return u(rng); });
+    b.v = Matrix::NullaryExpr(B, in, [&] { return u(rng); });
+    ptrs.push_back(&b);
+  }
+  Matrix dW(out, in), db(1, out);
+  sfb::cnn::RebuildScratch scratch;
+  for (auto _ : state) sfb::cnn::rebuild_gradient(ptrs, 1.0f / static_cast<float>(P), dW, db, scratch);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(P * B * out * in) / 1e9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_FactorRebuild)
+    ->ArgNames({"out", "in", "P"})
+    ->Args({2048, 3136, 4})
+    ->Args({2048, 2048, 4})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
