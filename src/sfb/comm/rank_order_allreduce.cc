@@ -9,18 +9,6 @@
 
 namespace sfb::comm {
 
-Message RankOrderAllreduce::next_from(int src) {
-  auto& q = stash_[static_cast<size_t>(src)];
-  while (q.empty()) {
-    Message m = t_.recv(kTagReduce);
-    if (m.src < 0 || m.src >= t_.size()) throw CommError(fmt::format("all-reduce message from rank {}", m.src));
-    stash_[static_cast<size_t>(m.src)].push_back(std::move(m));
-  }
-  Message m = std::move(q.front());
-  q.pop_front();
-  return m;
-}
-
 void RankOrderAllreduce::run(std::span<float> data, int64_t id) {
   const int P = t_.size(), r = t_.rank();
   if (P == 1) return;
@@ -42,7 +30,7 @@ void RankOrderAllreduce::run(std::span<float> data, int64_t id) {
       from[static_cast<size_t>(q)] = mine;
       continue;
     }
-    parts[static_cast<size_t>(q)] = next_from(q);
+    parts[static_cast<size_t>(q)] = stash_.next_from(q);
     from[static_cast<size_t>(q)] =
         expect_chunk(parts[static_cast<size_t>(q)], {id, 0, r}, static_cast<int64_t>(mine.size()), who);
   }
@@ -55,7 +43,7 @@ void RankOrderAllreduce::run(std::span<float> data, int64_t id) {
     if (q != r) t_.send(q, kTagReduce, encode_chunk({id, 1, r}, mine));
   for (int q = 0; q < P; ++q) {
     if (q == r) continue;
-    const Message m = next_from(q);
+    const Message m = stash_.next_from(q);
     const auto in = expect_chunk(m, {id, 1, q}, static_cast<int64_t>(chunk(q).size()), who);
     std::copy(in.begin(), in.end(), chunk(q).begin());
   }

@@ -8,24 +8,23 @@
 // allreduce_chunks.h (step 0: a contribution to the owner, 1: the owner's sum).
 //
 // Threads: the caller must be the only thread receiving on `t` while it runs.
-#include <deque>
 #include <span>
 #include <vector>
 
+#include "sfb/comm/source_stash.h"
 #include "sfb/comm/transport.h"
 
 namespace sfb::comm {
 
 class RankOrderAllreduce {
  public:
-  explicit RankOrderAllreduce(Transport& t) : t_(t), stash_(static_cast<size_t>(t.size())) {}
+  explicit RankOrderAllreduce(Transport& t) : t_(t), stash_(t, kTagReduce) {}
   // Sums `data` over all ranks of the transport in place; `id` labels the messages (checked).
   void run(std::span<float> data, int64_t id);
 
  private:
-  Message next_from(int src);
   Transport& t_;
-  std::vector<std::deque<Message>> stash_;  // per source, messages of later calls
+  SourceStash stash_;  // messages of later calls, per source
 };
 
 }  // namespace sfb::comm

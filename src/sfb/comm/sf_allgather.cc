@@ -9,18 +9,6 @@
 
 namespace sfb::comm {
 
-Message SfAllgather::next_from(int src) {
-  auto& q = stash_[static_cast<size_t>(src)];
-  while (q.empty()) {
-    Message m = t_.recv(kTagSf);
-    if (m.src < 0 || m.src >= t_.size()) throw CommError(fmt::format("SF all-gather message from rank {}", m.src));
-    stash_[static_cast<size_t>(m.src)].push_back(std::move(m));
-  }
-  Message m = std::move(q.front());
-  q.pop_front();
-  return m;
-}
-
 std::vector<std::vector<SfBatch>> SfAllgather::run(std::vector<SfBatch> mine, int64_t id) {
   const int P = t_.size(), r = t_.rank();
   for (SfBatch& b : mine) {
@@ -37,7 +25,7 @@ std::vector<std::vector<SfBatch>> SfAllgather::run(std::vector<SfBatch> mine, in
   for (int q = 0; q < P; ++q) {
     if (q == r) continue;
     for (SfExpect& e : expect) e.sender = q;
-    all[static_cast<size_t>(q)] = decode_sf_batches(next_from(q).data, expect);
+    all[static_cast<size_t>(q)] = decode_sf_batches(stash_.next_from(q).data, expect);
     for (const SfBatch& b : all[static_cast<size_t>(q)])
       if (b.clock != id)
         throw CommError(

@@ -9,9 +9,9 @@
 //
 // Threads: the caller must be the only thread receiving on `t` while it runs.
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "sfb/comm/source_stash.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/sf_batch.h"
 
@@ -19,16 +19,15 @@ namespace sfb::comm {
 
 class SfAllgather {
  public:
-  explicit SfAllgather(Transport& t) : t_(t), stash_(static_cast<size_t>(t.size())) {}
+  explicit SfAllgather(Transport& t) : t_(t), stash_(t, kTagSf) {}
   // `mine`: this rank's batches (every rank passes the same number, batch i of the same J and D on
   // every rank; counts may differ); their sender and clock are set here. Returns all[r][i]: rank
   // r's batch i.
   std::vector<std::vector<SfBatch>> run(std::vector<SfBatch> mine, int64_t id);
 
  private:
-  Message next_from(int src);
   Transport& t_;
-  std::vector<std::deque<Message>> stash_;  // per source, messages of later calls
+  SourceStash stash_;  // messages of later calls, per source
 };
 
 }  // namespace sfb::comm
