@@ -28,15 +28,52 @@ Matrix random_batch(int n, int64_t dim, uint64_t seed) {
   return x;
 }
 
+// n rows of `dim` uniform features, label i % classes.
+io::Dataset labelled_data(int n, int64_t dim, int classes, uint64_t seed) {
+  io::Dataset d;
+  d.n = n;
+  d.dim = dim;
+  d.classes = classes;
+  d.dense = random_batch(n, dim, seed);
+  for (int i = 0; i < n; ++i) d.labels.push_back(i % classes);
+  return d;
+}
+
+// The same initial weights in both networks; `gpu` runs on GPU 0.
+void init_cpu_and_gpu(Network& cpu, Network& gpu, uint64_t seed) {
+  Rng r1 = make_rng(seed, 1), r2 = make_rng(seed, 1);
+  cpu.init(r1);
+  gpu.init(r2);
+  gpu.set_backend(cuda::make_backend(gpu, 0));
+}
+
+// Rank 0's weights after training `cfg` on 2 in-process ranks on the CPU or the GPU, with `plan`
+// (null: profiled and planned).
+std::vector<float> trained_weights(Config cfg, const io::Dataset& d, bool on_gpu, const mgwfbp::Plan* plan) {
+  cfg.job.device = on_gpu ? "cuda" : "cpu";
+  ExecutorHooks h;
+  h.plan = plan;
+  std::vector<float> w;
+  testing::run_ranks(2, [&](comm::Transport& t) {
+    Executor ex(cfg, t, d, nullptr, h);
+    auto r = ex.run();
+    if (t.rank() == 0) w = r.params;
+  });
+  return w;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float diff = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+  return diff;
+}
+
 TEST(Cuda, LayersMatchTheCpuLayers) {
   SKIP_WITHOUT_GPU();
   const std::string spec = "conv:6:5:2,relu,pool:2,conv:8:3:1,relu,pool:2,fc:32,relu,fc:10";
   const Shape in{1, 28, 28};
   Network cpu(spec, in), gpu(spec, in);
-  Rng r1 = make_rng(1, 1), r2 = make_rng(1, 1);
-  cpu.init(r1);
-  gpu.init(r2);
-  gpu.set_backend(cuda::make_backend(gpu, 0));
+  init_cpu_and_gpu(cpu, gpu, 1);
   const Matrix x = random_batch(7, in.size(), 3);
   std::vector<int32_t> labels = {0, 1, 2, 3, 4, 5, 6};
   const Matrix zc = cpu.forward(x);
@@ -58,27 +95,11 @@ TEST(Cuda, LayersMatchTheCpuLayers) {
 
 TEST(Cuda, ExecutorOnGpuTracksTheCpuRun) {
   SKIP_WITHOUT_GPU();
-  io::Dataset d;
-  d.n = 256;
-  d.dim = 64;
-  d.classes = 4;
-  d.dense = random_batch(256, 64, 9);
-  for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
+  const io::Dataset d = labelled_data(256, 64, 4, 9);
   const Config cfg = testing::quiet_cnn("conv:4:3:1,relu,pool:2,fc:16,relu,fc:4", 16, 10);
-  std::vector<float> w[2];
-  for (int dev = 0; dev < 2; ++dev) {
-    Config c = cfg;
-    c.job.device = dev ? "cuda" : "cpu";
-    testing::run_ranks(2, [&](comm::Transport& t) {
-      Executor ex(c, t, d, nullptr);
-      auto r = ex.run();
-      if (t.rank() == 0) w[dev] = r.params;
-    });
-  }
-  ASSERT_EQ(w[0].size(), w[1].size());
-  float diff = 0;
-  for (size_t i = 0; i < w[0].size(); ++i) diff = std::max(diff, std::abs(w[0][i] - w[1][i]));
-  EXPECT_LT(diff, 1e-3f);
+  const std::vector<float> cpu = trained_weights(cfg, d, false, nullptr), gpu = trained_weights(cfg, d, true, nullptr);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  EXPECT_LT(max_abs_diff(cpu, gpu), 1e-3f);
 }
 
 // The hybrid transport on the GPU: a factor layer downloads its delta and input (not dW), which
@@ -89,10 +110,7 @@ TEST(Cuda, FactorLayersDownloadTheCpuFactorsAndTrainAlike) {
   const std::string spec = "conv:4:3:1,relu,pool:2,fc:32,relu,fc:4";
   const Shape in{1, 8, 8};
   Network cpu(spec, in), gpu(spec, in);
-  Rng r1 = make_rng(2, 1), r2 = make_rng(2, 1);
-  cpu.init(r1);
-  gpu.init(r2);
-  gpu.set_backend(cuda::make_backend(gpu, 0));
+  init_cpu_and_gpu(cpu, gpu, 2);
   const std::vector<char> sf = {0, 1, 1};
   cpu.set_factor_layers(sf);
   gpu.set_factor_layers(sf);
@@ -110,29 +128,13 @@ TEST(Cuda, FactorLayersDownloadTheCpuFactorsAndTrainAlike) {
     EXPECT_LT((*fc.input - *fg.input).cwiseAbs().maxCoeff(), 1e-4f) << "layer " << p;
   }
 
-  io::Dataset d;
-  d.n = 256;
-  d.dim = in.size();
-  d.classes = 4;
-  d.dense = random_batch(256, in.size(), 9);
-  for (int i = 0; i < 256; ++i) d.labels.push_back(i % 4);
+  const io::Dataset d = labelled_data(256, in.size(), 4, 9);
   const mgwfbp::Plan dense{{2, 2}, {1, 1}, {0, 0}}, hybrid{{1, 2, true}, {0, 0}};
-  std::vector<float> w[2];
-  for (int dev = 0; dev < 2; ++dev) {
-    Config c = testing::quiet_cnn(spec, 16, 10);
-    c.job.device = dev ? "cuda" : "cpu";
-    ExecutorHooks h;
-    h.plan = dev ? &hybrid : &dense;
-    testing::run_ranks(2, [&](comm::Transport& t) {
-      Executor ex(c, t, d, nullptr, h);
-      auto r = ex.run();
-      if (t.rank() == 0) w[dev] = r.params;
-    });
-  }
-  ASSERT_EQ(w[0].size(), w[1].size());
-  float diff = 0;
-  for (size_t i = 0; i < w[0].size(); ++i) diff = std::max(diff, std::abs(w[0][i] - w[1][i]));
-  EXPECT_LT(diff, 1e-3f);
+  const Config cfg = testing::quiet_cnn(spec, 16, 10);
+  const std::vector<float> cpu_w = trained_weights(cfg, d, false, &dense),
+                           gpu_w = trained_weights(cfg, d, true, &hybrid);
+  ASSERT_EQ(cpu_w.size(), gpu_w.size());
+  EXPECT_LT(max_abs_diff(cpu_w, gpu_w), 1e-3f);
 }
 
 }  // namespace
