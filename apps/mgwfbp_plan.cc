@@ -288,10 +288,7 @@ int main(int argc, char** argv) {
     SFB_CHECK(!nodes.empty(), "--nodes: no node count in '{}'", nodes_arg);
     if (timeline_nodes <= 0)
       timeline_nodes = std::find(nodes.begin(), nodes.end(), 8) != nodes.end() ? 8 : nodes.back();
-    auto planners = planners_arg.empty() ? planner_names() : split_list(planners_arg);
-    bool factors = false;
-    for (const auto& l : p.layers) factors = factors || l.sf_floats > 0;
-    if (planners_arg.empty() && factors) planners.insert(planners.end(), {"hybrid", "hybrid-optimal"});
+    const auto planners = planners_arg.empty() ? planner_names(p) : split_list(planners_arg);
     fmt::print(
         "profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
         p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,

@@ -237,10 +237,7 @@ void Replanner::replan(bool again) {
     chosen = mgwfbp::make_plan(cfg_.planner, prof, cost);
     spdlog::info("{}profile: t_f {:.0f} us, t_b {:.0f} us over {} param layers; {}", again ? "re-" : "",
                  prof.forward_us, prof.backward_us(), net_.param_layers(), fits);
-    auto names = mgwfbp::planner_names();
-    if (std::any_of(prof.layers.begin(), prof.layers.end(), [](const mgwfbp::Layer& l) { return l.sf_floats > 0; }))
-      names.insert(names.end(), {"hybrid", "hybrid-optimal"});
-    predictions_ = mgwfbp::predict(prof, names, {t_.size()}, [&](int) { return cost; });
+    predictions_ = mgwfbp::predict(prof, mgwfbp::planner_names(prof), {t_.size()}, [&](int) { return cost; });
     for (const auto& pr : predictions_)
       spdlog::info("  planner {:<14} {:>3} groups, predicted iteration {:>9.0f} us, non-overlapped comm {:>8.0f} us",
                    pr.planner, pr.groups, pr.iteration_us, pr.non_overlapped_us);

@@ -264,6 +264,12 @@ Plan plan_horovod(const Profile& p, int64_t threshold_bytes) {
 
 std::vector<std::string> planner_names() { return {"wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "horovod:64"}; }
 
+std::vector<std::string> planner_names(const Profile& p) {
+  auto names = planner_names();
+  if (p.has_factors()) names.insert(names.end(), {"hybrid", "hybrid-optimal"});
+  return names;
+}
+
 Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
   SFB_CHECK(p.size() > 0, "{}: the profile has no layers", p.source);
   auto mib = [&spec](const std::string& arg) {

@@ -50,6 +50,8 @@ Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid = false)
 // "hybrid-optimal".
 Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c);
 std::vector<std::string> planner_names();
+// Every planner that applies to `p`: planner_names(), and the hybrid ones when p has factors.
+std::vector<std::string> planner_names(const Profile& p);
 
 // Throws InternalError unless the plan covers layers L-1..0 once, in backward order.
 void check_plan(const Plan& plan, int layers);

@@ -1,5 +1,6 @@
 #include "sfb/mgwfbp/profile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -20,6 +21,10 @@ double Profile::backward_us() const {
   double s = 0;
   for (const auto& l : layers) s += l.t_b_us;
   return s;
+}
+
+bool Profile::has_factors() const {
+  return std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return l.sf_floats > 0; });
 }
 
 int64_t Profile::total_params() const {
@@ -129,8 +134,7 @@ Profile reference_profile(const std::string& model, int64_t batch, double gflops
 }
 
 void write_profile_csv(const std::string& path, const Profile& p, const std::string& comment) {
-  bool sf = false;
-  for (const auto& l : p.layers) sf = sf || l.sf_floats > 0;
+  const bool sf = p.has_factors();
   std::string out;
   for (const auto& line : split_trimmed(comment, '\n'))
     if (!line.empty()) out += "# " + line + "\n";

@@ -33,6 +33,8 @@ struct Profile {
   int size() const { return static_cast<int>(layers.size()); }
   double backward_us() const;
   int64_t total_params() const;
+  // Whether some layer has sufficient factors (sf_floats > 0): the hybrid planners apply.
+  bool has_factors() const;
 };
 
 Profile read_profile_csv(const std::string& path);
