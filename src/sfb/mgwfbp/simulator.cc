@@ -24,28 +24,38 @@ bool factors_cover(const Profile& p, const Group& g) {
   return true;
 }
 
+namespace {
+
+// What a group's layers add up to: dense bytes, one rank's factor bytes, one rank's rebuild time.
+struct GroupSums {
+  int64_t bytes = 0, sf_bytes = 0;
+  double t_sf_us = 0.0;
+};
+
+GroupSums group_sums(const Profile& p, const Group& g) {
+  GroupSums s;
+  for (int l = g.lo; l <= g.hi; ++l) {
+    const Layer& layer = p.layers[static_cast<size_t>(l)];
+    s.bytes += layer.params * 4;
+    s.sf_bytes += layer.sf_floats * 4;
+    s.t_sf_us += layer.t_sf_us;
+  }
+  return s;
+}
+
+}  // namespace
+
 double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
   SFB_ENFORCE(!g.sf || factors_cover(p, g),
               "group {}-{} is sent as sufficient factors but holds a layer with parameters and none", g.hi, g.lo);
-  int64_t bytes = 0, sf_bytes = 0;
-  double t_sf = 0.0;
-  for (int l = g.lo; l <= g.hi; ++l) {
-    const Layer& layer = p.layers[static_cast<size_t>(l)];
-    bytes += layer.params * 4;
-    sf_bytes += layer.sf_floats * 4;
-    t_sf += layer.t_sf_us;
-  }
-  return g.sf ? c.allgather_us(sf_bytes) + c.nodes * t_sf : c.time_us(bytes);
+  const GroupSums s = group_sums(p, g);
+  return g.sf ? c.allgather_us(s.sf_bytes) + c.nodes * s.t_sf_us : c.time_us(s.bytes);
 }
 
 int64_t group_bytes_sent(const Profile& p, const Group& g, int nodes) {
-  int64_t dense = 0, sf = 0;
-  for (int l = g.lo; l <= g.hi; ++l) {
-    dense += 4 * p.layers[static_cast<size_t>(l)].params;
-    sf += 4 * p.layers[static_cast<size_t>(l)].sf_floats;
-  }
+  const GroupSums s = group_sums(p, g);
   const int64_t n = std::max(nodes, 1);
-  return g.sf ? (n - 1) * sf : 2 * (n - 1) * dense / n;
+  return g.sf ? (n - 1) * s.sf_bytes : 2 * (n - 1) * s.bytes / n;
 }
 
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan) {
