@@ -41,7 +41,10 @@ int64_t encoded_sf_bytes(const SfBatch& b) {
   return static_cast<int64_t>(kSfHeaderBytes) + payload;
 }
 
-Bytes encode_sf_batch(const SfBatch& b) {
+namespace {
+
+// Appends b's encoding (encoded_sf_bytes(b) bytes) to w.
+void put_sf_batch(ByteWriter& w, const SfBatch& b) {
   SFB_ENFORCE(b.u.rows() == b.count && b.u.cols() == b.J, "u is {}x{}, batch {}x{}", b.u.rows(), b.u.cols(), b.count,
               b.J);
   if (b.sparse_v) {
@@ -52,7 +55,7 @@ Bytes encode_sf_batch(const SfBatch& b) {
                 b.D);
   }
   const int64_t total = encoded_sf_bytes(b);
-  ByteWriter w(static_cast<size_t>(total));
+  const size_t start = w.size();
   put_common(w, kKindSfBatch);
   w.put<int32_t>(b.sender);
   w.put<int32_t>(b.count);
@@ -71,7 +74,15 @@ Bytes encode_sf_batch(const SfBatch& b) {
   } else {
     w.put_array(b.v.data(), static_cast<size_t>(b.v.size()));
   }
-  SFB_ENFORCE(static_cast<int64_t>(w.size()) == total, "encoded {} bytes, expected {}", w.size(), total);
+  SFB_ENFORCE(static_cast<int64_t>(w.size() - start) == total, "encoded {} bytes, expected {}", w.size() - start,
+              total);
+}
+
+}  // namespace
+
+Bytes encode_sf_batch(const SfBatch& b) {
+  ByteWriter w(static_cast<size_t>(encoded_sf_bytes(b)));
+  put_sf_batch(w, b);
   return w.take();
 }
 
@@ -137,13 +148,9 @@ SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
 Bytes encode_sf_batches(std::span<const SfBatch> batches) {
   int64_t total = 0;
   for (const SfBatch& b : batches) total += encoded_sf_bytes(b);
-  Bytes out;
-  out.reserve(static_cast<size_t>(total));
-  for (const SfBatch& b : batches) {
-    const Bytes one = encode_sf_batch(b);
-    out.insert(out.end(), one.begin(), one.end());
-  }
-  return out;
+  ByteWriter w(static_cast<size_t>(total));
+  for (const SfBatch& b : batches) put_sf_batch(w, b);
+  return w.take();
 }
 
 std::vector<SfBatch> decode_sf_batches(std::span<const std::byte> d, std::span<const SfExpect> expect) {
