@@ -3,7 +3,8 @@
 # `cuda` tests (CUDA layers against the CPU layers), trains the default CNN for a few hundred
 # iterations on the GPU and on the CPU (one rank each, same seed and batch), and prints a table of
 # step times; then the wide fully connected head (configs/fashion_cnn_wide_fc.toml) on the GPU with
-# 2 ranks, hybrid transport (factors downloaded and all-gathered) against dense all-reduces. Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
+# 2 ranks, hybrid transport (factors downloaded and all-gathered) against dense all-reduces.
+# Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
 # no device answers.
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
 set -euo pipefail

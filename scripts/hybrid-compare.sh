@@ -11,8 +11,9 @@
 # --table-only re-joins the summaries of an earlier --out. Without a cluster (SFB_NETNS=0) the
 # runs use plain mpirun on this machine.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${SFB_BUILD:-$ROOT/build}
+source "$(dirname "$0")/common.sh"  # SFB_ROOT, SFB_BUILD, sfb_mpirun
+ROOT=$SFB_ROOT
+BUILD=$SFB_BUILD
 config=$ROOT/configs/fashion_cnn_wide_fc.toml
 ranks=4
 iters=300
@@ -41,8 +42,7 @@ run() {
   if [ "${SFB_NETNS:-1}" = 1 ]; then
     "$ROOT/scripts/netns-cluster.sh" run -- -np "$ranks" "$BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1
   else
-    OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks" \
-      "$BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1
+    sfb_mpirun -np "$ranks" "$BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1
   fi
 }
 
