@@ -5,6 +5,7 @@
 
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/runtime/control_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto bytes = std::as_bytes(std::span(data, size));
@@ -15,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const sfb::CommError&) {
   }
   try {
-    sfb::comm::decode_control(bytes, -1);
+    sfb::runtime::decode_control(bytes, -1);
   } catch (const sfb::CommError&) {
   }
   return 0;

@@ -5,7 +5,7 @@
 #include "report.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
-#include "sfb/comm/collectives.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/io/load_data.h"

@@ -6,7 +6,7 @@
 #include "report.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
-#include "sfb/comm/collectives.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/io/checkpoint.h"

@@ -16,14 +16,14 @@
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/baselines/scheme_bytes.h"
-#include "sfb/comm/latency_transport.h"
-#include "sfb/comm/topology.h"
+#include "sfb/comm/transport/latency.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/study_hooks.h"
+#include "sfb/runtime/topology.h"
 #include "sfb/runtime/worker.h"
 #include "testing/batches.h"
 #include "testing/configs.h"
@@ -178,13 +178,20 @@ TEST_P(SchemeBytes, MeasuredBytesPerClockMatchTheory) {
 
 INSTANTIATE_TEST_SUITE_P(DenseAndSparseV, SchemeBytes, ::testing::Values(1.0, 0.2));
 
+TEST(Topology, FullConnectsEveryPair) {
+  const runtime::Topology t = runtime::Topology::full(4);
+  EXPECT_EQ(t.out[1], (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(t.in[1], (std::vector<int>{0, 2, 3}));
+  EXPECT_TRUE(runtime::Topology::full(1).out[0].empty());
+}
+
 TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
-  EXPECT_THAT(comm::Topology::halton_offsets(6, 2), ElementsAre(3, 1));
-  EXPECT_THAT(comm::Topology::halton_offsets(8, 0), ElementsAre(4, 2, 6));  // Q = log2 8
-  EXPECT_THAT(comm::Topology::halton_offsets(5, 4), ElementsAre(2, 1, 3, 4));
-  EXPECT_EQ(comm::Topology::default_halton_q(6), 3);
-  EXPECT_TRUE(comm::Topology::halton_offsets(1, 0).empty());
-  const auto t = comm::Topology::halton(6, 2);
+  EXPECT_THAT(runtime::Topology::halton_offsets(6, 2), ElementsAre(3, 1));
+  EXPECT_THAT(runtime::Topology::halton_offsets(8, 0), ElementsAre(4, 2, 6));  // Q = log2 8
+  EXPECT_THAT(runtime::Topology::halton_offsets(5, 4), ElementsAre(2, 1, 3, 4));
+  EXPECT_EQ(runtime::Topology::default_halton_q(6), 3);
+  EXPECT_TRUE(runtime::Topology::halton_offsets(1, 0).empty());
+  const auto t = runtime::Topology::halton(6, 2);
   EXPECT_THAT(t.out[0], ElementsAre(3, 1));
   EXPECT_THAT(t.out[5], ElementsAre(2, 0));
   EXPECT_THAT(t.in[0], ElementsAre(3, 5));
@@ -192,17 +199,17 @@ TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
 
 TEST(Halton, StaticOffsetsWithACommonDivisorOfPSplitTheWorkersIntoIslands) {
   // P = 8, default Q = 3: offsets 4, 2, 6 (all even): even and odd ranks never talk.
-  EXPECT_THAT(comm::Topology::halton(8, 0).islands(), ElementsAre(ElementsAre(0, 2, 4, 6), ElementsAre(1, 3, 5, 7)));
+  EXPECT_THAT(runtime::Topology::halton(8, 0).islands(), ElementsAre(ElementsAre(0, 2, 4, 6), ElementsAre(1, 3, 5, 7)));
   // The SFB paper's P = 12 with Q = 2 (offsets 6, 3) or 3 (6, 3, 9): three islands.
-  for (int q : {2, 3}) EXPECT_EQ(comm::Topology::halton(12, q).islands().size(), 3u) << q;
-  EXPECT_EQ(comm::Topology::halton(6, 2).islands().size(), 1u);  // offsets 3, 1
-  EXPECT_EQ(comm::Topology::full(8).islands().size(), 1u);
+  for (int q : {2, 3}) EXPECT_EQ(runtime::Topology::halton(12, q).islands().size(), 3u) << q;
+  EXPECT_EQ(runtime::Topology::halton(6, 2).islands().size(), 1u);  // offsets 3, 1
+  EXPECT_EQ(runtime::Topology::full(8).islands().size(), 1u);
   // Brute force over P and Q: islands exist exactly when gcd(P, offsets) > 1.
   for (int P = 2; P <= 40; ++P)
     for (int q = 1; q < std::min(P, 7); ++q) {
       int g = P;
-      for (int off : comm::Topology::halton_offsets(P, q)) g = std::gcd(g, off);
-      EXPECT_EQ(comm::Topology::halton(P, q).islands().size(), static_cast<size_t>(g)) << P << " " << q;
+      for (int off : runtime::Topology::halton_offsets(P, q)) g = std::gcd(g, off);
+      EXPECT_EQ(runtime::Topology::halton(P, q).islands().size(), static_cast<size_t>(g)) << P << " " << q;
     }
 }
 
@@ -225,10 +232,10 @@ TEST(Halton, StaticIslandsAreAConfigErrorNamingPQOffsetsAndIslands) {
 TEST(Halton, RotatingReceiversReachEveryPeerWithinCeilPMinus1OverQClocks) {
   for (int P = 2; P <= 40; ++P)
     for (int q = 1; q < P; q += 1 + q / 3) {
-      const auto t = comm::Topology::halton_rotating(P, q);
+      const auto t = runtime::Topology::halton_rotating(P, q);
       // The cycle is every non-zero offset once, starting with the static offsets.
       auto cycle = t.cycle;
-      const auto first = comm::Topology::halton_offsets(P, q);
+      const auto first = runtime::Topology::halton_offsets(P, q);
       ASSERT_TRUE(std::equal(first.begin(), first.end(), cycle.begin())) << P << " " << q;
       std::sort(cycle.begin(), cycle.end());
       for (int i = 0; i < P - 1; ++i) ASSERT_EQ(cycle[static_cast<size_t>(i)], i + 1) << P;
@@ -318,7 +325,7 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   cfg.sfb.staleness = 1;
   const int P = 6;
   const auto run = run_scheme(P, cfg);
-  const auto topo = comm::Topology::halton(P, 2);
+  const auto topo = runtime::Topology::halton(P, 2);
   for (int dst = 0; dst < P; ++dst) {
     const auto& w = run.workers[static_cast<size_t>(dst)];
     for (int src = 0; src < P; ++src) {

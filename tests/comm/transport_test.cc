@@ -3,8 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sfb/comm/collectives.h"
-#include "sfb/comm/topology.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "testing/rank_threads.h"
 
@@ -81,13 +80,6 @@ TEST(Transport, BadDestinationIsACommError) {
   auto g = make_inproc_group(2);
   EXPECT_THROW(g[0]->send(2, kTagSf, {}), CommError);
   EXPECT_THROW(g[0]->send(-1, kTagSf, {}), CommError);
-}
-
-TEST(Topology, FullConnectsEveryPair) {
-  const Topology t = Topology::full(4);
-  EXPECT_EQ(t.out[1], (std::vector<int>{0, 2, 3}));
-  EXPECT_EQ(t.in[1], (std::vector<int>{0, 2, 3}));
-  EXPECT_TRUE(Topology::full(1).out[0].empty());
 }
 
 }  // namespace

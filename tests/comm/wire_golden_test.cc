@@ -11,13 +11,14 @@
 #include <gtest/gtest.h>
 
 #include "sfb/baselines/ps_codec.h"
-#include "sfb/comm/collectives.h"
 #include "sfb/comm/rank_order_allreduce.h"
 #include "sfb/comm/ring_allreduce.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/model_file.h"
+#include "sfb/runtime/control_codec.h"
 #include "testing/batches.h"
 #include "testing/rank_threads.h"
 
@@ -45,8 +46,8 @@ TEST(WireGolden, SfBatchSparse) {
 }
 
 TEST(WireGolden, Control) {
-  comm::ControlMsg m{comm::ControlType::kDone, 2, -77, {1, -2, int64_t{1} << 40}};
-  EXPECT_EQ(hash_of(comm::encode_control(m)), 13273236307320431239ULL);
+  runtime::ControlMsg m{runtime::ControlType::kDone, 2, -77, {1, -2, int64_t{1} << 40}};
+  EXPECT_EQ(hash_of(runtime::encode_control(m)), 13273236307320431239ULL);
 }
 
 TEST(WireGolden, Checkpoint) {

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "sfb/comm/collectives.h"
-#include "sfb/comm/mpi_transport.h"
+#include "sfb/comm/setup_collectives.h"
+#include "sfb/comm/transport/mpi.h"
 #include "sfb/core/error.h"
 
 namespace {

@@ -5,12 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/runtime/control_codec.h"
+#include "testing/batches.h"
 
 namespace sfb::runtime {
 namespace {
 
-using comm::ControlType;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -43,7 +45,7 @@ struct Harness {
                          [this](int64_t at) { resumed.push_back(at); }}) {}
 };
 
-comm::ControlMsg msg(ControlType t, int64_t value = 0, std::vector<int64_t> payload = {}) {
+ControlMsg msg(ControlType t, int64_t value = 0, std::vector<int64_t> payload = {}) {
   return {t, 0, value, std::move(payload)};
 }
 
@@ -167,6 +169,30 @@ TEST(StopProtocol, MessagesOutOfTurnAreProtocolErrors) {
   Harness other(1, 3);
   EXPECT_THROW(other.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 0), CommError);
   EXPECT_THROW(other.p.handle(msg(ControlType::kStopAt, 4), 2), CommError) << "STOP_AT only comes from rank 0";
+}
+
+TEST(ControlCodec, EmptyPayloadDecodes) {
+  // Regression (fuzz_wire under UBSan): memcpy into an empty vector's null data().
+  const ControlMsg r = decode_control(encode_control({ControlType::kStopQuery, 1, 0, {}}), 1);
+  EXPECT_TRUE(r.payload.empty());
+}
+
+TEST(ControlCodec, RoundTripsAndRejects) {
+  const ControlMsg m{ControlType::kDone, 3, -5, {1, 2, 3}};
+  const Bytes b = encode_control(m);
+  const ControlMsg r = decode_control(b, 3);
+  EXPECT_EQ(r.type, ControlType::kDone);
+  EXPECT_EQ(r.value, -5);
+  EXPECT_EQ(r.payload, m.payload);
+  EXPECT_THROW(decode_control(b, 2), CommError);
+  EXPECT_THROW(decode_control(Bytes(b.begin(), b.end() - 8), 3), CommError);
+  Bytes bad = b;
+  bad[12] = std::byte{99};  // type
+  EXPECT_THROW(decode_control(bad, 3), CommError);
+  EXPECT_THROW(
+      decode_control(
+          comm::encode_sf_batch(testing::sparse_sf_batch(1, 3, 100, Matrix::Ones(1, 3), {0, 1}, {5}, {1.0f})), 1),
+      CommError);
 }
 
 }  // namespace

@@ -340,7 +340,7 @@ TEST(Resume, RefusesAStartBeyondTheLastClockOrAWrongShape) {
 }  // namespace
 }  // namespace sfb::runtime
 
-#include "sfb/comm/faulty_transport.h"
+#include "sfb/comm/transport/faulty.h"
 
 namespace sfb::runtime {
 namespace {

@@ -1,6 +1,6 @@
 #include "sfb/baselines/scheme_bytes.h"
 
-#include "sfb/comm/topology.h"
+#include "sfb/runtime/topology.h"
 
 namespace sfb::baselines {
 
@@ -13,7 +13,7 @@ double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t
   const double batch = K * 4.0 * j + (v_nonzeros < 0 ? K * 4.0 * d : 8.0 * (K + 1) + K * 8.0 * v_nonzeros);
   if (cfg.sfb.broadcast != "full") {  // halton, halton-static: Q receivers per clock
     const double q =
-        static_cast<double>(comm::Topology::halton_offsets(workers, static_cast<int>(cfg.sfb.halton_q)).size());
+        static_cast<double>(runtime::Topology::halton_offsets(workers, static_cast<int>(cfg.sfb.halton_q)).size());
     return P * q * batch;
   }
   return P * (P - 1) * batch;

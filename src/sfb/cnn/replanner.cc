@@ -7,7 +7,7 @@
 
 #include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/grad_comm.h"
-#include "sfb/comm/collectives.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 
 namespace sfb::cnn {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "sfb/comm/mpi_transport.h"
+#include "sfb/comm/transport/mpi.h"
 #include "sfb/core/error.h"
 
 namespace sfb::comm {

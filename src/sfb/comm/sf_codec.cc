@@ -7,10 +7,8 @@
 
 namespace sfb::comm {
 
-namespace {
-
 // Magic, version and kind: the first 8 bytes of every message of this codec.
-void check_common(ByteReader& r, size_t header, uint16_t kind) {
+void check_wire_head(ByteReader& r, size_t header, uint16_t kind) {
   if (r.remaining() < header)
     r.fail(fmt::format("{}: message of {} bytes is shorter than the {}-byte header", r.what(), r.remaining(), header));
   const auto magic = r.get<uint32_t>("magic");
@@ -24,13 +22,11 @@ void check_common(ByteReader& r, size_t header, uint16_t kind) {
   if (k != kind) r.fail(fmt::format("{}: message kind {} where kind {} was expected", r.what(), k, kind));
 }
 
-void put_common(ByteWriter& w, uint16_t kind) {
+void put_wire_head(ByteWriter& w, uint16_t kind) {
   w.put<uint32_t>(kWireMagic);
   w.put<uint16_t>(kWireVersion);
   w.put<uint16_t>(kind);
 }
-
-}  // namespace
 
 int64_t encoded_sf_bytes(const SfBatch& b) {
   int64_t payload = int64_t{b.count} * b.J * 4;
@@ -56,7 +52,7 @@ void put_sf_batch(ByteWriter& w, const SfBatch& b) {
   }
   const int64_t total = encoded_sf_bytes(b);
   const size_t start = w.size();
-  put_common(w, kKindSfBatch);
+  put_wire_head(w, kKindSfBatch);
   w.put<int32_t>(b.sender);
   w.put<int32_t>(b.count);
   w.put<int64_t>(b.clock);
@@ -88,7 +84,7 @@ Bytes encode_sf_batch(const SfBatch& b) {
 
 SfBatch decode_sf_batch(std::span<const std::byte> d, const SfExpect& ex) {
   ByteReader r(d, "SF batch", ByteReader::Source::kMessage);
-  check_common(r, kSfHeaderBytes, kKindSfBatch);
+  check_wire_head(r, kSfHeaderBytes, kKindSfBatch);
   SfBatch b;
   b.sender = r.get<int32_t>("sender");
   b.count = r.get<int32_t>("count");
@@ -174,41 +170,6 @@ std::vector<SfBatch> decode_sf_batches(std::span<const std::byte> d, std::span<c
     throw CommError(
         fmt::format("message of {} SF batches has {} bytes after the last one", expect.size(), d.size() - at));
   return out;
-}
-
-Bytes encode_control(const ControlMsg& m) {
-  ByteWriter w(kControlHeaderBytes + m.payload.size() * 8);
-  put_common(w, kKindControl);
-  w.put<int32_t>(m.sender);
-  w.put<uint32_t>(static_cast<uint32_t>(m.type));
-  w.put<int64_t>(m.value);
-  w.put<uint32_t>(static_cast<uint32_t>(m.payload.size()));
-  w.put<uint32_t>(0);
-  w.put_array(std::span<const int64_t>(m.payload));
-  return w.take();
-}
-
-ControlMsg decode_control(std::span<const std::byte> d, int expected_sender) {
-  ByteReader r(d, "control message", ByteReader::Source::kMessage);
-  check_common(r, kControlHeaderBytes, kKindControl);
-  ControlMsg m;
-  m.sender = r.get<int32_t>("sender");
-  const auto type = r.get<uint32_t>("type");
-  m.value = r.get<int64_t>("value");
-  const auto n = r.get<uint32_t>("payload words");
-  r.skip(4, "reserved");
-  if (expected_sender >= 0 && m.sender != expected_sender)
-    throw CommError(
-        fmt::format("control message: header names sender {} but it came from rank {}", m.sender, expected_sender));
-  if (type < 1 || type > 7)
-    throw CommError(fmt::format("control message from rank {}: unknown type {}", m.sender, type));
-  m.type = static_cast<ControlType>(type);
-  if (d.size() != kControlHeaderBytes + size_t{n} * 8)
-    throw CommError(
-        fmt::format("control message from rank {}: {} bytes, header says {} payload words", m.sender, d.size(), n));
-  m.payload.resize(n);
-  r.get_array(m.payload.data(), n, "payload");
-  return m;
 }
 
 }  // namespace sfb::comm

@@ -1,5 +1,6 @@
 #pragma once
-// Wire format of SfBatch and control messages (little-endian, documented in docs/formats.md).
+// Wire format of SfBatch messages (little-endian, documented in docs/formats.md); the runtime's
+// control messages (runtime/control_codec.h) share its 8-byte head (magic, version, kind).
 //
 // SfBatch: a 56-byte header, then u (K*J float32), then v: dense K*D float32, or sparse as
 // row_ptr (K+1 int64), index (nnz int32), value (nnz float32).
@@ -13,9 +14,6 @@
 //   16  8    clock
 //   24  4    J
 //
-// Control: a 32-byte header (magic, version, kind = 2, sender i32, type u32,
-// value i64, n u32, reserved u32) and n int64 payload words.
-//
 // Decoding validates the header against the received length and the receiver's expectations
 // (sender, J, D) before any payload is read; every problem throws CommError naming the field.
 #include <cstdint>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "sfb/comm/transport.h"
+#include "sfb/core/bytes.h"
 #include "sfb/core/sf_batch.h"
 
 namespace sfb::comm {
@@ -30,9 +29,8 @@ namespace sfb::comm {
 inline constexpr uint32_t kWireMagic = 0x57424653;  // "SFBW" little-endian
 inline constexpr uint16_t kWireVersion = 1;
 inline constexpr uint16_t kKindSfBatch = 1;
-inline constexpr uint16_t kKindControl = 2;
+inline constexpr uint16_t kKindControl = 2;  // runtime/control_codec.h
 inline constexpr size_t kSfHeaderBytes = 56;
-inline constexpr size_t kControlHeaderBytes = 32;
 
 Bytes encode_sf_batch(const SfBatch& b);
 // Size in bytes encode_sf_batch() produces.
@@ -53,24 +51,10 @@ Bytes encode_sf_batches(std::span<const SfBatch> batches);
 // message must hold exactly expect.size() batches (CommError otherwise, naming the batch).
 std::vector<SfBatch> decode_sf_batches(std::span<const std::byte> data, std::span<const SfExpect> expect);
 
-enum class ControlType : uint32_t {
-  kStopRequest = 1,  // any rank -> 0: a signal or error asks the job to stop
-  kStopQuery = 2,    // 0 -> all: pause before the next clock, reply with committed clocks
-  kStopReply = 3,    // all -> 0: value = clocks committed
-  kStopAt = 4,       // 0 -> all: value = the common final clock count
-  kDone = 5,         // all -> 0: payload = final statistics
-  kFinal = 6,        // 0 -> all: every rank is done; leave the loop
-  kDrift = 7,        // all -> 0: value = clock, payload = the replica-drift sketch (doubles' bits)
-};
-
-struct ControlMsg {
-  ControlType type = ControlType::kStopRequest;
-  int32_t sender = 0;
-  int64_t value = 0;
-  std::vector<int64_t> payload;
-};
-
-Bytes encode_control(const ControlMsg& m);
-ControlMsg decode_control(std::span<const std::byte> data, int expected_sender);
+// The first 8 bytes of every message of this codec (magic, version, kind), for codecs of other
+// layers that share the header (runtime/control_codec.h). check_wire_head() throws CommError via
+// `r` when the message is shorter than `header_bytes` or the magic, version or kind differ.
+void put_wire_head(ByteWriter& w, uint16_t kind);
+void check_wire_head(ByteReader& r, size_t header_bytes, uint16_t kind);
 
 }  // namespace sfb::comm

@@ -10,8 +10,6 @@
 
 namespace sfb::runtime {
 
-using comm::ControlType;
-
 StopProtocol::StopProtocol(int rank, int workers, int64_t max_clocks, StopProtocolIo io)
     : rank_(rank), workers_(workers), max_clocks_(max_clocks), io_(std::move(io)) {
   if (rank_ == 0) {
@@ -60,7 +58,7 @@ void StopProtocol::local_done(const RankStats& stats) {
   done_[0] = 1;
 }
 
-void StopProtocol::handle(const comm::ControlMsg& m, int from) {
+void StopProtocol::handle(const ControlMsg& m, int from) {
   const bool to_root =
       m.type == ControlType::kStopRequest || m.type == ControlType::kStopReply || m.type == ControlType::kDone;
   if (to_root != (rank_ == 0) || (!to_root && from != 0) || from < 0 || from >= workers_)

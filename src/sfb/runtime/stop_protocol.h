@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "sfb/comm/sf_codec.h"
+#include "sfb/runtime/control_codec.h"
 #include "sfb/runtime/rank_stats.h"
 
 namespace sfb::runtime {
 
 struct StopProtocolIo {
   // Sends a control message from this rank to `dst`.
-  std::function<void(int dst, comm::ControlType type, int64_t value, std::vector<int64_t> payload)> send;
+  std::function<void(int dst, ControlType type, int64_t value, std::vector<int64_t> payload)> send;
   // Start no new clock; returns the clocks this rank has started.
   std::function<int64_t()> pause;
   // Every rank computes `stop_at` clocks; clocks may start again. Throws CommError when this rank
@@ -48,7 +48,7 @@ class StopProtocol {
   void local_done(const RankStats& stats);
 
   // One method per control message; handle() checks the sender's right to send it and dispatches.
-  void handle(const comm::ControlMsg& m, int from);
+  void handle(const ControlMsg& m, int from);
   void on_stop_request(int from, int64_t signal);
   void on_stop_query(int from);
   void on_stop_reply(int from, int64_t started);
@@ -71,7 +71,7 @@ class StopProtocol {
   const std::vector<RankStats>& all_stats() const { return all_stats_; }
 
  private:
-  void send_all(comm::ControlType type, int64_t value);
+  void send_all(ControlType type, int64_t value);
   void close_query();
 
   const int rank_, workers_;

@@ -32,16 +32,16 @@ int worker_count(const Config& cfg, int ranks) {
   return ranks - static_cast<int>(cfg.fms.servers);
 }
 
-comm::Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full") return comm::Topology::full(workers);
+Topology make_topology(const Config& cfg, int workers) {
+  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full") return Topology::full(workers);
   const int q = static_cast<int>(cfg.sfb.halton_q);
-  if (cfg.sfb.broadcast == "halton") return comm::Topology::halton_rotating(workers, q);
-  comm::Topology t = comm::Topology::halton(workers, q);
+  if (cfg.sfb.broadcast == "halton") return Topology::halton_rotating(workers, q);
+  Topology t = Topology::halton(workers, q);
   const auto islands = t.islands();
   if (islands.size() > 1) {
     std::vector<std::string> parts;
     for (const auto& island : islands) parts.push_back(fmt::format("{{{}}}", fmt::join(island, ", ")));
-    const auto offsets = comm::Topology::halton_offsets(workers, q);
+    const auto offsets = Topology::halton_offsets(workers, q);
     throw InvalidArgument(fmt::format(
         "sfb.broadcast = \"halton-static\" with P = {} workers and Q = {} (offsets {}) splits the workers into {} "
         "islands that never exchange factors: {}; use sfb.broadcast = \"halton\" (rotating receivers), another "

@@ -28,13 +28,13 @@
 #include <vector>
 
 #include "sfb/api/model.h"
-#include "sfb/comm/topology.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
 #include "sfb/io/dataset.h"
 #include "sfb/runtime/exchange.h"
 #include "sfb/runtime/rank_stats.h"
+#include "sfb/runtime/topology.h"
 
 namespace sfb::runtime {
 
@@ -91,7 +91,7 @@ int worker_count(const Config& cfg, int ranks);
 // Who sends factors to whom among `workers` workers (sfb.broadcast, sfb.halton_q). Throws
 // InvalidArgument naming P, Q, the offsets and the islands when the graph is not connected (the
 // static Halton variant for some P and Q): such a job would train disconnected models.
-comm::Topology make_topology(const Config& cfg, int workers);
+Topology make_topology(const Config& cfg, int workers);
 
 // Effective OpenMP threads for one rank: runtime.threads, or cores / ranks_on_host (at least 1).
 int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host);

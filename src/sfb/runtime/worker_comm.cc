@@ -10,6 +10,7 @@
 
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/runtime/control_codec.h"
 #include "sfb/runtime/signals.h"
 #include "sfb/runtime/worker_state.h"
 
@@ -118,8 +119,8 @@ bool Worker::State::receive_messages() {
     } else if (m->tag == comm::kTagSf) {
       receive_sf(std::move(*m));
     } else if (m->tag == comm::kTagControl) {
-      auto c = comm::decode_control(m->data, m->src);
-      if (c.type != comm::ControlType::kDrift) {
+      auto c = decode_control(m->data, m->src);
+      if (c.type != ControlType::kDrift) {
         stop->handle(c, m->src);
         continue;
       }
@@ -147,7 +148,7 @@ bool Worker::State::send_drift_sketches() {
     }
     std::vector<int64_t> words(s.size());
     std::memcpy(words.data(), s.data(), s.size() * sizeof(double));
-    t.send(0, comm::kTagControl, comm::encode_control({comm::ControlType::kDrift, rank, clock, std::move(words)}));
+    t.send(0, comm::kTagControl, encode_control({ControlType::kDrift, rank, clock, std::move(words)}));
   }
   return !out.empty();
 }
@@ -196,8 +197,8 @@ void Worker::State::check_peer_timeout(bool progress, Stopwatch& last_progress) 
 
 void Worker::State::comm_loop() {
   StopProtocolIo io;
-  io.send = [this](int dst, comm::ControlType type, int64_t value, std::vector<int64_t> payload) {
-    t.send(dst, comm::kTagControl, comm::encode_control({type, rank, value, std::move(payload)}));
+  io.send = [this](int dst, ControlType type, int64_t value, std::vector<int64_t> payload) {
+    t.send(dst, comm::kTagControl, encode_control({type, rank, value, std::move(payload)}));
   };
   io.pause = [this] { return pause_clocks(); };
   io.resume = [this](int64_t at) { resume_clocks(at); };

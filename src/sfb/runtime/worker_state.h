@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "sfb/comm/topology.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/core/timer.h"
@@ -20,6 +19,7 @@
 #include "sfb/runtime/objective_monitor.h"
 #include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/stop_protocol.h"
+#include "sfb/runtime/topology.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
 
@@ -42,7 +42,7 @@ struct Worker::State {
   Exchange* exchange;  // null: SFB (the communication thread broadcasts the SFs itself)
   const int rank;
   const int P;  // workers (the ranks after them, if any, are parameter servers)
-  comm::Topology topo;
+  Topology topo;
   std::vector<int> sources;  // in-neighbours and this rank, ascending: the BSP apply order
   int32_t J = 0, D = 0, K = 0;
   bool scaling_prox = false;  // the model's prox_scale is not constantly 1

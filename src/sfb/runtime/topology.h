@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace sfb::comm {
+namespace sfb::runtime {
 
 struct Topology {
   std::string name;
@@ -54,4 +54,4 @@ struct Topology {
   int rotating_receiver(int p, int64_t clock, int i) const;
 };
 
-}  // namespace sfb::comm
+}  // namespace sfb::runtime

@@ -1,4 +1,4 @@
-#include "sfb/comm/latency_transport.h"
+#include "sfb/comm/transport/latency.h"
 
 namespace sfb::comm {
 

@@ -1,4 +1,4 @@
-#include "sfb/comm/mpi_transport.h"
+#include "sfb/comm/transport/mpi.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,10 +1,10 @@
-#include "sfb/comm/topology.h"
+#include "sfb/runtime/topology.h"
 
 #include <algorithm>
 
 #include "sfb/core/error.h"
 
-namespace sfb::comm {
+namespace sfb::runtime {
 
 Topology Topology::full(int size) {
   SFB_ENFORCE(size >= 1, "size {}", size);
@@ -111,9 +111,9 @@ Topology Topology::halton(int size, int q) {
   return t;
 }
 
-}  // namespace sfb::comm
+}  // namespace sfb::runtime
 
-namespace sfb::comm {
+namespace sfb::runtime {
 
 std::vector<int> Topology::halton_cycle(int size) {
   SFB_ENFORCE(size >= 1, "size {}", size);
@@ -130,4 +130,4 @@ Topology Topology::halton_rotating(int size, int q) {
   return t;
 }
 
-}  // namespace sfb::comm
+}  // namespace sfb::runtime

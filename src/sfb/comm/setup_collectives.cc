@@ -1,4 +1,4 @@
-#include "sfb/comm/collectives.h"
+#include "sfb/comm/setup_collectives.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

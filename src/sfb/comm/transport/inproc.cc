@@ -1,4 +1,4 @@
-#include "sfb/comm/inproc_transport.h"
+#include "sfb/comm/transport/inproc.h"
 
 namespace sfb::comm {
 

@@ -1,4 +1,4 @@
-#include "sfb/comm/faulty_transport.h"
+#include "sfb/comm/transport/faulty.h"
 
 #include <chrono>
 #include <thread>
