@@ -17,9 +17,11 @@
 #include "sfb/cnn/onednn_layers.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/transport/latency.h"
+#include "sfb/comm/transport/tcp.h"
 #include "sfb/core/error.h"
 #include "sfb/core/gemm.h"
 #include "sfb/core/log.h"
+#include "sfb/core/memory.h"
 #include "sfb/core/strings.h"
 #include "sfb/runtime/signals.h"
 #include "sfb/runtime/worker.h"
@@ -149,20 +151,33 @@ void print_keys() {
     fmt::print("| `{}` | {} | `{}` | {} |\n", k.key, k.type, k.default_value, k.help);
 }
 
-// The transport every rank trains over; false when the ranks disagree on the config.
+// The transport every rank trains over; false when the ranks disagree on the config (checked
+// through MPI first: ranks that disagree on comm.transport could not even connect).
 bool connect(Job& job) {
-  job.transport = job.mpi.make_transport();
-  if (job.cfg.comm.inject_latency_us > 0)
-    job.transport =
-        std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);
-  job.transport->set_peer_timeout(job.cfg.runtime.peer_timeout_s);
   try {
-    sfb::comm::check_all_equal(*job.transport, job.cfg.fingerprint(), "the config (after --set overrides)");
+    sfb::comm::check_values_equal(job.mpi.allgather(static_cast<int64_t>(job.cfg.fingerprint())),
+                                  "the config (after --set overrides)");
   } catch (const sfb::InvalidArgument& e) {
     // Detected on every rank alike; rank 0 reports it.
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
     return false;
   }
+  sfb::comm::TransportOptions opt;
+  opt.kind = job.cfg.comm.transport;
+  opt.interface = job.cfg.comm.interface;
+  opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
+  // A bad comm.interface is found on every rank before any rank waits in the connection set-up.
+  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface", [&] { sfb::comm::check_interface(opt.interface); }))
+    return false;
+  const bool connected = job.all_ok("connecting the ranks", [&] {
+    auto guard = job.waiting_on_peers("connecting the ranks");
+    job.transport = job.mpi.make_transport(opt);
+  });
+  if (!connected) return false;
+  if (job.cfg.comm.inject_latency_us > 0)
+    job.transport =
+        std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);
+  job.transport->set_peer_timeout(job.cfg.runtime.peer_timeout_s);
   return true;
 }
 
@@ -238,6 +253,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
 }  // namespace sfbd
 
 int main(int argc, char** argv) {
+  sfb::reuse_large_allocations();
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
   sfbd::Watchdog watchdog(mpi);
   int code = sfbd::kExitOk;

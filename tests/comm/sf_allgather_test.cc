@@ -37,7 +37,8 @@ TEST(SfAllgather, EveryRankGetsEveryRanksBatchesInRankOrder) {
   const int P = 4;
   std::vector<std::vector<std::vector<SfBatch>>> got(P);
   testing::run_ranks(P, [&](Transport& t) {
-    SfAllgather ag(t);
+    TransportChannel ch(t, kTagSf);
+    SfAllgather ag(ch);
     const int r = t.rank();
     // Rank 0 is late to the first call: the others' second-call messages reach it first.
     if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -16,12 +16,20 @@ Bytes payload(int src, int dst, size_t n) {
   return b;
 }
 
-class Ranks : public ::testing::TestWithParam<int> {};
+// Every transport-agnostic test runs on the in-process transport and on TCP over loopback.
+class Ranks : public ::testing::TestWithParam<std::tuple<std::string, int>> {
+ protected:
+  template <typename Fn>
+  void run(Fn fn) {
+    testing::run_ranks_on(std::get<0>(GetParam()), std::get<1>(GetParam()), fn);
+  }
+  int ranks() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(Ranks, AllToAllDeliversEveryMessageAndCounts) {
-  const int p = GetParam();
+  const int p = ranks();
   const std::vector<size_t> sizes = {0, 1, 1001};
-  testing::run_ranks(p, [&](Transport& t) {
+  run([&](Transport& t) {
     for (int dst = 0; dst < p; ++dst)
       for (size_t n : sizes) t.send(dst, kTagSf, payload(t.rank(), dst, n));
     std::vector<int> got(static_cast<size_t>(p), 0);
@@ -41,8 +49,8 @@ TEST_P(Ranks, AllToAllDeliversEveryMessageAndCounts) {
 }
 
 TEST_P(Ranks, AllgatherAndEqualityCheck) {
-  const int p = GetParam();
-  testing::run_ranks(p, [&](Transport& t) {
+  const int p = ranks();
+  run([&](Transport& t) {
     const auto all = allgather_i64(t, 100 + t.rank());
     for (int r = 0; r < p; ++r) EXPECT_EQ(all[r], 100 + r);
     check_all_equal(t, 42, "value");
@@ -57,7 +65,11 @@ TEST_P(Ranks, AllgatherAndEqualityCheck) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Transport, Ranks, ::testing::Values(1, 2, 3, 4, 7));
+INSTANTIATE_TEST_SUITE_P(Transport, Ranks,
+                         ::testing::Combine(::testing::Values("inproc", "tcp"), ::testing::Values(1, 2, 3, 4, 7)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + std::to_string(std::get<1>(info.param));
+                         });
 
 TEST(Transport, TaggedReceiveStashesOtherTags) {
   testing::run_ranks(2, [](Transport& t) {

@@ -11,8 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "sfb/baselines/ps_codec.h"
-#include "sfb/comm/rank_order_allreduce.h"
-#include "sfb/comm/ring_allreduce.h"
+#include "sfb/comm/allreduce.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/hash.h"
@@ -122,21 +121,18 @@ TEST(WireGolden, Collectives) {
   EXPECT_EQ(d, (std::vector<uint64_t>{15407412525720993281ULL, 17839252464176912250ULL, 2685943710996274893ULL}));
 }
 
-TEST(WireGolden, RingAllreduce) {
-  const auto d = sent_digests([](comm::Transport& t) {
-    auto data = data_of(t.rank(), 10);
-    comm::ring_allreduce(t, 3, data, 5, [&t] { return t.recv(comm::kTagReduce); });
-  });
-  EXPECT_EQ(d, (std::vector<uint64_t>{9761786274023598021ULL, 13725533758581268209ULL, 15331658925383531254ULL}));
-}
-
 TEST(WireGolden, RankOrderAllreduce) {
   const auto d = sent_digests([](comm::Transport& t) {
     auto data = data_of(t.rank(), 10);
-    comm::RankOrderAllreduce ar(t);
-    ar.run(data, 4097);
+    comm::TransportChannel ch(t, comm::kTagReduce);
+    comm::RankOrderAllreduce direct(ch, 3);
+    direct.set_cost({1e9, 1e-9});
+    direct.run(data, 4097);
+    comm::RankOrderAllreduce segmented(ch, 3, {8, 8, 16});
+    segmented.set_cost({0, 1});
+    segmented.run(data, 4098);
   });
-  EXPECT_EQ(d, (std::vector<uint64_t>{14531069826645088418ULL, 7255573332068497811ULL, 1428741035646048873ULL}));
+  EXPECT_EQ(d, (std::vector<uint64_t>{3691010523519694570ULL, 16560855449190661805ULL, 2542445442662543974ULL}));
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "sfb/baselines/dense_update.h"
-#include "sfb/comm/ring_allreduce.h"
 #include "sfb/core/error.h"
 
 namespace sfb::baselines {
@@ -14,25 +13,20 @@ void AllreduceExchange::start(const runtime::ExchangeHost& host) {
   rank_ = host.transport->rank();
   P_ = host.workers;
   own_.set_capacity(1 << 16);
-  chunks_.set_capacity(1 << 16);
+  channel_ = std::make_unique<comm::QueueChannel>(*host.transport, comm::kTagReduce);
+  allreduce_ = engine_ ? engine_(*channel_, P_) : comm::make_rank_order_allreduce(*channel_, P_);
   thread_ = std::thread([this] {
     try {
       loop();
     } catch (const tbb::user_abort&) {
+    } catch (const comm::QueueChannel::Closed&) {
     } catch (...) {
       host_.fail(std::current_exception());
     }
   });
 }
 
-void AllreduceExchange::on_message(comm::Message&& m) { chunks_.push(std::make_shared<comm::Message>(std::move(m))); }
-
-comm::Message AllreduceExchange::next_chunk() {
-  std::shared_ptr<comm::Message> m;
-  chunks_.pop(m);
-  if (!m) throw tbb::user_abort();
-  return std::move(*m);
-}
+void AllreduceExchange::on_message(comm::Message&& m) { channel_->push(std::move(m)); }
 
 void AllreduceExchange::loop() {
   for (;;) {
@@ -41,8 +35,7 @@ void AllreduceExchange::loop() {
     if (!b) return;  // finish()
     auto sum = std::make_shared<Matrix>();
     dense_update(*b, *sum);
-    comm::ring_allreduce(*host_.transport, P_, std::span<float>(sum->data(), static_cast<size_t>(sum->size())),
-                         b->clock, [this] { return next_chunk(); });
+    allreduce_->run(std::span<float>(sum->data(), static_cast<size_t>(sum->size())), b->clock);
     auto item = std::make_shared<SfBatch>();
     item->kind = SfBatch::Kind::kDenseSum;
     item->sender = rank_;
@@ -62,11 +55,10 @@ void AllreduceExchange::finish() {
 }
 
 void AllreduceExchange::abort() {
-  // abort() wakes the thread if it waits now; the null items stop it if it pops later.
+  // abort() wakes the thread if it waits now; the null item stops it if it pops later.
   own_.abort();
-  chunks_.abort();
   own_.try_push(nullptr);
-  chunks_.try_push(nullptr);
+  if (channel_) channel_->close();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 

@@ -1,16 +1,19 @@
 #pragma once
 // The dense all-reduce baseline (what Horovod and PyTorch DDP do): every clock each worker forms
-// its dense update dW_p = U^T V and the workers sum them with a ring all-reduce (reduce-scatter then
-// all-gather over P chunks, 2 (P-1) / P * J * D floats sent per worker), so every replica applies
-// the same sum. Bytes on the network per clock: 2 (P - 1) J D floats.
+// its dense update dW_p = U^T V and the workers sum them with the all-reduce of comm.collectives
+// (comm/allreduce.h: sfb's pipelined rank-order all-reduce, 2 (P-1) / P * J * D floats sent per
+// worker, or Open MPI's MPI_Allreduce), so every replica applies the same sum. Bytes on the network
+// per clock: 2 (P - 1) J D floats.
 //
-// Threads: the worker's communication thread hands over own batches and the chunks that arrive
-// (kTagReduce, always from the left neighbour); a reduce thread of this class does the
+// Threads: the worker's communication thread hands over own batches and the all-reduce's messages
+// that arrive (kTagReduce) through a QueueChannel; a reduce thread of this class does the
 // all-reduce, clock after clock, and delivers a kDenseSum item per clock to the update thread.
 #include <functional>
 #include <span>
 #include <thread>
 
+#include "sfb/comm/allreduce.h"
+#include "sfb/comm/channel.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/runtime/exchange.h"
@@ -19,7 +22,8 @@ namespace sfb::baselines {
 
 class AllreduceExchange final : public runtime::Exchange {
  public:
-  AllreduceExchange() = default;
+  // `engine`: the all-reduce (null: sfb's rank-order all-reduce).
+  explicit AllreduceExchange(comm::AllreduceFactory engine = {}) : engine_(std::move(engine)) {}
   ~AllreduceExchange() override;
   std::string name() const override { return "allreduce"; }
   void start(const runtime::ExchangeHost& host) override;
@@ -31,12 +35,13 @@ class AllreduceExchange final : public runtime::Exchange {
 
  private:
   void loop();
-  comm::Message next_chunk();
 
+  comm::AllreduceFactory engine_;
   runtime::ExchangeHost host_;
   int rank_ = 0, P_ = 1;
   BoundedQueue<SfBatchPtr> own_;
-  BoundedQueue<std::shared_ptr<comm::Message>> chunks_;
+  std::unique_ptr<comm::QueueChannel> channel_;
+  std::unique_ptr<comm::Allreduce> allreduce_;
   std::thread thread_;
 };
 

@@ -12,6 +12,13 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
   host_ = host;
   rank_ = host.transport->rank();
   next_version_ = host.start_clock + 1;
+  int64_t total = 0;
+  for (int s = 0; s < S_; ++s) {
+    blocks_.push_back(ps_blocks(host.J, host.D, s, S_));
+    first_block_.push_back(total);
+    total += blocks_.back().count();
+  }
+  in_flight_.assign(static_cast<size_t>(S_), 0);
   // Rank 0 seeds the servers with the initial W (model.init or the checkpoint).
   if (rank_ == 0) {
     for (int s = 0; s < S_; ++s) {
@@ -24,22 +31,56 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
 }
 
 void FmsExchange::send_own(const SfBatchPtr& batch) {
-  dense_update(*batch, dW_);
+  auto dW = std::make_shared<Matrix>();
+  dense_update(*batch, *dW);
+  std::shared_ptr<const Matrix> update = std::move(dW);
   if (rmw_) {
-    auto own = std::make_shared<const Matrix>(dW_);
+    const auto& own = update;
     own_.emplace(batch->clock, own);
     auto item = std::make_shared<SfBatch>();
     item->kind = SfBatch::Kind::kOwnDense;
     item->clock = batch->clock;
     item->J = host_.J;
     item->D = host_.D;
-    item->dense = std::move(own);
+    item->dense = own;
     host_.deliver(std::move(item));
   }
-  for (int s = 0; s < S_; ++s) {
-    const int64_t b = shard_begin(host_.J, s, S_), e = shard_begin(host_.J, s + 1, S_);
-    host_.transport->send(host_.workers + s, comm::kTagPs,
-                          encode_ps(PsType::kPush, batch->clock, b, e - b, host_.D, dW_.data() + b * host_.D));
+  push(batch->clock, std::move(update));
+}
+
+void FmsExchange::push(int64_t clock, std::shared_ptr<const Matrix> dW) {
+  outgoing_.push_back({clock, std::move(dW), std::vector<int64_t>(static_cast<size_t>(S_), 0)});
+  pump();
+}
+
+// Pushes blocks while the window allows, one block per server in turn, oldest update first.
+void FmsExchange::pump() {
+  for (bool sent = true; sent && !outgoing_.empty();) {
+    sent = false;
+    for (int s = 0; s < S_; ++s) {
+      const PsBlocks& b = blocks_[static_cast<size_t>(s)];
+      auto& flying = in_flight_[static_cast<size_t>(s)];
+      for (auto& o : outgoing_) {
+        auto& k = o.next[static_cast<size_t>(s)];
+        if (k >= b.count()) continue;  // this update's blocks of s are all out
+        if (flying >= kWindow) break;
+        const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
+        host_.transport->send(host_.workers + s, comm::kTagPs,
+                              encode_ps(PsType::kPush, o.clock, r0, n, host_.D, o.dW->data() + r0 * host_.D));
+        ++k;
+        ++flying;
+        sent = true;
+        break;
+      }
+    }
+    while (!outgoing_.empty()) {
+      const auto& o = outgoing_.front();
+      bool done = true;
+      for (int s = 0; s < S_; ++s)
+        done = done && o.next[static_cast<size_t>(s)] >= blocks_[static_cast<size_t>(s)].count();
+      if (!done) break;
+      outgoing_.pop_front();
+    }
   }
 }
 
@@ -49,24 +90,30 @@ void FmsExchange::on_message(comm::Message&& m) {
     throw CommError(fmt::format("rank {}: parameter-server message from rank {}, which is not a server (ranks {}..{})",
                                 rank_, m.src, host_.workers, host_.workers + S_ - 1));
   const PsHeader h = decode_ps_header(m.data, m.src);
-  const int64_t b = shard_begin(host_.J, s, S_), e = shard_begin(host_.J, s + 1, S_);
-  if (h.type != PsType::kPull || h.row_begin != b || h.rows != e - b || h.cols != host_.D || h.clock < next_version_)
+  const PsBlocks& bl = blocks_[static_cast<size_t>(s)];
+  const int64_t k = h.type == PsType::kPull && h.cols == host_.D ? bl.block_of(h.row_begin, h.rows) : -1;
+  auto& a = versions_[std::max(h.clock, next_version_)];
+  if (a.block.empty()) a.block.assign(static_cast<size_t>(first_block_.back() + blocks_.back().count()), 0);
+  const auto slot = static_cast<size_t>(first_block_[static_cast<size_t>(s)] + k);
+  if (k < 0 || h.clock < next_version_ || a.block[slot])
     throw CommError(
-        fmt::format("rank {}: from server rank {}: type {} rows [{}, {}) x {} version {}; expected a PULL "
-                    "of rows [{}, {}) x {} version >= {}",
-                    rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols, h.clock, b,
-                    e, host_.D, next_version_));
-  auto& a = versions_[h.clock];
+        fmt::format("rank {}: from server rank {}: type {} rows [{}, {}) x {} version {}; expected a PULL of a "
+                    "block of {} rows of [{}, {}) x {}, once, of version >= {}",
+                    rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols, h.clock,
+                    bl.rows_per_block, bl.begin, bl.end, host_.D, next_version_));
+  a.block[slot] = 1;
   if (!a.W) a.W = std::make_shared<Matrix>(host_.J, host_.D);
-  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + b * host_.D);
-  ++a.shards;
+  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + h.row_begin * host_.D);
+  a.rows += h.rows;
+  --in_flight_[static_cast<size_t>(s)];
+  pump();
   deliver_complete_versions();
 }
 
 // Versions complete in order: every server sends them in order. With read-my-writes each carries
 // the own updates it does not include yet.
 void FmsExchange::deliver_complete_versions() {
-  while (!versions_.empty() && versions_.begin()->first == next_version_ && versions_.begin()->second.shards == S_) {
+  while (!versions_.empty() && versions_.begin()->first == next_version_ && versions_.begin()->second.rows == host_.J) {
     own_.erase(own_.begin(), own_.lower_bound(next_version_));  // clocks < next_version_ are in it
     for (const auto& [clock, dW] : own_) *versions_.begin()->second.W += *dW;
     auto item = std::make_shared<SfBatch>();

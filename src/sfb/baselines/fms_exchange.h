@@ -1,10 +1,16 @@
 #pragma once
 // Full-matrix synchronisation through parameter servers (the Petuum Bosen baseline), worker side.
 // Servers are the last S ranks; server s holds rows [J s / S, J (s+1) / S) of W. Every clock a
-// worker forms its dense update dW_p = U^T V, pushes each server its rows, and replaces its W by
-// the servers' rows once all S have sent the version after a clock (kReplaceW items). Staleness
-// works as for SFB: clock c starts when the servers' W includes every worker's clocks < c - s.
-// Bytes per clock: P J D floats pushed and P J D pulled.
+// worker forms its dense update dW_p = U^T V, pushes each server its rows in blocks of about 1 MiB
+// (ps_codec.h; block k of every server before block k + 1, so all servers start at once), and
+// replaces its W by the servers' rows once every block of the version after a clock has arrived
+// (kReplaceW items); the servers send each block back as soon as all workers' pushes of it are in,
+// so pulls come in while pushes still go out. Flow control: at most kWindow blocks per server are
+// pushed and not yet pulled back, so the workers' pushes to a server advance together (a worker
+// whose flow gets more of the server's link waits for the others instead of queueing blocks the
+// server cannot add yet) and a server holds at most kWindow blocks per worker. Staleness works as for SFB: clock c
+// starts when the servers' W includes every worker's clocks < c - s. Bytes per clock: P J D floats pushed and P J D
+// pulled.
 //
 // Read-my-writes under SSP/ASP (staleness > 0), as a Bosen client keeps its oplog applied to its
 // cache: the worker applies its own update of clock c at once (a kOwnDense item), keeps it until a
@@ -15,8 +21,11 @@
 // worker's own clock before it may start another, so nothing is kept.
 //
 // Threads: everything runs on the worker's communication thread.
+#include <deque>
 #include <map>
+#include <memory>
 
+#include "sfb/baselines/ps_codec.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
@@ -27,6 +36,10 @@ class FmsExchange final : public runtime::Exchange {
   std::string name() const override { return "fms"; }
   void start(const runtime::ExchangeHost& host) override;
   void send_own(const SfBatchPtr& batch) override;
+  // Pushes this worker's dense update of `clock` (J x D) to the servers (send_own after forming
+  // it): as many blocks as the window allows now, the rest as pulls come back (on_message).
+  void push(int64_t clock, std::shared_ptr<const Matrix> dW);
+  static constexpr int64_t kWindow = 4;
   bool handles(comm::Tag tag) const override { return tag == comm::kTagPs; }
   bool reads_own_writes() const override { return rmw_; }
   void on_message(comm::Message&& m) override;
@@ -36,16 +49,28 @@ class FmsExchange final : public runtime::Exchange {
  private:
   struct Assembly {
     std::shared_ptr<Matrix> W;
-    int shards = 0;
+    int64_t rows = 0;         // received so far; complete at J
+    std::vector<char> block;  // per server, per block: received (duplicates are refused)
   };
   runtime::ExchangeHost host_;
   void deliver_complete_versions();
+  void pump();
+
+  // Updates with blocks still to push, oldest clock first.
+  struct Outgoing {
+    int64_t clock = 0;
+    std::shared_ptr<const Matrix> dW;
+    std::vector<int64_t> next;  // per server: its next block to push
+  };
+  std::deque<Outgoing> outgoing_;
+  std::vector<int64_t> in_flight_;  // per server: blocks pushed, not yet pulled back
 
   int S_;
   bool rmw_;
   int rank_ = 0;
+  std::vector<PsBlocks> blocks_;                          // per server
+  std::vector<int64_t> first_block_;                      // per server: its blocks' offset in Assembly::block
   std::map<int64_t, std::shared_ptr<const Matrix>> own_;  // read-my-writes: own updates not yet in a version
-  Matrix dW_;                                             // reused
   std::map<int64_t, Assembly> versions_;                  // version -> rows received so far
   int64_t next_version_ = 0;
 };

@@ -21,6 +21,32 @@ FmsServer::FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transpor
             S_);
 }
 
+// "workers 1, 3 (block 4 of clock 7)": the oldest pushes the server waits for.
+std::string FmsServer::missing_pushes() const {
+  std::vector<int> missing;
+  int64_t clock = version_, block = 0;
+  if (!block_next_.empty() && !prox_.prox) {
+    block = std::min_element(block_next_.begin(), block_next_.end()) - block_next_.begin();
+    clock = block_next_[static_cast<size_t>(block)];
+  }
+  const auto slot = pushes_.find(clock);
+  for (int p = 0; p < P_; ++p) {
+    bool pushed = false;
+    if (slot != pushes_.end()) {
+      if (prox_.prox) {  // the whole clock: a worker is missing when any of its blocks is
+        pushed = true;
+        for (const auto& b : slot->second.block)
+          pushed = pushed && !b.empty() && !b[static_cast<size_t>(p)].data.empty();
+      } else {
+        const auto& b = slot->second.block[static_cast<size_t>(block)];
+        pushed = !b.empty() && !b[static_cast<size_t>(p)].data.empty();
+      }
+    }
+    if (!bye_[static_cast<size_t>(p)] && !pushed) missing.push_back(p);
+  }
+  return fmt::format("workers {} (block {} of clock {})", fmt::join(missing, ", "), block, clock);
+}
+
 void FmsServer::check_timeout() const {
   if (last_progress_.seconds() <= peer_timeout_s_) return;
   if (gathering_) {
@@ -34,16 +60,8 @@ void FmsServer::check_timeout() const {
                     "the rows of servers {}",
                     t_.rank(), peer_timeout_s_, version_, fmt::join(missing, ", ")));
   }
-  std::vector<int> missing;
-  const auto slot = pushes_.find(version_);
-  for (int p = 0; p < P_; ++p) {
-    const bool pushed = slot != pushes_.end() && !slot->second[static_cast<size_t>(p)].data.empty();
-    if (!bye_[static_cast<size_t>(p)] && !pushed) missing.push_back(p);
-  }
-  throw CommError(
-      fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for "
-                  "workers {}",
-                  t_.rank(), peer_timeout_s_, version_, fmt::join(missing, ", ")));
+  throw CommError(fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for {}",
+                              t_.rank(), peer_timeout_s_, version_, missing_pushes()));
 }
 
 void FmsServer::on_init(comm::Message& m, const PsHeader& h) {
@@ -53,8 +71,10 @@ void FmsServer::on_init(comm::Message& m, const PsHeader& h) {
   rows_.resize(h.rows, h.cols);
   std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, rows_.data());
   version_ = h.clock;
-  spdlog::info("parameter server {}: rows [{}, {}) x {} from version {}", s_, row_begin_, row_begin_ + h.rows, h.cols,
-               version_);
+  blocks_ = {row_begin_, row_begin_ + h.rows, ps_block_rows(h.cols)};
+  block_next_.assign(static_cast<size_t>(blocks_.count()), version_);
+  spdlog::info("parameter server {}: rows [{}, {}) x {} in {} blocks from version {}", s_, row_begin_,
+               row_begin_ + h.rows, h.cols, blocks_.count(), version_);
 }
 
 void FmsServer::on_push(comm::Message& m, const PsHeader& h) {
@@ -63,19 +83,30 @@ void FmsServer::on_push(comm::Message& m, const PsHeader& h) {
     early_.push_back(std::move(m));
     return;
   }
-  if (h.row_begin != row_begin_ || h.rows != rows_.rows() || h.cols != rows_.cols() || h.clock < version_)
+  const int64_t b = blocks_.block_of(h.row_begin, h.rows);
+  const int64_t next = b >= 0 && !prox_.prox ? block_next_[static_cast<size_t>(b)] : version_;
+  if (b < 0 || h.cols != rows_.cols() || h.clock < next)
     throw CommError(
         fmt::format("server rank {}: PUSH from rank {} of rows [{}, {}) x {} clock {}; this server holds "
-                    "rows [{}, {}) x {} at version {}",
+                    "rows [{}, {}) x {} in blocks of {} rows, at version {}",
                     t_.rank(), m.src, h.row_begin, h.row_begin + h.rows, h.cols, h.clock, row_begin_,
-                    row_begin_ + rows_.rows(), rows_.cols(), version_));
-  auto& slot = pushes_[h.clock];
+                    row_begin_ + rows_.rows(), rows_.cols(), blocks_.rows_per_block, next));
+  auto& c = pushes_[h.clock];
+  if (c.block.empty()) {
+    c.block.resize(static_cast<size_t>(blocks_.count()));
+    c.count.assign(static_cast<size_t>(blocks_.count()), 0);
+  }
+  auto& slot = c.block[static_cast<size_t>(b)];
   slot.resize(static_cast<size_t>(P_));
   if (!slot[static_cast<size_t>(m.src)].data.empty())
-    throw CommError(fmt::format("server rank {}: second PUSH of clock {} from rank {}", t_.rank(), h.clock, m.src));
+    throw CommError(
+        fmt::format("server rank {}: second PUSH of block {} of clock {} from rank {}", t_.rank(), b, h.clock, m.src));
   slot[static_cast<size_t>(m.src)] = std::move(m);
-  ++push_count_[h.clock];
-  publish_complete_clocks();
+  if (++c.count[static_cast<size_t>(b)] == P_) ++c.complete;
+  if (prox_.prox)
+    publish_complete_clocks();
+  else
+    apply_ready_blocks(b);
 }
 
 void FmsServer::on_shard(comm::Message& m, const PsHeader& h) {
@@ -97,17 +128,47 @@ void FmsServer::on_shard(comm::Message& m, const PsHeader& h) {
   publish_complete_clocks();
 }
 
-// Adds clock version_'s pushes in worker-rank order, each followed by the scaling prox.
-void FmsServer::apply_pushes() {
-  for (const auto& pm : pushes_[version_]) {
-    const ConstMatrixMap push(ps_payload(pm.data), rows_.rows(), rows_.cols());
+// Adds clock `clock`'s pushes of block b in worker-rank order, each followed by the scaling prox.
+void FmsServer::apply_block(int64_t clock, int64_t b) {
+  Stopwatch sw;
+  auto& slot = pushes_[clock].block[static_cast<size_t>(b)];
+  const int64_t r0 = blocks_.block_begin(b) - row_begin_, n = blocks_.block_rows(b);
+  auto rows = rows_.middleRows(r0, n);
+  for (const auto& pm : slot) {
+    const ConstMatrixMap push(ps_payload(pm.data), n, rows_.cols());
     if (prox_.scale)
-      rows_ = static_cast<float>(prox_.scale(version_)) * (rows_ + push);
+      rows = static_cast<float>(prox_.scale(clock)) * (rows + push);
     else
-      rows_ += push;
+      rows += push;
   }
-  pushes_.erase(version_);
-  push_count_.erase(version_);
+  std::vector<comm::Message>().swap(slot);
+  st_.apply_s += sw.seconds();
+}
+
+// Block b's rows of `version` to every worker.
+void FmsServer::publish_block(int64_t version, int64_t b) {
+  const int64_t r0 = blocks_.block_begin(b) - row_begin_, n = blocks_.block_rows(b);
+  auto buf = std::make_shared<const comm::Bytes>(
+      encode_ps(PsType::kPull, version, blocks_.block_begin(b), n, rows_.cols(), rows_.data() + r0 * rows_.cols()));
+  for (int p = 0; p < P_; ++p) t_.send_shared(p, comm::kTagPs, buf);
+}
+
+// Pipelined (no general prox): applies and publishes block b for every clock whose pushes of it are
+// complete, in clock order; a clock whose every block is published is a new version.
+void FmsServer::apply_ready_blocks(int64_t b) {
+  auto& next = block_next_[static_cast<size_t>(b)];
+  for (;;) {
+    const auto it = pushes_.find(next);
+    if (it == pushes_.end() || it->second.count[static_cast<size_t>(b)] < P_) return;
+    apply_block(next, b);
+    publish_block(next + 1, b);
+    if (++it->second.applied == blocks_.count()) {
+      pushes_.erase(it);
+      ++st_.clocks;
+    }
+    ++next;
+    version_ = *std::min_element(block_next_.begin(), block_next_.end());
+  }
 }
 
 // With S > 1: once every other server's rows of version_ are here, assembles W, applies the
@@ -136,17 +197,8 @@ bool FmsServer::gathered_prox() {
   return true;
 }
 
-// Sends version_ + 1 to every worker.
-void FmsServer::publish() {
-  ++version_;
-  ++st_.clocks;
-  auto buf = std::make_shared<const comm::Bytes>(
-      encode_ps(PsType::kPull, version_, row_begin_, rows_.rows(), rows_.cols(), rows_.data()));
-  for (int p = 0; p < P_; ++p) t_.send_shared(p, comm::kTagPs, buf);
-}
-
-// Applies complete clocks in order, each in worker-rank order with the model's proximal step, and
-// publishes every new version.
+// A model with a general prox: applies complete clocks in order (every block of every worker), each
+// in worker-rank order with the proximal step, and publishes every new version block by block.
 void FmsServer::publish_complete_clocks() {
   for (;;) {
     if (gathering_) {
@@ -155,26 +207,26 @@ void FmsServer::publish_complete_clocks() {
       st_.apply_s += sw.seconds();
       if (!done) return;
       gathering_ = false;
-      publish();
-      continue;
-    }
-    const auto c = push_count_.find(version_);
-    if (c == push_count_.end() || c->second < P_) return;
-    Stopwatch sw;
-    apply_pushes();
-    if (prox_.prox && S_ > 1) {
-      auto buf = std::make_shared<const comm::Bytes>(
-          encode_ps(PsType::kShard, version_, row_begin_, rows_.rows(), rows_.cols(), rows_.data()));
-      for (int s = 0; s < S_; ++s)
-        if (s != s_) t_.send_shared(P_ + s, comm::kTagPs, buf);
-      gathering_ = true;
-      st_.apply_s += sw.seconds();
-      continue;
-    }
-    if (prox_.prox)
+    } else {
+      const auto c = pushes_.find(version_);
+      if (c == pushes_.end() || c->second.complete < blocks_.count()) return;
+      for (int64_t b = 0; b < blocks_.count(); ++b) apply_block(version_, b);
+      pushes_.erase(c);
+      if (S_ > 1) {
+        auto buf = std::make_shared<const comm::Bytes>(
+            encode_ps(PsType::kShard, version_, row_begin_, rows_.rows(), rows_.cols(), rows_.data()));
+        for (int s = 0; s < S_; ++s)
+          if (s != s_) t_.send_shared(P_ + s, comm::kTagPs, buf);
+        gathering_ = true;
+        continue;
+      }
+      Stopwatch sw;
       for (int p = 0; p < P_; ++p) prox_.prox(view(rows_), version_);
-    st_.apply_s += sw.seconds();
-    publish();
+      st_.apply_s += sw.seconds();
+    }
+    ++version_;
+    ++st_.clocks;
+    for (int64_t b = 0; b < blocks_.count(); ++b) publish_block(version_, b);
   }
 }
 

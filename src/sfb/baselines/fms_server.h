@@ -1,11 +1,14 @@
 #pragma once
 // One FMS parameter server (a rank after the P workers; see fms_exchange.h). It receives its rows
-// of the initial W from rank 0, then for every clock c waits for the PUSH of all P workers, adds
-// them to its rows in worker-rank order (so the result does not depend on arrival order), applies
-// the model's proximal step exactly as an SFB worker does after each sender's batch (below), and
-// sends the new rows (version c + 1) to every worker, one serialised buffer for all. It ends when
-// every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server waits is
-// an error naming it.
+// of the initial W from rank 0, then for every clock c the PUSH of all P workers, in blocks of rows
+// (ps_codec.h). Pipelined: as soon as every worker's block b of clock c is in, it adds them to the
+// block's rows in worker-rank order (so the result does not depend on arrival order), applies a
+// scaling prox after each (below), and sends the block's new rows (version c + 1) to every worker,
+// one serialised buffer for all, while the clock's later blocks are still arriving: the server's
+// link carries pushes in and pulls out at once. A model with a general prox needs the whole W of a
+// clock first: its server waits for every block, then proceeds as below and publishes the blocks.
+// It ends when every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server
+// waits is an error naming it.
 //
 // The proximal step (runtime::ModelProx): a scaling prox (L2-MLR's 1 / (1 + eta lambda)) is
 // row-separable: W <- c (W + dW_p) for each worker p in rank order, as the worker's update thread
@@ -19,6 +22,7 @@
 #include <cstdint>
 
 #include <map>
+#include <string>
 #include <vector>
 
 #include "sfb/baselines/ps_codec.h"
@@ -46,21 +50,32 @@ class FmsServer {
   void on_init(comm::Message& m, const PsHeader& h);
   void on_push(comm::Message& m, const PsHeader& h);
   void on_shard(comm::Message& m, const PsHeader& h);
+  void apply_ready_blocks(int64_t b);
+  void apply_block(int64_t clock, int64_t b);
+  void publish_block(int64_t version, int64_t b);
   void publish_complete_clocks();
-  void apply_pushes();
   bool gathered_prox();
-  void publish();
   void check_timeout() const;
+  std::string missing_pushes() const;
+
+  // The PUSH blocks of one clock: per block, one message per worker (empty until it arrives).
+  struct ClockPushes {
+    std::vector<std::vector<comm::Message>> block;
+    std::vector<int> count;
+    int64_t complete = 0;  // blocks with every worker's push
+    int64_t applied = 0;   // pipelined: blocks added and published
+  };
 
   const double peer_timeout_s_;
   comm::Transport& t_;
   const runtime::ModelProx prox_;
   int P_, S_, s_;
   ServerStats st_;
-  Matrix rows_;  // this server's rows of W
-  int64_t row_begin_ = 0, version_ = -1;
-  std::map<int64_t, std::vector<comm::Message>> pushes_;  // clock -> one PUSH per worker (empty until it arrives)
-  std::map<int64_t, int> push_count_;
+  Matrix rows_;                           // this server's rows of W
+  int64_t row_begin_ = 0, version_ = -1;  // every row holds at least version_
+  PsBlocks blocks_;
+  std::vector<int64_t> block_next_;  // pipelined: the next clock of each block
+  std::map<int64_t, ClockPushes> pushes_;
   std::vector<char> bye_;
   int byes_ = 0;
   std::vector<comm::Message> early_;  // PUSH and SHARD messages that arrived before INIT

@@ -3,11 +3,13 @@
 // AllreduceExchange for "allreduce".
 #include <memory>
 
+#include "sfb/comm/allreduce.h"
 #include "sfb/core/config.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
 
-std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg);
+// `allreduce`: the all-reduce engine of the "allreduce" scheme (comm.collectives; null: sfb's).
+std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg, comm::AllreduceFactory allreduce = {});
 
 }  // namespace sfb::baselines

@@ -8,6 +8,7 @@
 //   BYE:  worker -> server, the job is over (no payload)
 //   SHARD: server -> server, its rows after every worker's push of `clock`, before the model's
 //          general proximal step (which may span all rows: every server gathers W and applies it)
+#include <algorithm>
 #include <cstdint>
 
 #include "sfb/comm/transport.h"
@@ -42,5 +43,29 @@ inline const float* ps_payload(const comm::Bytes& data) {
 
 // Rows of W held by server s of S: [J s / S, J (s + 1) / S).
 inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
+
+// PUSH and PULL carry a server's rows in blocks of about kPsBlockBytes, so a server adds and sends
+// back the first rows of a clock while later ones are still arriving (the pipelined push/pull):
+// block b of server s holds rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for
+// R = ps_block_rows(D). Workers and servers derive the same grid from J, D, S.
+inline constexpr int64_t kPsBlockBytes = int64_t{1} << 20;
+inline int64_t ps_block_rows(int64_t cols) {
+  return std::max<int64_t>(1, kPsBlockBytes / (4 * std::max<int64_t>(1, cols)));
+}
+struct PsBlocks {
+  int64_t begin = 0, end = 0, rows_per_block = 1;  // the shard's rows and the block height
+  int64_t count() const { return (end - begin + rows_per_block - 1) / rows_per_block; }
+  int64_t block_begin(int64_t b) const { return begin + b * rows_per_block; }
+  int64_t block_rows(int64_t b) const { return std::min(rows_per_block, end - block_begin(b)); }
+  // The block that starts at `row_begin` with `rows` rows, or -1.
+  int64_t block_of(int64_t row_begin, int64_t rows) const {
+    if (row_begin < begin || row_begin >= end || (row_begin - begin) % rows_per_block != 0) return -1;
+    const int64_t b = (row_begin - begin) / rows_per_block;
+    return rows == block_rows(b) ? b : -1;
+  }
+};
+inline PsBlocks ps_blocks(int64_t J, int64_t D, int s, int S) {
+  return {shard_begin(J, s, S), shard_begin(J, s + 1, S), ps_block_rows(D)};
+}
 
 }  // namespace sfb::baselines

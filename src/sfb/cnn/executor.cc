@@ -154,8 +154,8 @@ ExecutorResult Executor::run() {
   Rng init_rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
   net.init(init_rng);
   place_layers(cfg_, net, local_rank_, rank == 0);
-  GradientCommunicator comm(t_, net, hooks_.on_allreduce);
-  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan);
+  GradientCommunicator comm(t_, net, hooks_.on_allreduce, hooks_.allreduce);
+  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
   MomentumSgd sgd(net, cfg_.cnn);
   RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank);
   io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));

@@ -39,6 +39,8 @@ struct ExecutorHooks {
   GradientCommunicator::OnAllreduce on_allreduce;
   // Forces a plan instead of profiling and planning (tests).
   const mgwfbp::Plan* plan = nullptr;
+  // The dense groups' all-reduce engine (comm.collectives; default: sfb's rank-order all-reduce).
+  comm::AllreduceFactory allreduce;
 };
 
 struct ExecutorResult {

@@ -2,8 +2,15 @@
 
 namespace sfb::cnn {
 
-GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook)
-    : t_(t), net_(net), hook_(std::move(hook)), allreduce_(t), allgather_(t) {
+GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook,
+                                           comm::AllreduceFactory allreduce)
+    : t_(t),
+      net_(net),
+      hook_(std::move(hook)),
+      reduce_ch_(t, comm::kTagReduce),
+      sf_ch_(t, comm::kTagSf),
+      allreduce_(allreduce ? allreduce(reduce_ch_, t.size()) : comm::make_rank_order_allreduce(reduce_ch_, t.size())),
+      allgather_(sf_ch_) {
   ready_q_.set_capacity(1 << 16);
   // Also wakes a training thread in wait() when this thread fails (after the error is recorded).
   thread_.on_abort([this] {
@@ -25,6 +32,10 @@ GradientCommunicator::~GradientCommunicator() {
   } catch (...) {
     // The error was reported by wait(), or the executor is unwinding from another one.
   }
+}
+
+void GradientCommunicator::set_cost(const comm::LinkCost& c) {
+  if (auto* ro = dynamic_cast<comm::RankOrderAllreduce*>(allreduce_.get())) ro->set_cost(c);
 }
 
 SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
@@ -105,7 +116,7 @@ void GradientCommunicator::allreduce_group(const mgwfbp::Group& grp, int64_t id,
   for (int p = grp.hi; p >= grp.lo; --p)
     for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
       buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
-  allreduce_.run(buf, id);
+  allreduce_->run(buf, id);
   size_t o = 0;
   for (int p = grp.hi; p >= grp.lo; --p)
     for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())

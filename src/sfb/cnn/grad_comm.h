@@ -2,8 +2,9 @@
 // The gradient-communication thread of the CNN executor (MG-WFBP's Algorithm 2). Per iteration
 // it follows the plan group by group, in backward order: it waits until the group's last-ready
 // layer has reported its gradient (ready()), then sends the group by its transport:
-//  * dense: copies the group's gradients into one flat buffer, all-reduces it with the rank-order
-//    all-reduce (every planner gives bitwise the same sums), divides by P and copies back;
+//  * dense: copies the group's gradients into one flat buffer, all-reduces it (comm/allreduce.h:
+//    sfb's rank-order all-reduce gives bitwise the same sums under every planner; or Open MPI's),
+//    divides by P and copies back;
 //  * sufficient factors (g.sf, fully connected layers only): all-gathers every layer's factors
 //    (one message per rank, comm/sf_allgather.h) and rebuilds each layer's averaged weight and
 //    bias gradients from all ranks' factors in rank order (factor_grads.h);
@@ -20,7 +21,8 @@
 
 #include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/network.h"
-#include "sfb/comm/rank_order_allreduce.h"
+#include "sfb/comm/allreduce.h"
+#include "sfb/comm/channel.h"
 #include "sfb/comm/sf_allgather.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
@@ -47,7 +49,9 @@ class GradientCommunicator {
   using OnAllreduce =
       std::function<void(int64_t iter, int group, const mgwfbp::Group& g, const std::vector<char>& ready)>;
 
-  GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook = {});
+  // `allreduce`: the dense groups' all-reduce engine over this channel's ranks (default: sfb's
+  // rank-order all-reduce on kTagReduce).
+  GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook = {}, comm::AllreduceFactory allreduce = {});
   ~GradientCommunicator();  // stops the thread
 
   // Serve iteration `iter` with `plan` (copied: the training thread may re-plan between
@@ -59,9 +63,8 @@ class GradientCommunicator {
   void wait();
   // Each group's times and bytes; valid after wait().
   std::vector<GroupRecord> group_records() const;
-  // The all-reduce and the all-gather, for measurements between iterations (the thread is idle then).
-  comm::RankOrderAllreduce& allreduce() { return allreduce_; }
-  comm::SfAllgather& allgather() { return allgather_; }
+  // The link cost the all-reduce chooses its algorithm by (every rank the same: the broadcast fit).
+  void set_cost(const comm::LinkCost& c);
 
  private:
   void loop();
@@ -72,7 +75,8 @@ class GradientCommunicator {
   comm::Transport& t_;
   Network& net_;
   OnAllreduce hook_;
-  comm::RankOrderAllreduce allreduce_;
+  comm::TransportChannel reduce_ch_, sf_ch_;
+  std::unique_ptr<comm::Allreduce> allreduce_;
   comm::SfAllgather allgather_;
   RebuildScratch scratch_;
   BoundedQueue<int> ready_q_;  // param layer ids; -1 stops the thread

@@ -43,6 +43,16 @@ std::vector<mgwfbp::Sample> time_sizes(int64_t max_bytes, Prepare prepare, Run r
 
 }  // namespace
 
+comm::LinkCost link_cost(const mgwfbp::CostModel& cost, int ranks) {
+  // The fit is of whole all-reduces (two steps, 2 (P - 1) / P of the bytes each way); the link's
+  // cost per step is half the start-up, and b per byte on one link.
+  comm::LinkCost c;
+  if (ranks < 2 || cost.b_us_per_byte <= 0) return c;
+  c.a_us = cost.a_us / 2;
+  c.b_us_per_byte = cost.b_us_per_byte * ranks / (2.0 * (ranks - 1));
+  return c;
+}
+
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost) {
   ByteWriter w(32 + plan.size() * 24);
   w.put<double>(cost.a_us);
@@ -97,12 +107,15 @@ void check_planner(const MgwfbpConfig& cfg) {
 }
 
 Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm,
-                     int64_t batch, const mgwfbp::Plan* fixed)
+                     int64_t batch, const mgwfbp::Plan* fixed, const comm::AllreduceFactory& allreduce)
     : cfg_(cfg),
       t_(t),
       net_(net),
-      allreduce_(comm.allreduce()),
-      allgather_(comm.allgather()),
+      comm_(comm),
+      probe_ch_(t, comm::kTagProbe),
+      probe_sf_ch_(t, comm::kTagProbeSf),
+      allreduce_(allreduce ? allreduce(probe_ch_, t.size()) : comm::make_rank_order_allreduce(probe_ch_, t.size())),
+      allgather_(probe_sf_ch_),
       batch_(batch),
       fixed_(fixed != nullptr),
       profile_iters_(fixed ? 0 : cfg.profile_iters) {
@@ -177,7 +190,7 @@ std::vector<mgwfbp::Sample> Replanner::time_allreduces() {
   std::vector<float> probe;
   return time_sizes(
       net_.total_params() * 4, [&](int64_t bytes) { probe.assign(static_cast<size_t>(bytes / 4), 1.0f); },
-      [&] { allreduce_.run(probe, probe_id_++); });
+      [&] { allreduce_->run(probe, probe_id_++); });
 }
 
 // SF all-gathers of one batch per rank, up to max_bytes per rank.
@@ -249,6 +262,7 @@ void Replanner::replan(bool again) {
   plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
   cost.nodes = t_.size();
   cost_ = cost;
+  comm_.set_cost(link_cost(cost, t_.size()));
   recent_backward_us_.clear();  // the drift baseline is measured under the new plan
   baseline_backward_us_ = 0;
   since_plan_ = 0;

@@ -21,7 +21,8 @@
 
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/network.h"
-#include "sfb/comm/rank_order_allreduce.h"
+#include "sfb/comm/allreduce.h"
+#include "sfb/comm/sf_allgather.h"
 #include "sfb/core/bytes.h"
 #include "sfb/core/config.h"
 #include "sfb/mgwfbp/planner.h"
@@ -36,8 +37,11 @@ class Replanner {
  public:
   // `batch`: samples per rank and iteration (the factors' rows); `fixed`: use this plan for every
   // iteration, without profiling (tests).
+  // The timing probes run collectives of the planner's own (kTagProbe, kTagProbeSf; `allreduce`
+  // makes the all-reduce engine the dense groups use, so its cost is what gets fitted), and the
+  // broadcast fit is handed to `comm`'s all-reduce.
   Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm, int64_t batch,
-            const mgwfbp::Plan* fixed = nullptr);
+            const mgwfbp::Plan* fixed = nullptr, const comm::AllreduceFactory& allreduce = {});
 
   // Collective: called before iteration `it` on every rank; (re)plans when it is time. True when
   // it did.
@@ -67,8 +71,10 @@ class Replanner {
   const MgwfbpConfig cfg_;
   comm::Transport& t_;
   Network& net_;
-  comm::RankOrderAllreduce& allreduce_;
-  comm::SfAllgather& allgather_;
+  GradientCommunicator& comm_;
+  comm::TransportChannel probe_ch_, probe_sf_ch_;
+  std::unique_ptr<comm::Allreduce> allreduce_;
+  comm::SfAllgather allgather_;
   const int64_t batch_;
   const bool fixed_;
   const int64_t profile_iters_;
@@ -84,6 +90,10 @@ class Replanner {
   int64_t since_plan_ = 0;
   int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
 };
+
+// The per-step link cost of the all-reduce's algorithm choice from a fit of whole all-reduces on
+// `ranks` ranks (the default cost when the fit is empty).
+comm::LinkCost link_cost(const mgwfbp::CostModel& cost, int ranks);
 
 // The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, f64 ag_a_us,
 // f64 ag_b_us_per_byte, then per group i64 lo, i64 hi, i64 transport (0 dense, 1 factors).

@@ -29,7 +29,46 @@ void MpiSession::finalize() {
   MPI_Finalize();
 }
 
-std::unique_ptr<Transport> MpiSession::make_transport() const { return make_mpi_transport(MPI_COMM_WORLD); }
+std::unique_ptr<Transport> MpiSession::make_transport(const TransportOptions& opt) const {
+  if (opt.kind == "mpi") return make_mpi_transport(MPI_COMM_WORLD);
+  SFB_ENFORCE(opt.kind == "tcp", "transport {}", opt.kind);
+  TcpOptions tcp;
+  tcp.interface = opt.interface;
+  tcp.connect_timeout_s = opt.connect_timeout_s;
+  return make_tcp_transport(bootstrap(), tcp);
+}
+
+Bootstrap MpiSession::bootstrap() const {
+  return {rank_, size_, [](const Bytes& mine) {
+            int size = 0;
+            MPI_Comm_size(MPI_COMM_WORLD, &size);
+            const int len = static_cast<int>(mine.size());
+            std::vector<int> lens(static_cast<size_t>(size)), offsets(static_cast<size_t>(size));
+            SFB_MPI_CALL(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD));
+            for (size_t r = 1; r < lens.size(); ++r) offsets[r] = offsets[r - 1] + lens[r - 1];
+            Bytes all(static_cast<size_t>(offsets.back() + lens.back()));
+            SFB_MPI_CALL(MPI_Allgatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), offsets.data(), MPI_BYTE,
+                                        MPI_COMM_WORLD));
+            std::vector<Bytes> out;
+            for (size_t r = 0; r < lens.size(); ++r)
+              out.emplace_back(all.begin() + offsets[r], all.begin() + offsets[r] + lens[r]);
+            return out;
+          }};
+}
+
+std::vector<int64_t> MpiSession::allgather(int64_t value) const {
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  SFB_MPI_CALL(MPI_Allgather(&value, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD));
+  return all;
+}
+
+void MpiSession::barrier() const { SFB_MPI_CALL(MPI_Barrier(MPI_COMM_WORLD)); }
+
+double MpiSession::max(double value) const {
+  double out = 0;
+  SFB_MPI_CALL(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  return out;
+}
 
 bool MpiSession::any(bool flag) const {
   int mine = flag ? 1 : 0, any = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sfb/comm/transport.h"
+#include "sfb/comm/transport/tcp.h"
 
 namespace sfb::comm {
 
@@ -23,6 +24,13 @@ struct MpiAllreduceBench {
 struct TimedSize {
   int64_t bytes = 0;
   double us = 0.0;
+};
+
+// Which transport the ranks train over (comm.transport, comm.interface).
+struct TransportOptions {
+  std::string kind = "tcp";  // "tcp": comm/transport/tcp.h (MPI only bootstraps it); "mpi": MPI p2p
+  std::string interface;     // tcp: "" (every interface) or the one to use
+  double connect_timeout_s = 120.0;
 };
 
 class MpiSession {
@@ -43,8 +51,17 @@ class MpiSession {
   int local_rank() const { return local_rank_; }
   int ranks_on_host() const { return ranks_on_host_; }
 
-  // A Transport over a duplicate of MPI_COMM_WORLD (needs MPI_THREAD_MULTIPLE).
-  std::unique_ptr<Transport> make_transport() const;
+  // Collective: the transport `opt` names, over every rank of MPI_COMM_WORLD. "mpi" duplicates
+  // MPI_COMM_WORLD (needs MPI_THREAD_MULTIPLE); "tcp" exchanges the ranks' addresses through MPI and
+  // connects them (bootstrap()).
+  std::unique_ptr<Transport> make_transport(const TransportOptions& opt = {}) const;
+  // The TCP transport's bootstrap: an all-gather of bytes over MPI_COMM_WORLD.
+  Bootstrap bootstrap() const;
+  // Collective: every rank's value, in rank order, on every rank (before any Transport exists).
+  std::vector<int64_t> allgather(int64_t value) const;
+  void barrier() const;
+  // Collective: the largest of every rank's value, on every rank.
+  double max(double value) const;
   // Collective: true on every rank when any rank passes true.
   bool any(bool flag) const;
   // Collective: every rank's string, in rank order, on rank 0 (empty elsewhere).

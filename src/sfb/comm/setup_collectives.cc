@@ -64,7 +64,10 @@ Bytes broadcast_bytes(Transport& t, int root, std::span<const std::byte> data) {
 }
 
 void check_all_equal(Transport& t, uint64_t value, const std::string& what) {
-  const auto all = allgather_i64(t, static_cast<int64_t>(value));
+  check_values_equal(allgather_i64(t, static_cast<int64_t>(value)), what);
+}
+
+void check_values_equal(std::span<const int64_t> all, const std::string& what) {
   std::vector<std::string> bad;
   for (size_t r = 1; r < all.size(); ++r) {
     if (all[r] != all[0]) bad.push_back(fmt::format("rank {} has {:016x}", r, static_cast<uint64_t>(all[r])));

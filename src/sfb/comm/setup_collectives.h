@@ -17,5 +17,7 @@ Bytes broadcast_bytes(Transport& t, int root, std::span<const std::byte> data);
 // Throws InvalidArgument on every rank when the ranks disagree on `value`; the message names
 // `what` and the ranks whose value differs from rank 0's.
 void check_all_equal(Transport& t, uint64_t value, const std::string& what);
+// The same check on every rank's value gathered some other way (before a Transport exists).
+void check_values_equal(std::span<const int64_t> all, const std::string& what);
 
 }  // namespace sfb::comm

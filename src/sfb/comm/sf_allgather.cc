@@ -10,14 +10,14 @@
 namespace sfb::comm {
 
 std::vector<std::vector<SfBatch>> SfAllgather::run(std::vector<SfBatch> mine, int64_t id) {
-  const int P = t_.size(), r = t_.rank();
+  const int P = ch_.transport().size(), r = ch_.rank();
   for (SfBatch& b : mine) {
     b.sender = r;
     b.clock = id;
   }
   if (P > 1) {
     auto msg = std::make_shared<const Bytes>(encode_sf_batches(mine));
-    for (int q = 1; q < P; ++q) t_.send_shared((r + q) % P, kTagSf, msg);
+    for (int q = 1; q < P; ++q) ch_.send((r + q) % P, msg);
   }
   std::vector<SfExpect> expect(mine.size());
   for (size_t i = 0; i < mine.size(); ++i) expect[i] = {-1, mine[i].J, mine[i].D};

@@ -19,14 +19,15 @@ namespace sfb::comm {
 
 class SfAllgather {
  public:
-  explicit SfAllgather(Transport& t) : t_(t), stash_(t, kTagSf) {}
+  // Over every rank of the channel's transport (kTagSf in the CNN executor).
+  explicit SfAllgather(Channel& ch) : ch_(ch), stash_(ch) {}
   // `mine`: this rank's batches (every rank passes the same number, batch i of the same J and D on
   // every rank; counts may differ); their sender and clock are set here. Returns all[r][i]: rank
   // r's batch i.
   std::vector<std::vector<SfBatch>> run(std::vector<SfBatch> mine, int64_t id);
 
  private:
-  Transport& t_;
+  Channel& ch_;
   SourceStash stash_;  // messages of later calls, per source
 };
 

@@ -9,8 +9,9 @@ namespace sfb::comm {
 Message SourceStash::next_from(int src) {
   auto& q = queues_[static_cast<size_t>(src)];
   while (q.empty()) {
-    Message m = t_.recv(tag_);
-    if (m.src < 0 || m.src >= t_.size()) throw CommError(fmt::format("{} message from rank {}", tag_name(tag_), m.src));
+    Message m = ch_.recv();
+    if (m.src < 0 || m.src >= ch_.transport().size())
+      throw CommError(fmt::format("{} message from rank {}", tag_name(ch_.tag()), m.src));
     queues_[static_cast<size_t>(m.src)].push_back(std::move(m));
   }
   Message m = std::move(q.front());

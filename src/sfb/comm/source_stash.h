@@ -9,20 +9,19 @@
 #include <deque>
 #include <vector>
 
-#include "sfb/comm/transport.h"
+#include "sfb/comm/channel.h"
 
 namespace sfb::comm {
 
 class SourceStash {
  public:
-  SourceStash(Transport& t, Tag tag) : t_(t), tag_(tag), queues_(static_cast<size_t>(t.size())) {}
-  // The next message of the tag from rank `src`; waits at most the transport's peer timeout
-  // (Transport::recv). Throws CommError for a message from a rank outside the group.
+  explicit SourceStash(Channel& ch) : ch_(ch), queues_(static_cast<size_t>(ch.transport().size())) {}
+  // The next message of the channel's tag from rank `src`; waits at most the transport's peer
+  // timeout (Channel::recv). Throws CommError for a message from a rank outside the group.
   Message next_from(int src);
 
  private:
-  Transport& t_;
-  const Tag tag_;
+  Channel& ch_;
   std::vector<std::deque<Message>> queues_;
 };
 

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
 #include "sfb/core/timer.h"
@@ -67,10 +68,17 @@ Message Transport::recv(Tag tag) {
     if (SteadyClock::now() > deadline)
       throw CommError(
           fmt::format("rank {}: no {} message for {} s (runtime.peer_timeout_s): a peer is stopped, lost "
-                      "or far behind",
-                      rank(), tag_name(tag), peer_timeout_s()));
-    backoff.idle();
+                      "or far behind{}",
+                      rank(), tag_name(tag), peer_timeout_s(), gone_peers()));
+    if (!wait_for_message(std::min(deadline, SteadyClock::now() + std::chrono::milliseconds(50)))) backoff.idle();
   }
+}
+
+std::string Transport::gone_peers() const {
+  std::vector<int> gone;
+  for (int q = 0; q < size(); ++q)
+    if (q != rank() && peer_gone(q)) gone.push_back(q);
+  return gone.empty() ? std::string() : fmt::format(" (ranks {} have closed their connections)", fmt::join(gone, ", "));
 }
 
 const char* tag_name(Tag tag) {
@@ -80,6 +88,8 @@ const char* tag_name(Tag tag) {
     case kTagCollective: return "collective";
     case kTagPs: return "parameter-server";
     case kTagReduce: return "all-reduce";
+    case kTagProbe: return "timing all-reduce";
+    case kTagProbeSf: return "timing SF all-gather";
     default: return "tagged";
   }
 }

@@ -12,9 +12,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sfb/core/bytes.h"
+#include "sfb/core/timer.h"
 
 namespace sfb::comm {
 
@@ -23,7 +25,9 @@ inline constexpr Tag kTagSf = 1;          // SfBatch messages
 inline constexpr Tag kTagControl = 2;     // runtime control (stop protocol, done)
 inline constexpr Tag kTagCollective = 3;  // collectives outside the training loop
 inline constexpr Tag kTagPs = 4;          // parameter server: push, pull, init, bye (baselines/fms)
-inline constexpr Tag kTagReduce = 5;      // ring all-reduce chunks (baselines/allreduce)
+inline constexpr Tag kTagReduce = 5;      // all-reduce segments (comm/allreduce.h)
+inline constexpr Tag kTagProbe = 6;       // the CNN re-planner's timing all-reduces
+inline constexpr Tag kTagProbeSf = 7;     // the CNN re-planner's timing SF all-gathers
 inline constexpr Tag kMaxTag = 1000;
 
 using Bytes = sfb::Bytes;
@@ -69,8 +73,17 @@ class Transport {
   virtual void set_peer_timeout(double seconds) { peer_timeout_s_ = seconds; }
   double peer_timeout_s() const { return peer_timeout_s_; }
 
+  // True when `peer` has closed its connection (it has exited, or its connection broke): nothing
+  // more will arrive from it. Transports that cannot tell say false.
+  virtual bool peer_gone(int /*peer*/) const { return false; }
+  // Blocks until a message may be ready for try_recv() or `until` passes; false when the transport
+  // cannot wait (the caller then backs off and polls).
+  virtual bool wait_for_message(SteadyClock::time_point /*until*/) { return false; }
+
   PeerCounters counters(int peer) const;
   PeerCounters total_counters() const;
+  // " (ranks 2, 3 have closed their connections)" or "", for errors about silent peers.
+  std::string gone_peers() const;
 
  protected:
   void init_counters(int size);

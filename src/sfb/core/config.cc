@@ -272,6 +272,14 @@ const std::vector<Field>& schema() {
     f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
+    f.push_back(string_field("comm.transport", &Config::comm, &CommConfig::transport, {"tcp", "mpi"},
+                             "\"tcp\": sfb's own sockets, one per pair of ranks, all moving at once (mpirun "
+                             "starts the ranks and MPI exchanges their addresses); \"mpi\": MPI point-to-point "
+                             "messages (for networks TCP cannot use, e.g. InfiniBand without IPoIB)."));
+    f.push_back(string_field("comm.interface", &Config::comm, &CommConfig::interface, {},
+                             "comm.transport = \"tcp\": the network interface (\"eth0\") or IPv4 address the "
+                             "ranks use; \"\": every up interface (ranks in one network namespace use "
+                             "loopback)."));
     f.push_back(int_field("fms.servers", &Config::fms, &FmsConfig::servers, 1, 1 << 20,
                           "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
                           "each holding a row shard of W."));

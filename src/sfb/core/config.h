@@ -73,6 +73,8 @@ struct OptimizerConfig {
 struct CommConfig {
   std::string scheme = "sfb";      // sfb | fms | allreduce
   double inject_latency_us = 0.0;  // added to every message's delivery (latency studies)
+  std::string transport = "tcp";   // tcp | mpi
+  std::string interface;           // tcp: "" (every interface) or an interface name / IPv4 address
 };
 
 struct SfbConfig {

@@ -1,5 +1,6 @@
 #include "sfb/core/memory.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -69,6 +70,12 @@ std::string human_bytes(double bytes) {
     ++u;
   }
   return fmt::format("{:.1f} {}", bytes, unit[u]);
+}
+
+void reuse_large_allocations() {
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 }  // namespace sfb

@@ -32,4 +32,13 @@ struct MemoryEstimate {
 
 std::string human_bytes(double bytes);
 
+// The allocation policy of sfb's processes (sfbd, sfb-commbench), set first thing in main: one
+// malloc arena, and large blocks served from the heap and kept after free, so the buffers of a
+// clock's messages and updates (tens to hundreds of MiB, every clock) reuse memory instead of
+// mapping fresh zero pages each time (glibc maps blocks over 32 MiB per allocation, and a thread's
+// arena cannot hold them at all). Measured on the netns hosts at 1 Gbit/s: the page faults of a
+// fresh 64 MiB receive buffer per message cost more CPU than the transfer (docs/performance.md).
+// The price: memory freed during the run stays with the process until it exits.
+void reuse_large_allocations();
+
 }  // namespace sfb

@@ -34,6 +34,8 @@ class FaultyTransport : public Transport {
     Transport::set_peer_timeout(seconds);
     inner_->set_peer_timeout(seconds);
   }
+  bool peer_gone(int peer) const override { return inner_->peer_gone(peer); }
+  bool wait_for_message(SteadyClock::time_point until) override { return inner_->wait_for_message(until); }
   int64_t dropped() const { return dropped_.load(); }
 
  protected:

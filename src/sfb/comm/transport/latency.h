@@ -23,6 +23,7 @@ class LatencyTransport : public Transport {
     Transport::set_peer_timeout(seconds);
     inner_->set_peer_timeout(seconds);
   }
+  bool peer_gone(int peer) const override { return inner_->peer_gone(peer); }
 
  protected:
   void do_send(int dst, Tag tag, SharedBytes data) override { inner_->send_shared(dst, tag, std::move(data)); }

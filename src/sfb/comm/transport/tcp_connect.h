@@ -1,0 +1,57 @@
+#pragma once
+// Connection set-up of the TCP transport (tcp.h): every rank listens, the ranks all-gather their
+// endpoints through the bootstrap, and each pair of ranks ends with one checked, connected socket.
+// Internal to comm/transport.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sfb/comm/transport/tcp.h"
+
+namespace sfb::comm::tcp {
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.release();
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Mesh {
+  std::vector<Fd> fds;              // [peer]: the connected socket (none for this rank)
+  std::vector<std::string> routes;  // [peer]: "local -> remote" addresses, for logs and errors
+};
+
+// Collective over the bootstrap's ranks; throws CommError (naming the peer and the addresses tried)
+// when a peer cannot be reached within opt.connect_timeout_s, InvalidArgument for a bad
+// opt.interface.
+Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt);
+
+// The IPv4 addresses (network byte order) this rank advertises: opt.interface's, or every up,
+// non-loopback interface's. Also the source of comm.interface's error message.
+std::vector<uint32_t> local_addresses(const std::string& interface);
+
+// "a.b.c.d:port".
+std::string format_endpoint(uint32_t addr_be, uint16_t port);
+
+}  // namespace sfb::comm::tcp

@@ -1,0 +1,148 @@
+// The TCP transport (comm/transport/tcp.h) between threads of this process over loopback: full
+// duplex, no head-of-line blocking between sources, bounded unpolled memory with back-pressure,
+// bounded waits, and what a peer that leaves looks like. The transport-agnostic behaviour (every
+// message once, in order, counters, the set-up collectives) runs in transport_test.cc on TCP too.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/comm/transport/tcp.h"
+#include "sfb/comm/transport/tcp_connect.h"
+#include "sfb/core/error.h"
+#include "sfb/core/thread_group.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::comm {
+namespace {
+
+using ::testing::HasSubstr;
+
+Bytes pattern(size_t n, int seed) {
+  Bytes b(n);
+  uint32_t x = 2654435761u * static_cast<uint32_t>(seed + 1);
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    b[i] = static_cast<std::byte>(x >> 24);
+  }
+  return b;
+}
+
+TEST(TcpTransport, LargeMessagesCrossBothWaysAtOnceIntact) {
+  // Every rank sends 24 MiB to every other at the same time: nothing deadlocks, every byte arrives.
+  const size_t n = size_t{24} << 20;
+  testing::run_tcp_ranks(3, [&](Transport& t) {
+    auto mine = std::make_shared<const Bytes>(pattern(n, t.rank()));
+    for (int q = 0; q < t.size(); ++q)
+      if (q != t.rank()) t.send_shared(q, kTagReduce, mine);
+    for (int i = 0; i < t.size() - 1; ++i) {
+      const Message m = t.recv(kTagReduce);
+      EXPECT_TRUE(m.data == pattern(n, m.src)) << "from rank " << m.src;
+    }
+    t.flush();
+  });
+}
+
+TEST(TcpTransport, ASmallMessageIsNotHeldUpByAnotherRanksLargeOne) {
+  // Rank 1 streams 256 MiB to rank 0; rank 2 then sends 8 bytes. Rank 0 gets rank 2's message while
+  // rank 1's is still on its way (a transport that receives one source at a time delivers it after).
+  const size_t big = size_t{256} << 20;
+  std::atomic<bool> big_sent{false};
+  testing::run_tcp_ranks(3, [&](Transport& t) {
+    if (t.rank() == 1) {
+      t.send_shared(0, kTagSf, std::make_shared<const Bytes>(big, std::byte{7}));
+      big_sent.store(true);
+      t.flush();
+    } else if (t.rank() == 2) {
+      while (!big_sent.load()) std::this_thread::yield();
+      t.send(0, kTagControl, Bytes(8, std::byte{2}));
+    } else {
+      const Message first = t.recv(kTagControl);
+      EXPECT_EQ(first.src, 2);
+      EXPECT_FALSE(t.try_recv(kTagSf).has_value()) << "the large message was complete before the small one";
+      const Message second = t.recv(kTagSf);
+      EXPECT_EQ(second.data.size(), big);
+    }
+    t.barrier();
+  });
+}
+
+TEST(TcpTransport, UnpolledMessagesAreBoundedAndHoldTheSenderBack) {
+  // Rank 0 polls nothing for a while: with 1 MiB allowed unpolled, rank 1's 64 x 1 MiB cannot all
+  // leave (its flush times out naming rank 0); once rank 0 polls, every message arrives in order.
+  TcpOptions opt;
+  opt.max_unpolled_bytes = 1 << 20;
+  auto group = testing::make_tcp_group(2, opt);
+  Transport& rx = *group[0];
+  Transport& tx = *group[1];
+  for (int i = 0; i < 64; ++i) tx.send(0, kTagSf, pattern(1 << 20, i));
+  tx.set_peer_timeout(0.5);
+  try {
+    tx.flush();
+    ADD_FAILURE() << "64 MiB left although the receiver polled nothing";
+  } catch (const CommError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("sends to ranks 0 still pending after 0.5 s"));
+  }
+  for (int i = 0; i < 64; ++i) {
+    const Message m = rx.recv(kTagSf);
+    ASSERT_TRUE(m.data == pattern(1 << 20, i)) << "message " << i;
+  }
+  tx.set_peer_timeout(30);
+  tx.flush();
+  testing::close_group(group);
+}
+
+TEST(TcpTransport, APeerThatLeavesIsNamedAndSendsToItFail) {
+  auto group = testing::make_tcp_group(2);
+  group[1]->set_peer_timeout(0.2);  // its close does not wait long for rank 0's side
+  group[1].reset();
+  Transport& t = *group[0];
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  while (!t.peer_gone(1) && SteadyClock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(t.peer_gone(1));
+  EXPECT_THAT([&] { t.send(1, kTagSf, Bytes(4)); },
+              ::testing::ThrowsMessage<CommError>(HasSubstr("rank 1, which has closed its connection")));
+  t.set_peer_timeout(0.2);
+  EXPECT_THAT([&] { t.recv(kTagSf); },
+              ::testing::ThrowsMessage<CommError>(HasSubstr("ranks 1 have closed their connections")));
+  group[0]->set_peer_timeout(0.2);
+  group[0].reset();
+}
+
+TEST(TcpTransport, ConnectsOverLoopbackWithoutAnInterfaceAndNamesTheRoute) {
+  // No comm.interface: ranks in one network namespace find each other over loopback.
+  testing::ThreadBootstrap boot(2);
+  std::vector<std::unique_ptr<Transport>> group(2);
+  {
+    ThreadGroup threads;
+    for (int r = 0; r < 2; ++r)
+      threads.spawn([&, r] { group[static_cast<size_t>(r)] = make_tcp_transport(boot.for_rank(r), TcpOptions{}); });
+    threads.join();
+  }
+  EXPECT_THAT(dynamic_cast<TcpTransport&>(*group[0]).describe_peer(1), HasSubstr("127.0.0.1:"));
+  group[1]->send(0, kTagSf, Bytes(3, std::byte{9}));
+  EXPECT_EQ(group[0]->recv(kTagSf).data, Bytes(3, std::byte{9}));
+  testing::close_group(group);
+}
+
+TEST(TcpTransport, AnUnknownInterfaceIsABadConfigNamingIt) {
+  EXPECT_THAT([] { tcp::local_addresses("nosuch0"); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("comm.interface = \"nosuch0\"")));
+  EXPECT_EQ(tcp::local_addresses("127.0.0.1").size(), 1u);
+}
+
+TEST(TcpTransport, BarrierWaitsForEveryRank) {
+  std::atomic<int> arrived{0};
+  testing::run_tcp_ranks(4, [&](Transport& t) {
+    if (t.rank() == 3) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    arrived.fetch_add(1);
+    t.barrier();
+    EXPECT_EQ(arrived.load(), 4);
+    t.barrier();
+  });
+}
+
+}  // namespace
+}  // namespace sfb::comm
