@@ -17,6 +17,10 @@ PACKAGES=(
 if [ "${SFB_PEER_DEPS:-0}" = 1 ]; then
   PACKAGES+=(python3-torch python3-numpy)
 fi
+# Link benchmarks only (scripts/comm-bench.sh), never CI: iperf3 measures what the links carry.
+if [ "${SFB_BENCH_DEPS:-0}" = 1 ]; then
+  PACKAGES+=(iperf3)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,6 +5,7 @@
 #include "report.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
+#include "sfb/comm/mpi_collectives.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -47,7 +48,9 @@ int run_cnn(Job& job) {
   job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives
   sfb::cnn::ExecutorResult r;
   try {
-    sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, {},
+    sfb::cnn::ExecutorHooks hooks;
+    if (cfg.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank());
     r = ex.run();
   } catch (const sfb::InvalidArgument& e) {

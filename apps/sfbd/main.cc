@@ -162,8 +162,11 @@ bool connect(Job& job) {
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
     return false;
   }
+  // "auto": MPI's shared memory when every rank is on this host, sfb's TCP transport across hosts.
+  auto& kind = job.cfg.comm.transport;
+  if (kind == "auto") kind = job.mpi.ranks_on_host() == job.mpi.size() ? "mpi" : "tcp";
   sfb::comm::TransportOptions opt;
-  opt.kind = job.cfg.comm.transport;
+  opt.kind = kind;
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
   // A bad comm.interface is found on every rank before any rank waits in the connection set-up.
@@ -174,6 +177,7 @@ bool connect(Job& job) {
     job.transport = job.mpi.make_transport(opt);
   });
   if (!connected) return false;
+  if (job.rank() == 0) spdlog::info("transport: {} over {} ranks", kind, job.ranks());
   if (job.cfg.comm.inject_latency_us > 0)
     job.transport =
         std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);

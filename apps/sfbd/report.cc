@@ -94,6 +94,8 @@ Json sfb_summary(const SfbRun& run) {
           {"sfb_version", SFB_VERSION},
           {"git_revision", SFB_GIT_REVISION},
           {"scheme", scheme_name(cfg)},
+          {"transport", cfg.comm.transport},
+          {"collectives", cfg.comm.collectives},
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
           {"J", run.J},
           {"D", run.D},
@@ -125,8 +127,9 @@ void print_sfb_table(const SfbRun& run) {
   const auto& cfg = run.cfg;
   const auto& r = run.result;
   const auto last = r.evals.empty() ? sfb::EvalRecord{} : r.evals.back();
-  fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} | K = {}\n", cfg.source, run.workers,
-             cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.optimizer.minibatch);
+  fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} over {} | K = {}\n", cfg.source, run.workers,
+             cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.comm.transport,
+             cfg.optimizer.minibatch);
   fmt::print("  stop reason      {}\n", r.stop_reason);
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
@@ -170,7 +173,7 @@ double planned_median_iteration_us(const sfb::cnn::ExecutorResult& r) {
 int64_t predicted_bytes(const sfb::cnn::ExecutorResult& r, int ranks) {
   int64_t b = 0;
   if (r.profile.size() == 0) return 0;  // a fixed plan: nothing was profiled
-  for (const auto& g : r.plan) b += sfb::mgwfbp::group_bytes_sent(r.profile, g, ranks);
+  for (const auto& g : r.plan) b += sfb::mgwfbp::group_bytes_sent(r.profile, r.cost, g, ranks);
   return b;
 }
 }  // namespace
@@ -196,6 +199,8 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"git_revision", SFB_GIT_REVISION},
           {"mode", "mgwfbp"},
           {"ranks", ranks},
+          {"transport", cfg.comm.transport},
+          {"collectives", cfg.comm.collectives},
           {"planner", cfg.mgwfbp.planner},
           {"groups", r.plan.size()},
           {"plan", sfb::mgwfbp::describe(r.plan)},

@@ -34,7 +34,7 @@ case "$MODE" in
     awk -v a="$(field final_accuracy)" 'BEGIN { exit !(a >= 0.5) }' || fail "accuracy below 0.5"
     got=$(field bytes_sent_per_iteration)
     want=$(field predicted_bytes_per_iteration)
-    # Payload by the model; the wire adds 16-byte chunk heads and 56-byte SF headers.
+    # Payload by the model; the wire adds 24-byte all-reduce segment heads and 56-byte SF headers.
     awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g >= w && g < 1.01 * w) }' ||
       fail "bytes per iteration $got, the plan predicts $want"
     n=$(jq '[.traceEvents[] | select(.args.transport != null)] | length' "$OUT/trace.json")

@@ -1,23 +1,19 @@
 #include "sfb/baselines/allreduce_exchange.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sfb/baselines/dense_update.h"
 #include "sfb/core/error.h"
+#include "sfb/core/timer.h"
 
 namespace sfb::baselines {
 AllreduceExchange::~AllreduceExchange() { abort(); }
 
-void AllreduceExchange::start(const runtime::ExchangeHost& host) {
-  host_ = host;
-  rank_ = host.transport->rank();
-  P_ = host.workers;
-  own_.set_capacity(1 << 16);
-  channel_ = std::make_unique<comm::QueueChannel>(*host.transport, comm::kTagReduce);
-  allreduce_ = engine_ ? engine_(*channel_, P_) : comm::make_rank_order_allreduce(*channel_, P_);
-  thread_ = std::thread([this] {
+void AllreduceExchange::run_thread(std::thread& th, void (AllreduceExchange::*body)()) {
+  th = std::thread([this, body] {
     try {
-      loop();
+      (this->*body)();
     } catch (const tbb::user_abort&) {
     } catch (const comm::QueueChannel::Closed&) {
     } catch (...) {
@@ -26,40 +22,87 @@ void AllreduceExchange::start(const runtime::ExchangeHost& host) {
   });
 }
 
+void AllreduceExchange::start(const runtime::ExchangeHost& host) {
+  host_ = host;
+  rank_ = host.transport->rank();
+  P_ = host.workers;
+  own_.set_capacity(1 << 16);
+  blocks_.set_capacity(1 << 16);
+  channel_ = std::make_unique<comm::QueueChannel>(*host.transport, comm::kTagReduce);
+  allreduce_ = engine_ ? engine_(*channel_, P_) : comm::make_rank_order_allreduce(*channel_, P_);
+  run_thread(reduce_thread_, &AllreduceExchange::reduce_loop);
+  run_thread(gemm_thread_, &AllreduceExchange::gemm_loop);
+}
+
 void AllreduceExchange::on_message(comm::Message&& m) { channel_->push(std::move(m)); }
 
-void AllreduceExchange::loop() {
+// Forms each clock's update block by block and hands every block to the reduce thread at once.
+void AllreduceExchange::gemm_loop() {
   for (;;) {
     SfBatchPtr b;
     own_.pop(b);
-    if (!b) return;  // finish()
-    auto sum = std::make_shared<Matrix>();
-    dense_update(*b, *sum);
-    allreduce_->run(std::span<float>(sum->data(), static_cast<size_t>(sum->size())), b->clock);
+    if (!b) {
+      blocks_.push(nullptr);
+      return;  // finish()
+    }
+    auto sum = std::make_shared<Matrix>(b->J, b->D);
+    // The first block is small: nothing is on the wire until it is formed.
+    const int64_t rows = std::max<int64_t>(1, kBlockBytes / (4 * std::max<int32_t>(1, b->D)));
+    std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
+    for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < b->J; r0 += n, n = rows)
+      cuts.emplace_back(r0, std::min<int64_t>(n, b->J - r0));
+    const auto count = static_cast<int64_t>(cuts.size());
+    for (int64_t k = 0; k < count; ++k) {
+      const auto [r0, n] = cuts[static_cast<size_t>(k)];
+      dense_update_rows(*b, r0, n, *sum);
+      blocks_.push(std::make_shared<Block>(Block{b, sum, k, count, r0, n}));
+    }
+  }
+}
+
+// All-reduces the blocks in order; after a clock's last block, its sum goes to the update thread.
+void AllreduceExchange::reduce_loop() {
+  for (;;) {
+    std::shared_ptr<Block> blk;
+    blocks_.pop(blk);
+    if (!blk) return;
+    Matrix& sum = *blk->sum;
+    Stopwatch sw;
+    allreduce_->run(
+        std::span<float>(sum.data() + blk->row_begin * sum.cols(), static_cast<size_t>(blk->rows * sum.cols())),
+        blk->batch->clock * 65536 + blk->index);
+    spdlog::debug("all-reduce of clock {} block {}/{}: {:.1f} ms", blk->batch->clock, blk->index + 1, blk->count,
+                  sw.seconds() * 1e3);
+    if (blk->index + 1 < blk->count) continue;
+    const SfBatch& b = *blk->batch;
     auto item = std::make_shared<SfBatch>();
     item->kind = SfBatch::Kind::kDenseSum;
     item->sender = rank_;
-    item->clock = b->clock;
-    item->count = b->count;
-    item->J = b->J;
-    item->D = b->D;
-    item->dense = std::move(sum);
+    item->clock = b.clock;
+    item->count = b.count;
+    item->J = b.J;
+    item->D = b.D;
+    item->dense = std::move(blk->sum);
     host_.deliver(std::move(item));
   }
 }
 
 void AllreduceExchange::finish() {
-  if (!thread_.joinable()) return;
+  if (!gemm_thread_.joinable()) return;
   own_.push(nullptr);
-  thread_.join();
+  gemm_thread_.join();
+  reduce_thread_.join();
 }
 
 void AllreduceExchange::abort() {
-  // abort() wakes the thread if it waits now; the null item stops it if it pops later.
+  // abort() wakes the threads if they wait now; the null items stop them if they pop later.
   own_.abort();
+  blocks_.abort();
   own_.try_push(nullptr);
+  blocks_.try_push(nullptr);
   if (channel_) channel_->close();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  for (std::thread* th : {&gemm_thread_, &reduce_thread_})
+    if (th->joinable() && th->get_id() != std::this_thread::get_id()) th->join();
 }
 
 }  // namespace sfb::baselines

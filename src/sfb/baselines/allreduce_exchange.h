@@ -5,9 +5,14 @@
 // worker, or Open MPI's MPI_Allreduce), so every replica applies the same sum. Bytes on the network
 // per clock: 2 (P - 1) J D floats.
 //
+// Bucketed like DDP: the update is formed in row blocks of about kBlockBytes, and each block is
+// all-reduced as soon as it is formed while the next one is computed (sums per element are in rank
+// order whatever the blocks, so replicas stay bitwise identical).
+//
 // Threads: the worker's communication thread hands over own batches and the all-reduce's messages
-// that arrive (kTagReduce) through a QueueChannel; a reduce thread of this class does the
-// all-reduce, clock after clock, and delivers a kDenseSum item per clock to the update thread.
+// that arrive (kTagReduce) through a QueueChannel; a GEMM thread of this class forms the blocks, a
+// reduce thread all-reduces them, clock after clock, and delivers a kDenseSum item per clock to
+// the update thread.
 #include <functional>
 #include <span>
 #include <thread>
@@ -34,15 +39,24 @@ class AllreduceExchange final : public runtime::Exchange {
   void abort() override;
 
  private:
-  void loop();
+  static constexpr int64_t kBlockBytes = int64_t{32} << 20;
+  struct Block {
+    SfBatchPtr batch;
+    std::shared_ptr<Matrix> sum;
+    int64_t index = 0, count = 0, row_begin = 0, rows = 0;
+  };
+  void gemm_loop();
+  void reduce_loop();
+  void run_thread(std::thread& th, void (AllreduceExchange::*body)());
 
   comm::AllreduceFactory engine_;
   runtime::ExchangeHost host_;
   int rank_ = 0, P_ = 1;
   BoundedQueue<SfBatchPtr> own_;
+  BoundedQueue<std::shared_ptr<Block>> blocks_;  // formed, to all-reduce; null stops the reduce thread
   std::unique_ptr<comm::QueueChannel> channel_;
   std::unique_ptr<comm::Allreduce> allreduce_;
-  std::thread thread_;
+  std::thread gemm_thread_, reduce_thread_;
 };
 
 }  // namespace sfb::baselines

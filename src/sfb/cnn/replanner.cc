@@ -43,16 +43,6 @@ std::vector<mgwfbp::Sample> time_sizes(int64_t max_bytes, Prepare prepare, Run r
 
 }  // namespace
 
-comm::LinkCost link_cost(const mgwfbp::CostModel& cost, int ranks) {
-  // The fit is of whole all-reduces (two steps, 2 (P - 1) / P of the bytes each way); the link's
-  // cost per step is half the start-up, and b per byte on one link.
-  comm::LinkCost c;
-  if (ranks < 2 || cost.b_us_per_byte <= 0) return c;
-  c.a_us = cost.a_us / 2;
-  c.b_us_per_byte = cost.b_us_per_byte * ranks / (2.0 * (ranks - 1));
-  return c;
-}
-
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost) {
   ByteWriter w(32 + plan.size() * 24);
   w.put<double>(cost.a_us);
@@ -238,7 +228,7 @@ void Replanner::log_plan(const mgwfbp::Profile& prof, const mgwfbp::CostModel& c
   for (size_t g = 0; g < plan.size(); ++g)
     spdlog::info("  group {}: layers {}-{} {:<22} {:>12} bytes sent per rank, predicted {:>9.0f} us", g, plan[g].hi,
                  plan[g].lo, plan[g].sf ? "as sufficient factors" : "dense all-reduce",
-                 mgwfbp::group_bytes_sent(prof, plan[g], t_.size()), mgwfbp::group_time_us(prof, cost, plan[g]));
+                 mgwfbp::group_bytes_sent(prof, cost, plan[g], t_.size()), mgwfbp::group_time_us(prof, cost, plan[g]));
 }
 
 void Replanner::replan(bool again) {
@@ -262,7 +252,7 @@ void Replanner::replan(bool again) {
   plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
   cost.nodes = t_.size();
   cost_ = cost;
-  comm_.set_cost(link_cost(cost, t_.size()));
+  comm_.set_cost(link_cost_from_fit(cost.a_us, cost.b_us_per_byte, t_.size()));
   recent_backward_us_.clear();  // the drift baseline is measured under the new plan
   baseline_backward_us_ = 0;
   since_plan_ = 0;

@@ -91,10 +91,6 @@ class Replanner {
   int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
 };
 
-// The per-step link cost of the all-reduce's algorithm choice from a fit of whole all-reduces on
-// `ranks` ranks (the default cost when the fit is empty).
-comm::LinkCost link_cost(const mgwfbp::CostModel& cost, int ranks);
-
 // The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, f64 ag_a_us,
 // f64 ag_b_us_per_byte, then per group i64 lo, i64 hi, i64 transport (0 dense, 1 factors).
 Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost);

@@ -57,12 +57,7 @@ RankOrderAllreduce::RankOrderAllreduce(Channel& ch, int ranks, AllreduceOptions 
 }
 
 RankOrderAllreduce::Algo RankOrderAllreduce::algo_for(int64_t bytes) const {
-  if (P_ <= 2) return Algo::kDirect;
-  // direct: a + (P - 1) M b; segmented: 2 a + 2 (P - 1) / P M b.
-  const double P = P_, M = static_cast<double>(bytes);
-  const double direct = cost_.a_us + (P - 1) * M * cost_.b_us_per_byte;
-  const double segmented = 2 * cost_.a_us + 2 * (P - 1) / P * M * cost_.b_us_per_byte;
-  return direct <= segmented ? Algo::kDirect : Algo::kSegmented;
+  return allreduce_direct(bytes, P_, cost_) ? Algo::kDirect : Algo::kSegmented;
 }
 
 void RankOrderAllreduce::run(std::span<float> data, int64_t id) {

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "sfb/comm/channel.h"
+#include "sfb/core/collective_cost.h"
 
 namespace sfb::comm {
 
@@ -58,11 +59,7 @@ class Allreduce {
   virtual std::string name() const = 0;
 };
 
-// The fitted cost of one all-reduce-like exchange: a microseconds + b microseconds per byte.
-struct LinkCost {
-  double a_us = 50.0;
-  double b_us_per_byte = 8.4e-3;  // 1 Gbit/s
-};
+using LinkCost = sfb::LinkCost;  // core/collective_cost.h: the size rule, shared with the planner
 
 struct AllreduceOptions {
   int64_t min_segment_bytes = int64_t{64} << 10;

@@ -267,19 +267,26 @@ const std::vector<Field>& schema() {
                           "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
     f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},
                              "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
-                             "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": ring "
-                             "all-reduce of the dense update matrix every clock."));
+                             "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
+                             "of the dense update matrix every clock (comm.collectives)."));
     f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
-    f.push_back(string_field("comm.transport", &Config::comm, &CommConfig::transport, {"tcp", "mpi"},
-                             "\"tcp\": sfb's own sockets, one per pair of ranks, all moving at once (mpirun "
-                             "starts the ranks and MPI exchanges their addresses); \"mpi\": MPI point-to-point "
-                             "messages (for networks TCP cannot use, e.g. InfiniBand without IPoIB)."));
+    f.push_back(string_field("comm.transport", &Config::comm, &CommConfig::transport, {"auto", "tcp", "mpi"},
+                             "\"tcp\": sfb's own sockets, one per pair of ranks, every link moving both ways at "
+                             "once (mpirun starts the ranks, MPI exchanges their addresses); \"mpi\": MPI "
+                             "point-to-point messages (shared memory on one host; networks TCP cannot use, e.g. "
+                             "InfiniBand without IPoIB); \"auto\": \"mpi\" when every rank runs on one host, "
+                             "else \"tcp\"."));
     f.push_back(string_field("comm.interface", &Config::comm, &CommConfig::interface, {},
                              "comm.transport = \"tcp\": the network interface (\"eth0\") or IPv4 address the "
                              "ranks use; \"\": every up interface (ranks in one network namespace use "
                              "loopback)."));
+    f.push_back(string_field("comm.collectives", &Config::comm, &CommConfig::collectives, {"sfb", "mpi"},
+                             "The all-reduce of comm.scheme = \"allreduce\" and of the CNN mode's dense groups: "
+                             "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "
+                             "bitwise equal under every plan); \"mpi\": Open MPI's MPI_Allreduce (its own "
+                             "algorithms and network; replicas checked by their checksums)."));
     f.push_back(int_field("fms.servers", &Config::fms, &FmsConfig::servers, 1, 1 << 20,
                           "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
                           "each holding a row shard of W."));

@@ -71,10 +71,11 @@ struct OptimizerConfig {
 };
 
 struct CommConfig {
-  std::string scheme = "sfb";      // sfb | fms | allreduce
-  double inject_latency_us = 0.0;  // added to every message's delivery (latency studies)
-  std::string transport = "tcp";   // tcp | mpi
-  std::string interface;           // tcp: "" (every interface) or an interface name / IPv4 address
+  std::string scheme = "sfb";       // sfb | fms | allreduce
+  double inject_latency_us = 0.0;   // added to every message's delivery (latency studies)
+  std::string transport = "auto";   // auto | tcp | mpi
+  std::string interface;            // tcp: "" (every interface) or an interface name / IPv4 address
+  std::string collectives = "sfb";  // sfb | mpi: the dense all-reduce's engine
 };
 
 struct SfbConfig {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
 
 namespace sfb::mgwfbp {
@@ -52,10 +53,12 @@ double group_time_us(const Profile& p, const CostModel& c, const Group& g) {
   return g.sf ? c.allgather_us(s.sf_bytes) + c.nodes * s.t_sf_us : c.time_us(s.bytes);
 }
 
-int64_t group_bytes_sent(const Profile& p, const Group& g, int nodes) {
+int64_t group_bytes_sent(const Profile& p, const CostModel& c, const Group& g, int nodes) {
   const GroupSums s = group_sums(p, g);
-  const int64_t n = std::max(nodes, 1);
-  return g.sf ? (n - 1) * s.sf_bytes : 2 * (n - 1) * s.bytes / n;
+  const int n = std::max(nodes, 1);
+  if (g.sf) return (n - 1) * s.sf_bytes;
+  const LinkCost link = link_cost_from_fit(c.a_us, c.b_us_per_byte, n);
+  return allreduce_bytes_sent(s.bytes, n, allreduce_direct(s.bytes, n, link));
 }
 
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan) {

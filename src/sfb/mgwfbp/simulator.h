@@ -40,10 +40,11 @@ bool factors_cover(const Profile& p, const Group& g);
 // with parameters but no factors.
 double group_time_us(const Profile& p, const CostModel& c, const Group& g);
 
-// Bytes one of `nodes` ranks sends for group g (payload, no message headers): a ring or rank-order
-// all-reduce sends 2 (N-1)/N of the group's 4 * params bytes; the factor all-gather N - 1 copies of
-// its 4 * sf_floats bytes.
-int64_t group_bytes_sent(const Profile& p, const Group& g, int nodes);
+// Bytes one of `nodes` ranks sends for group g (payload, no message headers): sfb's all-reduce sends
+// 2 (N-1)/N of the group's 4 * params bytes, or (N - 1) times them when it takes its direct
+// algorithm for a small group (core/collective_cost.h, by the per-step cost of c's fit); the
+// factor all-gather N - 1 copies of its 4 * sf_floats bytes.
+int64_t group_bytes_sent(const Profile& p, const CostModel& c, const Group& g, int nodes);
 
 std::vector<double> ready_times(const Profile& p);
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan);

@@ -122,8 +122,9 @@ TcpTransport::~TcpTransport() {
 void TcpTransport::close_gracefully() {
   limit_.store(INT64_MAX);
   resume_reading();
+  // Our side closes whether or not the peer has closed its side already (it waits for our EOF).
   for (auto& p : peers_)
-    if (p && !p->gone.load()) ::shutdown(p->fd.get(), SHUT_WR);
+    if (p) ::shutdown(p->fd.get(), SHUT_WR);
   const auto deadline = deadline_after(std::min(peer_timeout_s(), 30.0));
   std::unique_lock lock(rq_mu_);
   rq_cv_.wait_until(lock, deadline, [&] {

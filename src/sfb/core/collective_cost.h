@@ -1,0 +1,42 @@
+#pragma once
+// The all-reduce's choice of algorithm by size and the bytes each algorithm sends, in one place for
+// the engine that runs it (comm/allreduce.h) and the planner and simulator that predict it
+// (mgwfbp): the two must agree, or predicted bytes and times describe another algorithm.
+#include <algorithm>
+#include <cstdint>
+
+namespace sfb {
+
+// One point-to-point step of a collective: a microseconds + b microseconds per byte.
+struct LinkCost {
+  double a_us = 50.0;
+  double b_us_per_byte = 8.4e-3;  // 1 Gbit/s
+};
+
+// The per-step cost from a fit of whole all-reduces T(M) = A + B M on P ranks (two steps, each
+// moving 2 (P - 1) / P of the bytes... per rank in the segmented algorithm): a = A / 2, and b the
+// link's time per byte. The default when the fit has no slope.
+inline LinkCost link_cost_from_fit(double A_us, double B_us_per_byte, int P) {
+  LinkCost c;
+  if (P < 2 || !(B_us_per_byte > 0)) return c;
+  c.a_us = std::max(0.0, A_us) / 2;
+  c.b_us_per_byte = B_us_per_byte * P / (2.0 * (P - 1));
+  return c;
+}
+
+// The direct algorithm (every rank sends its whole buffer to every other: one step, (P - 1) M
+// bytes out) against the segmented one (two steps, 2 (P - 1) / P M out): direct when it is not
+// slower, and always for P <= 2 (where both send M).
+inline bool allreduce_direct(int64_t bytes, int P, const LinkCost& c) {
+  if (P <= 2) return true;
+  const double M = static_cast<double>(bytes), n = P;
+  return c.a_us + (n - 1) * M * c.b_us_per_byte <= 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte;
+}
+
+// Payload bytes one rank sends in an all-reduce of `bytes` on P ranks.
+inline int64_t allreduce_bytes_sent(int64_t bytes, int P, bool direct) {
+  if (P <= 1) return 0;
+  return direct ? (P - 1) * bytes : 2 * (P - 1) * bytes / P;
+}
+
+}  // namespace sfb
