@@ -36,8 +36,9 @@ run() {
   local planner=$1 dir=$out/$1
   rm -rf "$dir"
   mkdir -p "$dir"
+  # One thread per rank, as the peer runs (bench/peer/ddp_cnn.py): the hosts share this machine's cores.
   local args=(--config "$config" --set "mgwfbp.planner=\"$planner\"" --set "stop.max_clocks=$iters"
-    --set "eval.every=$iters" --set "output.dir=\"$dir\"")
+    --set "eval.every=$iters" --set "output.dir=\"$dir\"" --set runtime.threads=1)
   echo "hybrid-compare: $planner, $ranks ranks, $iters iterations -> $dir" >&2
   if [ "${SFB_NETNS:-1}" = 1 ]; then
     "$ROOT/scripts/netns-cluster.sh" run -- -np "$ranks" "$BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1

@@ -1,5 +1,6 @@
 #include "sfb/cnn/executor.h"
 
+#include <bit>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -36,18 +37,31 @@ class MomentumSgd {
         velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
     }
   }
-  void step(float lr) {
+  // v = momentum v + g + decay w; w -= lr v, in one pass over w, g and v (the step streams every
+  // parameter: with several ranks per host, memory bandwidth is what it costs). False when a
+  // weight is no longer finite afterwards (checked in the same pass).
+  bool step(float lr) {
+    const auto mom = static_cast<float>(momentum_), dec = static_cast<float>(decay_);
+    bool finite = true;
     for (int p = 0; p < net_.param_layers(); ++p) {
       auto& layer = net_.layer(net_.param_layer_index(p));
       const auto ps = layer.params();
       const auto gs = layer.grads();
       for (size_t k = 0; k < ps.size(); ++k) {
-        Matrix& v = velocity_[static_cast<size_t>(p)][k];
-        v = static_cast<float>(momentum_) * v + *gs[k] + static_cast<float>(decay_) * *ps[k];
-        *ps[k] -= lr * v;
+        float* w = ps[k]->data();
+        const float* g = gs[k]->data();
+        float* v = velocity_[static_cast<size_t>(p)][k].data();
+        uint32_t nonfinite = 0;  // an exponent of all ones: inf or NaN (an integer test, vectorised)
+        for (Eigen::Index i = 0, n = ps[k]->size(); i < n; ++i) {
+          v[i] = mom * v[i] + g[i] + dec * w[i];
+          w[i] -= lr * v[i];
+          nonfinite |= (std::bit_cast<uint32_t>(w[i]) & 0x7f800000u) == 0x7f800000u;
+        }
+        finite = finite && nonfinite == 0;
       }
     }
     net_.params_changed();
+    return finite;
   }
 
  private:
@@ -138,14 +152,6 @@ void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
                  net.param_layers());
 }
 
-// The param layers the plan sends as sufficient factors skip their own parameter gradients.
-void set_factor_layers(Network& net, const mgwfbp::Plan& plan) {
-  std::vector<char> sf(static_cast<size_t>(net.param_layers()), 0);
-  for (const auto& g : plan)
-    for (int p = g.lo; p <= g.hi; ++p) sf[static_cast<size_t>(p)] = g.sf ? 1 : 0;
-  net.set_factor_layers(sf);
-}
-
 }  // namespace
 
 ExecutorResult Executor::run() {
@@ -174,7 +180,6 @@ ExecutorResult Executor::run() {
     else
       sampler.next(cfg_.optimizer.minibatch, rows);
     load_batch(train_, rows, x, labels);
-    set_factor_layers(net, planner.plan());
     const auto t0 = comm.begin(it, planner.plan());
     net.forward(x);
     const auto t1 = SteadyClock::now();
@@ -183,8 +188,7 @@ ExecutorResult Executor::run() {
     const auto t2 = SteadyClock::now();
     comm.wait();
     const auto t3 = SteadyClock::now();
-    sgd.step(static_cast<float>(cfg_.optimizer.step(it)));
-    if (!params_finite(net)) {
+    if (!sgd.step(static_cast<float>(cfg_.optimizer.step(it)))) {
       res.diverged_at = it;
       spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1, loss);
       break;

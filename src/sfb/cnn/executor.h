@@ -12,8 +12,8 @@
 //    plan; re-plans on drift.
 //  * RunLog (run_log.h): progress and metrics lines, the Chrome trace.
 //
-// Per iteration: its own minibatch; the plan's factor layers told to skip their own weight
-// gradients; forward; backward; wait for every group; SGD with momentum and weight decay on the
+// Per iteration: its own minibatch; the communicator set up for the plan (its factor layers skip
+// their own weight gradients); forward; backward; wait for every group; SGD with momentum and weight decay on the
 // averaged gradients. Accounting per iteration: forward, backward,
 // non-overlapped communication (after backward until the last group is done), iteration, bytes
 // sent, and the simulator's prediction for the plan.

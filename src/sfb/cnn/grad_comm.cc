@@ -39,6 +39,12 @@ void GradientCommunicator::set_cost(const comm::LinkCost& c) {
 }
 
 SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
+  // The plan says which layers go as factors; the network tells its layers and backend (they skip
+  // their parameter gradients and keep their factors for this thread).
+  std::vector<char> sf(static_cast<size_t>(net_.param_layers()), 0);
+  for (const auto& g : plan)
+    for (int p = g.lo; p <= g.hi; ++p) sf[static_cast<size_t>(p)] = g.sf ? 1 : 0;
+  net_.set_factor_layers(sf);
   std::lock_guard lock(mu_);
   groups_done_ = 0;
   group_records_.clear();

@@ -55,7 +55,9 @@ class GradientCommunicator {
   ~GradientCommunicator();  // stops the thread
 
   // Serve iteration `iter` with `plan` (copied: the training thread may re-plan between
-  // iterations); returns the time the iteration started.
+  // iterations); returns the time the iteration started. Before forward: the plan is the one
+  // owner of which layers go as sufficient factors, and begin() sets them on the network
+  // (Network::set_factor_layers), which tells its layers and backend.
   SteadyClock::time_point begin(int64_t iter, const mgwfbp::Plan& plan);
   // Param layer p's gradient is final (called from backward).
   void ready(int p) { ready_q_.push(p); }
