@@ -47,7 +47,10 @@ AllreduceOptions small_segments() {
 class Sizes : public ::testing::TestWithParam<std::tuple<std::string, int, int>> {};
 
 TEST_P(Sizes, EveryRankGetsTheRankOrderSumBitwise) {
-  const auto& [transport, P, n] = GetParam();
+  // Plain variables, not a structured binding: clang 14 cannot capture bindings in the lambda.
+  const std::string transport = std::get<0>(GetParam());
+  const int P = std::get<1>(GetParam());
+  const int n = std::get<2>(GetParam());
   const auto want = rank_order_sum(P, n);
   std::vector<std::vector<float>> got(static_cast<size_t>(P));
   testing::run_ranks_on(transport, P, [&](Transport& t) {
