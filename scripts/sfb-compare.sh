@@ -124,9 +124,12 @@ base_ttt=""
     ratio=$(awk -v a="$t" -v b="$base_ttt" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2fx", a / b }')
     m=$(sfb_field bytes_per_clock "$sum"); th=$(sfb_field theory_bytes_per_clock "$sum")
     drift=$(tail -1 "$out/$r/drift.dat" 2>/dev/null | awk '{ print $2 }')
-    printf '| %s | %s | %s | %s | %s | %.0f | %.3f | %.3f | %.4f | %.2f | %.2f | %.2f | %.2f | %s |\n' "$r" "$(sfb_field final_clock "$sum")" \
-      "$t" "$ratio" "$(sfb_field final_objective "$sum")" "$(sfb_field samples_per_s "$sum")" "$(awk -v x="$m" 'BEGIN{print x/1e6}')" \
-      "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$(awk -v a="$m" -v b="$th" 'BEGIN{ if (b > 0) print a/b; else print 0 }')" \
+    # bytes_per_clock is null when Open MPI's all-reduce moved the bytes (comm.collectives = "mpi").
+    if [ "$m" = null ]; then mb="not counted (MPI)" mr="-"
+    else mb=$(awk -v x="$m" 'BEGIN{ printf "%.3f", x/1e6 }') mr=$(awk -v a="$m" -v b="$th" 'BEGIN{ if (b > 0) printf "%.4f", a/b; else print 0 }'); fi
+    printf '| %s | %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.2f | %.2f | %.2f | %.2f | %s |\n' "$r" "$(sfb_field final_clock "$sum")" \
+      "$t" "$ratio" "$(sfb_field final_objective "$sum")" "$(sfb_field samples_per_s "$sum")" "$mb" \
+      "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$mr" \
       "$(sfb_field compute_s_mean "$sum")" "$(sfb_field update_s_mean "$sum")" "$(sfb_field wait_s_mean "$sum")" "$(sfb_field seconds "$sum")" \
       "${drift:--}"
   done
@@ -160,7 +163,9 @@ done
 [ $first = 1 ] || gnuplot -e "$drift_cmd"
 for r in "${runs[@]}"; do
   sum="$out/$r/summary.json"
-  echo "$r $(sfb_field bytes_per_clock "$sum") $(sfb_field theory_bytes_per_clock "$sum") $(sfb_field compute_s_mean "$sum") $(sfb_field update_s_mean "$sum") $(sfb_field wait_s_mean "$sum")"
+  m=$(sfb_field bytes_per_clock "$sum")
+  [ "$m" = null ] && m=NaN  # not counted (MPI's all-reduce): no bar
+  echo "$r $m $(sfb_field theory_bytes_per_clock "$sum") $(sfb_field compute_s_mean "$sum") $(sfb_field update_s_mean "$sum") $(sfb_field wait_s_mean "$sum")"
 done > "$out/bars.dat"
 gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/bytes_per_clock.png'; set style data histograms;
   set style histogram clustered gap 1; set style fill solid 0.8; set logscale y; set ylabel 'MB per clock (log)'; set grid ytics;

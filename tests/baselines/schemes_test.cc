@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -336,6 +338,62 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
           << src << " -> " << dst;
     }
     EXPECT_LE(w.self.max_lead, cfg.sfb.staleness + 1);
+  }
+}
+
+// The PUSH/PULL block grid: every shard tiled exactly, blocks an eighth of the shard within
+// [64 KiB, 1 MiB] (or one row when a row is larger), workers and servers on the same grid.
+TEST(PsBlocks, TileEveryShardInBlocksOfAnEighthWithinTheLimits) {
+  for (const auto& [J, D, S] : std::vector<std::tuple<int64_t, int64_t, int>>{
+           {1, 1, 1}, {5, 30, 2}, {40, 4096, 1}, {40, 4096, 2}, {8192, 8192, 1}, {8192, 8192, 4}, {7, 1 << 19, 3}}) {
+    for (int s = 0; s < S; ++s) {
+      const PsBlocks b = ps_blocks(J, D, s, S);
+      ASSERT_EQ(b.begin, shard_begin(J, s, S));
+      ASSERT_EQ(b.end, shard_begin(J, s + 1, S));
+      EXPECT_EQ(b.rows_per_block, ps_block_rows(b.end - b.begin, D));
+      const int64_t row_bytes = 4 * D, shard_bytes = (b.end - b.begin) * row_bytes;
+      int64_t rows = 0;
+      for (int64_t k = 0; k < b.count(); ++k) {
+        EXPECT_EQ(b.block_begin(k), b.begin + rows);
+        EXPECT_EQ(b.block_of(b.block_begin(k), b.block_rows(k)), k);
+        EXPECT_EQ(b.block_of(b.block_begin(k), b.block_rows(k) + 1), -1);
+        rows += b.block_rows(k);
+        const int64_t bytes = b.block_rows(k) * row_bytes;
+        EXPECT_TRUE(bytes <= kPsBlockBytes || b.block_rows(k) == 1) << J << "x" << D << " S " << S;
+      }
+      EXPECT_EQ(rows, b.end - b.begin);
+      if (shard_bytes >= 8 * kPsBlockBytes && row_bytes <= kPsBlockBytes) {
+        EXPECT_GE(b.rows_per_block * row_bytes * 2, kPsBlockBytes) << J << "x" << D << " S " << S;
+      }
+      if (shard_bytes >= 2 * kPsMinBlockBytes && row_bytes <= kPsMinBlockBytes) {
+        EXPECT_GE(b.count(), 2) << J << "x" << D << " S " << S << ": a small shard is still pipelined";
+      }
+    }
+  }
+  EXPECT_EQ(ps_blocks(40, 4096, 0, 1).count(), 8);  // 640 KiB: 80 KiB blocks of 5 rows
+}
+
+// Several blocks per shard in flight (each server adds and returns blocks as they complete): the
+// same W as SFB, bitwise equal replicas, with 1 and 2 servers.
+TEST(Fms, ManyBlocksPerShardComputeTheSameWAsSfb) {
+  Config cfg = testing::with_schedule(testing::quiet_synthetic(4096, 40, 300, 50), 4, 0.2, 10, 50);
+  cfg.stop.max_clocks = 12;
+  cfg.runtime.peer_timeout_s = 60;
+  ASSERT_GE(ps_blocks(40, 4096, 0, 2).count(), 4);
+  const int P = 3;
+  const auto sfb = run_scheme(P, cfg);
+  const Matrix& ref = sfb.workers[0].W;
+  ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1e-3f);
+  for (int S : {1, 2}) {
+    Config c = cfg;
+    c.comm.scheme = "fms";
+    c.fms.servers = S;
+    const auto run = run_scheme(P, c);
+    for (const auto& w : run.workers) {
+      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << S;
+      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << S;
+      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << S;
+    }
   }
 }
 

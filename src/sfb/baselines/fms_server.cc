@@ -71,7 +71,7 @@ void FmsServer::on_init(comm::Message& m, const PsHeader& h) {
   rows_.resize(h.rows, h.cols);
   std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, rows_.data());
   version_ = h.clock;
-  blocks_ = {row_begin_, row_begin_ + h.rows, ps_block_rows(h.cols)};
+  blocks_ = {row_begin_, row_begin_ + h.rows, ps_block_rows(h.rows, h.cols)};
   block_next_.assign(static_cast<size_t>(blocks_.count()), version_);
   spdlog::info("parameter server {}: rows [{}, {}) x {} in {} blocks from version {}", s_, row_begin_,
                row_begin_ + h.rows, h.cols, blocks_.count(), version_);

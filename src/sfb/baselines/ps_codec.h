@@ -44,13 +44,18 @@ inline const float* ps_payload(const comm::Bytes& data) {
 // Rows of W held by server s of S: [J s / S, J (s + 1) / S).
 inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
 
-// PUSH and PULL carry a server's rows in blocks of about kPsBlockBytes, so a server adds and sends
-// back the first rows of a clock while later ones are still arriving (the pipelined push/pull):
-// block b of server s holds rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for
-// R = ps_block_rows(D). Workers and servers derive the same grid from J, D, S.
+// PUSH and PULL carry a server's rows in blocks, so a server adds and sends back the first rows of
+// a clock while later ones are still arriving (the pipelined push/pull): block b of server s holds
+// rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for R = ps_block_rows(rows, D).
+// A block is an eighth of the shard, between kPsMinBlockBytes and kPsBlockBytes: a small shard is
+// still several blocks in flight (one block would put the push, the sum and the pull in series).
+// Workers and servers derive the same grid from J, D, S.
 inline constexpr int64_t kPsBlockBytes = int64_t{1} << 20;
-inline int64_t ps_block_rows(int64_t cols) {
-  return std::max<int64_t>(1, kPsBlockBytes / (4 * std::max<int64_t>(1, cols)));
+inline constexpr int64_t kPsMinBlockBytes = int64_t{64} << 10;
+inline int64_t ps_block_rows(int64_t shard_rows, int64_t cols) {
+  const int64_t row_bytes = 4 * std::max<int64_t>(1, cols);
+  const int64_t bytes = std::clamp(std::max<int64_t>(0, shard_rows) * row_bytes / 8, kPsMinBlockBytes, kPsBlockBytes);
+  return std::max<int64_t>(1, bytes / row_bytes);
 }
 struct PsBlocks {
   int64_t begin = 0, end = 0, rows_per_block = 1;  // the shard's rows and the block height
@@ -65,7 +70,8 @@ struct PsBlocks {
   }
 };
 inline PsBlocks ps_blocks(int64_t J, int64_t D, int s, int S) {
-  return {shard_begin(J, s, S), shard_begin(J, s + 1, S), ps_block_rows(D)};
+  const int64_t b = shard_begin(J, s, S), e = shard_begin(J, s + 1, S);
+  return {b, e, ps_block_rows(e - b, D)};
 }
 
 }  // namespace sfb::baselines
