@@ -129,7 +129,7 @@ double fms_clock_us(Transport& t, int workers, int servers, int64_t bytes, int r
   host.initial_W = &W0;
   host.deliver = [&](sfb::SfBatchPtr) { ++versions; };
   host.fail = [](std::exception_ptr e) { std::rethrow_exception(e); };
-  sfb::baselines::FmsExchange ex(servers, false);
+  sfb::baselines::FmsExchange ex(servers, false, false);  // no prox: the pipelined servers
   ex.start(host);
   sfb::Stopwatch sw;
   for (int64_t c = 0; c <= repeats; ++c) {

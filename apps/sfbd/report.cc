@@ -37,7 +37,9 @@ int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
 }
 
 // Whether network_bytes holds the job's bytes: not when the dense baseline's all-reduce is Open MPI's.
-bool bytes_counted(const sfb::Config& cfg) { return !(cfg.comm.scheme == "allreduce" && cfg.comm.collectives == "mpi"); }
+bool bytes_counted(const sfb::Config& cfg) {
+  return !(cfg.comm.scheme == "allreduce" && cfg.comm.collectives == "mpi");
+}
 
 double samples_per_s(const SfbRun& run) {
   const auto& r = run.result;

@@ -210,7 +210,8 @@ int run_sfb(Job& job) {
   job.record_config();  // every check has passed
   if (s.server) return run_server(job, *s.model);
   auto exchange = sfb::baselines::make_exchange(
-      cfg, cfg.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{});
+      cfg, s.model->has_prox(),
+      cfg.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{});
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
   const sfb::runtime::WorkerResult result = worker.run();

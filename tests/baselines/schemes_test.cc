@@ -66,7 +66,7 @@ SchemeRun run_scheme(int P, const Config& cfg) {
       out.servers[static_cast<size_t>(r - P)] = server.run();
       return;
     }
-    auto exchange = make_exchange(cfg);
+    auto exchange = make_exchange(cfg, model->has_prox());
     runtime::Worker w(cfg, t, data.train, &data.test, *model, runtime::with_study_hooks(cfg.runtime, r), {},
                       exchange.get());
     out.workers[static_cast<size_t>(r)] = w.run();
@@ -138,6 +138,37 @@ TEST_P(FmsProx, ServersApplyTheProximalStepAsSfbDoes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ProximalModels, FmsProx, ::testing::Values("l2mlr", "sparse_coding"));
+
+// A general prox makes the servers answer whole clocks: with more blocks per shard than the push
+// window, the workers must still push every block of a clock (a window would wait for pulls that
+// only come once the clock is complete: the job hung at clock 0 with sparse coding's 8 MiB W).
+TEST(FmsWholeClocks, ShardsOfMoreBlocksThanTheWindowStillCompleteEveryClock) {
+  Config cfg = small_config();
+  cfg.model.name = "sparse_coding";
+  cfg.model.atoms = 6;
+  cfg.data.features = 40000;  // W about 40000 x 6: 8 blocks per shard with 1 and with 2 servers
+  cfg.data.synthetic_density = 0.01;
+  cfg.data.synthetic_samples = 120;
+  cfg.optimizer.lr = 0.05;
+  cfg.optimizer.minibatch = 4;
+  cfg.stop.max_clocks = 6;
+  cfg.runtime.peer_timeout_s = 20;  // the hang this guards against fails in 20 s
+  const int P = 2;
+  const auto sfb = run_scheme(P, cfg);
+  const Matrix& ref = sfb.workers[0].W;
+  const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
+  for (int servers : {1, 2}) {
+    ASSERT_GT(ps_blocks(ref.rows(), ref.cols(), 0, servers).count(), FmsExchange::kWindow);
+    Config c = cfg;
+    c.comm.scheme = "fms";
+    c.fms.servers = servers;
+    const auto run = run_scheme(P, c);
+    for (const auto& w : run.workers) {
+      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << servers;
+      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << servers << " server(s)";
+    }
+  }
+}
 
 // Dense v and sparse v (libsvm-like rows at density 0.2: v = x travels as index/value pairs, and the
 // theory counts the nonzeros the workers report sending).
@@ -410,7 +441,7 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   host.D = 3;
   host.initial_W = &W0;
   host.deliver = [&](SfBatchPtr b) { got.push_back(std::move(b)); };
-  FmsExchange ex(1, /*read_my_writes=*/true);
+  FmsExchange ex(1, /*read_my_writes=*/true, /*whole_clocks=*/false);
   ASSERT_TRUE(ex.reads_own_writes());
   ex.start(host);
   Matrix own[3];
@@ -437,7 +468,7 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 3, 0, 2, 3, server1.data())});
   EXPECT_EQ(*got.back()->dense, server1);
   // Under BSP nothing is kept.
-  FmsExchange bsp(1, false);
+  FmsExchange bsp(1, false, false);
   EXPECT_FALSE(bsp.reads_own_writes());
 }
 

@@ -53,7 +53,8 @@ void FmsExchange::push(int64_t clock, std::shared_ptr<const Matrix> dW) {
   pump();
 }
 
-// Pushes blocks while the window allows, one block per server in turn, oldest update first.
+// Pushes blocks while the window allows (no window for clock-granular servers), one block per
+// server in turn, oldest update first.
 void FmsExchange::pump() {
   for (bool sent = true; sent && !outgoing_.empty();) {
     sent = false;
@@ -63,7 +64,7 @@ void FmsExchange::pump() {
       for (auto& o : outgoing_) {
         auto& k = o.next[static_cast<size_t>(s)];
         if (k >= b.count()) continue;  // this update's blocks of s are all out
-        if (flying >= kWindow) break;
+        if (flying >= kWindow && !whole_clocks_) break;
         const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
         host_.transport->send(host_.workers + s, comm::kTagPs,
                               encode_ps(PsType::kPush, o.clock, r0, n, host_.D, o.dW->data() + r0 * host_.D));

@@ -1,14 +1,18 @@
 #pragma once
 // Full-matrix synchronisation through parameter servers (the Petuum Bosen baseline), worker side.
 // Servers are the last S ranks; server s holds rows [J s / S, J (s+1) / S) of W. Every clock a
-// worker forms its dense update dW_p = U^T V, pushes each server its rows in blocks of about 1 MiB
-// (ps_codec.h; block k of every server before block k + 1, so all servers start at once), and
+// worker forms its dense update dW_p = U^T V, pushes each server its rows in blocks (64 KiB - 1 MiB,
+// ps_codec.h; block k of every server before block k + 1, so all servers start at once), and
 // replaces its W by the servers' rows once every block of the version after a clock has arrived
 // (kReplaceW items); the servers send each block back as soon as all workers' pushes of it are in,
 // so pulls come in while pushes still go out. Flow control: at most kWindow blocks per server are
 // pushed and not yet pulled back, so the workers' pushes to a server advance together (a worker
 // whose flow gets more of the server's link waits for the others instead of queueing blocks the
-// server cannot add yet) and a server holds at most kWindow blocks per worker. Staleness works as for SFB: clock c
+// server cannot add yet) and a server holds at most kWindow blocks per worker. A model with a
+// general prox (Model::has_prox: sparse coding's column projection couples every row) makes the
+// servers clock-granular: they answer a clock only once all of its blocks are in, so the worker
+// then pushes whole clocks without a window (a window would wait for pulls that cannot come).
+// Staleness works as for SFB: clock c
 // starts when the servers' W includes every worker's clocks < c - s. Bytes per clock: P J D floats pushed and P J D
 // pulled.
 //
@@ -32,7 +36,9 @@ namespace sfb::baselines {
 
 class FmsExchange final : public runtime::Exchange {
  public:
-  FmsExchange(int servers, bool read_my_writes) : S_(servers), rmw_(read_my_writes) {}
+  // `whole_clocks`: the servers apply a general prox and answer whole clocks (see above).
+  FmsExchange(int servers, bool read_my_writes, bool whole_clocks)
+      : S_(servers), rmw_(read_my_writes), whole_clocks_(whole_clocks) {}
   std::string name() const override { return "fms"; }
   void start(const runtime::ExchangeHost& host) override;
   void send_own(const SfBatchPtr& batch) override;
@@ -67,6 +73,7 @@ class FmsExchange final : public runtime::Exchange {
 
   int S_;
   bool rmw_;
+  bool whole_clocks_;
   int rank_ = 0;
   std::vector<PsBlocks> blocks_;                          // per server
   std::vector<int64_t> first_block_;                      // per server: its blocks' offset in Assembly::block

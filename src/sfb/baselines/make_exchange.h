@@ -9,7 +9,10 @@
 
 namespace sfb::baselines {
 
-// `allreduce`: the all-reduce engine of the "allreduce" scheme (comm.collectives; null: sfb's).
-std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg, comm::AllreduceFactory allreduce = {});
+// `model_has_prox`: the model's Model::has_prox (FMS servers then answer whole clocks, and the
+// workers push them so). `allreduce`: the engine of the "allreduce" scheme (comm.collectives;
+// null: sfb's).
+std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg, bool model_has_prox,
+                                                 comm::AllreduceFactory allreduce = {});
 
 }  // namespace sfb::baselines
