@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -426,6 +428,35 @@ TEST(Fms, ManyBlocksPerShardComputeTheSameWAsSfb) {
       EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << S;
     }
   }
+}
+
+// A silent parameter server: the workers' bounded wait names the servers (their clocks come
+// through them), not only the workers whose clocks are missing.
+TEST(Fms, AWorkerWhoseServerIsSilentNamesTheServers) {
+  Config cfg = small_config();
+  cfg.comm.scheme = "fms";
+  cfg.fms.servers = 1;
+  cfg.runtime.peer_timeout_s = 1.0;
+  const int P = 2;
+  std::vector<std::string> errors(static_cast<size_t>(P));
+  testing::run_ranks(P + 1, [&](comm::Transport& t) {
+    const int r = t.rank();
+    if (r >= P) {  // the server never answers
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      return;
+    }
+    const auto data = io::load_data(cfg.data, cfg.job.seed, r, P, r == 0);
+    auto model = models::make_model(cfg, data.train, data.total_train, r, P);
+    auto exchange = make_exchange(cfg, model->has_prox());
+    runtime::Worker w(cfg, t, data.train, &data.test, *model, runtime::with_study_hooks(cfg.runtime, r), {},
+                      exchange.get());
+    try {
+      w.run();
+    } catch (const CommError& e) {
+      errors[static_cast<size_t>(r)] = e.what();
+    }
+  });
+  for (const auto& e : errors) EXPECT_THAT(e, HasSubstr("through the fms exchange: server ranks 2..2"));
 }
 
 // Read-my-writes under SSP: the worker applies its own update at once and every version of W it

@@ -109,7 +109,13 @@ std::string Worker::State::waiting_for(int64_t c) const {
       late.push_back(fmt::format("rank {} (received {} of {} clocks)", q, received[static_cast<size_t>(q)], need));
   }
   if (late.empty()) return "every batch it needs has arrived but is not applied yet";
-  return fmt::format("no progress from {}; is it alive?", fmt::join(late, ", "));
+  // A baseline's clocks arrive through its exchange: under FMS the servers are the ones that answer.
+  std::string via;
+  if (exchange)
+    via = t.size() > P ? fmt::format(" (their clocks come through the {} exchange: server ranks {}..{})",
+                                     exchange->name(), P, t.size() - 1)
+                       : fmt::format(" (their clocks come through the {} exchange)", exchange->name());
+  return fmt::format("no progress from {}{}; is it alive?", fmt::join(late, ", "), via);
 }
 
 void Worker::State::fold_scale() {

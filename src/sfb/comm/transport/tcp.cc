@@ -260,10 +260,22 @@ void TcpTransport::peer_closed(Peer& p) {
   rq_cv_.notify_all();
 }
 
-bool TcpTransport::reading_full() {
-  std::lock_guard lock(rq_mu_);
+// Pauses reading from p when too much is unpolled; false (reading goes on) otherwise. The check and
+// the pause happen under p.mu and rq_mu_ together (the lock order fail_peer_locked uses): a poll()
+// that drains the queue either comes first (nothing to pause) or finds reading_paused_ set and
+// resumes p after it. Deciding under rq_mu_ alone and pausing p later lost that resume when the
+// poll fell in between: p stayed paused with nothing left to wake it (a hang under the bound).
+bool TcpTransport::pause_if_full(Peer& p) {
+  {
+    std::lock_guard rlock(rq_mu_);
+    if (rq_bytes_ < limit_.load()) return false;
+  }
+  std::lock_guard lock(p.mu);
+  std::lock_guard rlock(rq_mu_);
   if (rq_bytes_ < limit_.load()) return false;
   reading_paused_ = true;
+  p.reading = false;
+  arm_locked(p);
   return true;
 }
 
@@ -344,12 +356,7 @@ void TcpTransport::on_readable(Peer& p, bool hangup) {
   while (budget > 0 && !p.gone.load()) {
     size_t staged = p.stage_end - p.stage_begin;
     if (!p.in_body) {
-      if (p.head_got == 0 && !hangup && reading_full()) {
-        std::lock_guard lock(p.mu);
-        p.reading = false;
-        arm_locked(p);
-        return;
-      }
+      if (p.head_got == 0 && !hangup && pause_if_full(p)) return;
       const size_t take = std::min(staged, kHeadBytes - p.head_got);
       std::memcpy(p.head.data() + p.head_got, p.stage.data() + p.stage_begin, take);
       p.stage_begin += take;

@@ -96,7 +96,7 @@ class TcpTransport final : public Transport {
   void fail_peer_locked(Peer& p, const std::string& why);
   void peer_closed(Peer& p);
   void deliver(Message m);
-  bool reading_full();
+  bool pause_if_full(Peer& p);
   void resume_reading();
   void read_inline();
   bool nothing_delivered() const;
