@@ -36,6 +36,12 @@ int64_t network_bytes(const sfb::runtime::WorkerResult& r) {
   return b;
 }
 
+// The job's network bytes per clock of this run (0 before the first clock).
+double bytes_per_clock(const sfb::runtime::WorkerResult& r) {
+  const int64_t clocks = r.final_clock - r.start_clock;
+  return clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
+}
+
 // Whether network_bytes holds the job's bytes: not when the dense baseline's all-reduce is Open MPI's.
 bool bytes_counted(const sfb::Config& cfg) {
   return !(cfg.comm.scheme == "allreduce" && cfg.comm.collectives == "mpi");
@@ -83,8 +89,7 @@ Json sfb_summary(const SfbRun& run) {
     sums.push_back(hex(s.checksum));
     ranks.push_back(rank_json(s));
   }
-  const int64_t clocks = r.final_clock - r.start_clock;
-  const double measured = clocks > 0 ? static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) : 0.0;
+  const double measured = bytes_per_clock(r);
   int64_t pairs = 0, nonzeros = 0;
   for (const auto& s : r.all) {
     pairs += s.pairs_sent;
@@ -148,9 +153,8 @@ void print_sfb_table(const SfbRun& run) {
   fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));
   if (!bytes_counted(cfg))
     fmt::print("  network          not counted (Open MPI's MPI_Allreduce moves the all-reduce's bytes)\n");
-  else if (const int64_t clocks = r.final_clock - r.start_clock; clocks > 0)
-    fmt::print("  network          {:.3f} MB per clock (all ranks)\n",
-               static_cast<double>(network_bytes(r)) / static_cast<double>(clocks) / 1e6);
+  else if (r.final_clock > r.start_clock)
+    fmt::print("  network          {:.3f} MB per clock (all ranks)\n", bytes_per_clock(r) / 1e6);
   fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
              "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
   for (const auto& s : r.all) {

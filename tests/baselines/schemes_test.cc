@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -76,6 +77,27 @@ SchemeRun run_scheme(int P, const Config& cfg) {
   return out;
 }
 
+// The scheme of `c` with `servers` FMS server ranks.
+Config with_fms(Config c, int servers) {
+  c.comm.scheme = "fms";
+  c.fms.servers = servers;
+  return c;
+}
+
+// Runs `cfg` and checks that it computed `ref` (an SFB run's W): every worker at the last clock,
+// replicas bitwise equal, within 1e-4 of ref relative to its largest entry (at least 1; across
+// schemes only the float summation order differs).
+SchemeRun expect_same_w(int P, const Config& cfg, const Matrix& ref, const std::string& label) {
+  auto run = run_scheme(P, cfg);
+  const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
+  for (const auto& w : run.workers) {
+    EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << label;
+    EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << label;
+    EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << label;
+  }
+  return run;
+}
+
 class BspSchemes : public ::testing::TestWithParam<bool> {};
 
 TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
@@ -92,13 +114,7 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
     Config c = cfg;
     c.comm.scheme = scheme.substr(0, scheme.find_first_of("12"));
     if (scheme == "fms2") c.fms.servers = 2;
-    const auto run = run_scheme(P, c);
-    for (const auto& w : run.workers) {
-      // Replicas of one scheme are bitwise equal; across schemes only the float summation order differs.
-      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << scheme;
-      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << scheme;
-      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << scheme;
-    }
+    const auto run = expect_same_w(P, c, ref, scheme);
     for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.stop.max_clocks) << scheme;
   }
 }
@@ -125,14 +141,7 @@ TEST_P(FmsProx, ServersApplyTheProximalStepAsSfbDoes) {
   const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
   if (GetParam() == "l2mlr") ASSERT_GT((plain.workers[0].W - ref).cwiseAbs().maxCoeff(), 1e-2f * scale);
   for (int servers : {1, 2}) {
-    Config c = cfg;
-    c.comm.scheme = "fms";
-    c.fms.servers = servers;
-    const auto run = run_scheme(P, c);
-    for (const auto& w : run.workers) {
-      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << servers;
-      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << servers << " server(s)";
-    }
+    const auto run = expect_same_w(P, with_fms(cfg, servers), ref, fmt::format("{} server(s)", servers));
     if (GetParam() == "sparse_coding") {  // every atom inside the unit ball
       EXPECT_LE(run.workers[0].W.colwise().norm().maxCoeff(), 1.0f + 1e-5f) << servers;
     }
@@ -158,17 +167,9 @@ TEST(FmsWholeClocks, ShardsOfMoreBlocksThanTheWindowStillCompleteEveryClock) {
   const int P = 2;
   const auto sfb = run_scheme(P, cfg);
   const Matrix& ref = sfb.workers[0].W;
-  const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
   for (int servers : {1, 2}) {
     ASSERT_GT(ps_blocks(ref.rows(), ref.cols(), 0, servers).count(), FmsExchange::kWindow);
-    Config c = cfg;
-    c.comm.scheme = "fms";
-    c.fms.servers = servers;
-    const auto run = run_scheme(P, c);
-    for (const auto& w : run.workers) {
-      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << servers;
-      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << servers << " server(s)";
-    }
+    expect_same_w(P, with_fms(cfg, servers), ref, fmt::format("{} server(s)", servers));
   }
 }
 
@@ -417,17 +418,7 @@ TEST(Fms, ManyBlocksPerShardComputeTheSameWAsSfb) {
   const auto sfb = run_scheme(P, cfg);
   const Matrix& ref = sfb.workers[0].W;
   ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1e-3f);
-  for (int S : {1, 2}) {
-    Config c = cfg;
-    c.comm.scheme = "fms";
-    c.fms.servers = S;
-    const auto run = run_scheme(P, c);
-    for (const auto& w : run.workers) {
-      EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << S;
-      EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << S;
-      EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << S;
-    }
-  }
+  for (int S : {1, 2}) expect_same_w(P, with_fms(cfg, S), ref, fmt::format("{} server(s)", S));
 }
 
 // A silent parameter server: the workers' bounded wait names the servers (their clocks come
