@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
+#include "sfb/io/partition.h"
 
 namespace sfb::io {
 namespace {
@@ -132,20 +133,68 @@ void resolve_range(const std::string& path, int64_t n, int64_t& begin, int64_t& 
                  end, n);
 }
 
-// Reads `n` bytes in blocks, growing the buffer only as the data arrives: a header that claims
+// Appends `n` bytes in blocks, growing the buffer only as the data arrives: a header that claims
 // more than the file holds costs at most one block beyond what is there, never the claimed size.
-std::vector<unsigned char> read_progressively(GzFile& f, int64_t n, const std::string& path, const char* what) {
-  std::vector<unsigned char> buf;
+void read_progressively(GzFile& f, int64_t n, const std::string& path, const char* what,
+                        std::vector<unsigned char>& buf) {
   constexpr int64_t kBlock = int64_t{16} << 20;
-  while (static_cast<int64_t>(buf.size()) < n) {
+  const size_t start = buf.size();
+  while (static_cast<int64_t>(buf.size() - start) < n) {
     const size_t have = buf.size();
-    const auto want = static_cast<size_t>(std::min(kBlock, n - static_cast<int64_t>(have)));
+    const auto want = static_cast<size_t>(std::min(kBlock, n - static_cast<int64_t>(have - start)));
     buf.resize(have + want);
     const size_t got = f.read_some(buf.data() + have, want);
     SFB_CHECK_DATA(got == want, "{}: file is truncated: {} bytes of {} expected, the file holds {}", path, n, what,
-                   have + got);
+                   have - start + got);
   }
+}
+
+// Runs of consecutive rows: (first row, count).
+using Runs = std::vector<std::pair<int64_t, int64_t>>;
+
+Runs runs_of(const std::string& path, int64_t n, const RowList& rows) {
+  Runs runs;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SFB_CHECK_DATA(rows[i] >= 0 && rows[i] < n && (i == 0 || rows[i] > rows[i - 1]),
+                   "{}: row {} requested but the file has {} rows", path, rows[i], n);
+    if (!runs.empty() && runs.back().first + runs.back().second == rows[i])
+      ++runs.back().second;
+    else
+      runs.emplace_back(rows[i], 1);
+  }
+  return runs;
+}
+
+// The items (`item` bytes each, after the header) of the runs, in order: each run is read in one
+// piece, the gaps between them skipped; the rest of the file is read too, so a gzip stream's
+// trailer is checked. Memory grows only as the data arrives.
+std::vector<unsigned char> read_items(GzFile& f, const std::string& path, int64_t item, const Runs& runs,
+                                      const char* what) {
+  std::vector<unsigned char> buf;
+  int64_t at = 0;
+  for (const auto& [first, count] : runs) {
+    f.skip((first - at) * item, "rows of other ranks");
+    read_progressively(f, count * item, path, what, buf);
+    at = first + count;
+  }
+  f.verify_to_end();
   return buf;
+}
+
+Matrix to_pixels(const std::vector<unsigned char>& buf, int64_t row) {
+  Matrix out(static_cast<int64_t>(buf.size()) / row, row);
+  float* dst = out.data();
+  for (size_t i = 0; i < buf.size(); ++i) dst[i] = static_cast<float>(buf[i]) / 255.0f;
+  return out;
+}
+
+int64_t image_size(const IdxHeader& h, const std::string& path) {
+  SFB_CHECK_DATA(h.dims.size() >= 2, "{}: images need >= 2 dimensions (magic 0x{:08x}); is this a labels file?", path,
+                 h.magic);
+  int64_t row = 1;
+  for (size_t i = 1; i < h.dims.size(); ++i) row *= h.dims[i];  // bounded by read_header
+  SFB_CHECK_DATA(row > 0, "{}: images of {} pixels", path, row);
+  return row;
 }
 
 }  // namespace
@@ -155,22 +204,33 @@ IdxHeader read_idx_header(const std::string& path) {
   return read_header(f, path);
 }
 
+Matrix read_idx_images(const std::string& path, const RowList& rows) {
+  GzFile f(path);
+  const IdxHeader h = read_header(f, path);
+  const int64_t row = image_size(h, path);
+  return to_pixels(read_items(f, path, row, runs_of(path, h.dims[0], rows), "the image pixels"), row);
+}
+
 Matrix read_idx_images(const std::string& path, int64_t begin, int64_t end) {
   GzFile f(path);
   const IdxHeader h = read_header(f, path);
-  SFB_CHECK_DATA(h.dims.size() >= 2, "{}: images need >= 2 dimensions (magic 0x{:08x}); is this a labels file?", path,
-                 h.magic);
-  int64_t row = 1;
-  for (size_t i = 1; i < h.dims.size(); ++i) row *= h.dims[i];  // bounded by read_header
-  SFB_CHECK_DATA(row > 0, "{}: images of {} pixels", path, row);
+  const int64_t row = image_size(h, path);
   resolve_range(path, h.dims[0], begin, end);
-  f.skip(begin * row, "images before this rank's partition");
-  const auto buf = read_progressively(f, (end - begin) * row, path, "the image pixels");
-  f.verify_to_end();
-  Matrix out(end - begin, row);
-  float* dst = out.data();
-  for (size_t i = 0; i < buf.size(); ++i) dst[i] = static_cast<float>(buf[i]) / 255.0f;
-  return out;
+  return to_pixels(read_items(f, path, row, {{begin, end - begin}}, "the image pixels"), row);
+}
+
+// Labels (one dimension, checked by the caller), one byte each.
+std::vector<int32_t> read_labels(GzFile& f, const std::string& path, const Runs& runs) {
+  const auto buf = read_items(f, path, 1, runs, "the labels");
+  return {buf.begin(), buf.end()};
+}
+
+std::vector<int32_t> read_idx_labels(const std::string& path, const RowList& rows) {
+  GzFile f(path);
+  const IdxHeader h = read_header(f, path);
+  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
+                 h.dims.size());
+  return read_labels(f, path, runs_of(path, h.dims[0], rows));
 }
 
 std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin, int64_t end) {
@@ -179,10 +239,7 @@ std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin, int
   SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
                  h.dims.size());
   resolve_range(path, h.dims[0], begin, end);
-  f.skip(begin, "labels before this rank's partition");
-  const auto buf = read_progressively(f, end - begin, path, "the labels");
-  f.verify_to_end();
-  return {buf.begin(), buf.end()};
+  return read_labels(f, path, {{begin, end - begin}});
 }
 
 }  // namespace sfb::io

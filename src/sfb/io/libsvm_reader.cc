@@ -104,8 +104,35 @@ Dataset read_libsvm(const std::string& path, const LibsvmOptions& opt, int64_t b
   return parse_libsvm(in, path, opt, begin, end);
 }
 
-Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOptions& opt, int64_t begin, int64_t end) {
+Dataset read_libsvm(const std::string& path, const LibsvmOptions& opt, const RowList& rows) {
+  auto in = open(path);
+  return parse_libsvm(in, path, opt, rows);
+}
+
+namespace {
+
+// Which data rows a parse keeps: [begin, end) (end < 0: to the end of the file), or the rows of
+// a list (ascending).
+struct RowFilter {
+  int64_t begin = 0;
+  int64_t end = -1;
+  const RowList* rows = nullptr;
+  size_t next = 0;  // rows: the first not yet kept
+
+  bool done(int64_t row) const { return rows ? next >= rows->size() : (end >= 0 && row >= end); }
+  bool keep(int64_t row) {
+    if (!rows) return row >= begin;
+    if (next >= rows->size() || (*rows)[next] != row) return false;
+    ++next;
+    return true;
+  }
+};
+
+Dataset parse(std::istream& in, const std::string& path, const LibsvmOptions& opt, RowFilter filter) {
   SFB_ENFORCE(opt.features > 0 && opt.classes > 0, "features {} classes {}", opt.features, opt.classes);
+  if (filter.rows)
+    for (size_t i = 1; i < filter.rows->size(); ++i)
+      SFB_ENFORCE((*filter.rows)[i] > (*filter.rows)[i - 1], "row list not ascending at {}", i);
   std::vector<int32_t> labels;
   std::vector<int32_t> row_ptr{0};
   std::vector<int32_t> cols;
@@ -113,8 +140,10 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
   std::string line;
   int64_t row = -1;
   for (int64_t lineno = 1; std::getline(in, line); ++lineno) {
-    if (!is_data_line(line) || ++row < begin) continue;
-    if (end >= 0 && row >= end) break;
+    if (!is_data_line(line)) continue;
+    ++row;
+    if (filter.done(row)) break;
+    if (!filter.keep(row)) continue;
     LineParser p(line, path, lineno);
     labels.push_back(p.label(opt));
     int64_t prev = 0;
@@ -128,8 +157,12 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
     SFB_CHECK_DATA(cols.size() < static_cast<size_t>(INT32_MAX), "{}: more than 2^31 non-zeros in one partition", path);
     row_ptr.push_back(static_cast<int32_t>(cols.size()));
   }
-  if (end >= 0) {
-    SFB_CHECK_DATA(row + 1 >= end, "{}: rows [{}, {}) requested but the file has {} rows", path, begin, end, row + 1);
+  if (filter.rows) {
+    SFB_CHECK_DATA(filter.next == filter.rows->size(), "{}: row {} requested but the file has {} rows", path,
+                   filter.next < filter.rows->size() ? (*filter.rows)[filter.next] : 0, row + 1);
+  } else if (filter.end >= 0) {
+    SFB_CHECK_DATA(row + 1 >= filter.end, "{}: rows [{}, {}) requested but the file has {} rows", path, filter.begin,
+                   filter.end, row + 1);
   }
   Dataset d;
   d.name = path;
@@ -144,6 +177,16 @@ Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOpti
   std::copy(cols.begin(), cols.end(), d.csr.innerIndexPtr());
   std::copy(vals.begin(), vals.end(), d.csr.valuePtr());
   return d;
+}
+
+}  // namespace
+
+Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOptions& opt, int64_t begin, int64_t end) {
+  return parse(in, path, opt, RowFilter{begin, end});
+}
+
+Dataset parse_libsvm(std::istream& in, const std::string& path, const LibsvmOptions& opt, const RowList& rows) {
+  return parse(in, path, opt, RowFilter{0, -1, &rows});
 }
 
 }  // namespace sfb::io

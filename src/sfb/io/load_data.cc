@@ -6,6 +6,7 @@
 #include "sfb/core/error.h"
 #include "sfb/io/idx_reader.h"
 #include "sfb/io/libsvm_reader.h"
+#include "sfb/io/partition.h"
 #include "sfb/io/synthetic.h"
 
 namespace sfb::io {
@@ -13,18 +14,32 @@ namespace {
 
 int64_t cap(int64_t n, int64_t max) { return max > 0 ? std::min(n, max) : n; }
 
-Dataset load_idx(const std::string& images, const std::string& labels, int64_t classes, Range r) {
+Dataset load_idx(const std::string& images, const std::string& labels, int64_t classes, const RowList& rows) {
   Dataset d;
   d.name = images;
-  d.dense = read_idx_images(images, r.begin, r.end);
-  d.labels = read_idx_labels(labels, r.begin, r.end);
+  d.dense = read_idx_images(images, rows);
+  d.labels = read_idx_labels(labels, rows);
   d.n = d.dense.rows();
   d.dim = d.dense.cols();
   d.classes = classes;
   return d;
 }
 
-void load_idx_data(const DataConfig& data, int rank, int size, bool want_test, LoadedData& out) {
+// The rows of this rank's partition and of the objective's sample (empty unless asked for).
+struct Selection {
+  RowList train;
+  RowList sample;
+};
+
+Selection select(const DataConfig& data, uint64_t seed, int64_t n, const LoadRequest& req) {
+  const uint64_t s = partition_seed(seed);
+  Selection sel;
+  sel.train = partition_rows(n, req.rank, req.size, data.partition, s);
+  if (req.eval_sample > 0) sel.sample = sample_rows(n, req.eval_sample, s);
+  return sel;
+}
+
+void load_idx_data(const DataConfig& data, uint64_t seed, const LoadRequest& req, LoadedData& out) {
   const int64_t n_images = read_idx_header(data.train_images).dims.at(0);
   const int64_t n_labels = read_idx_header(data.train_labels).dims.at(0);
   SFB_CHECK_DATA(n_images > 0, "{}: the IDX file holds 0 images", data.train_images);
@@ -39,32 +54,36 @@ void load_idx_data(const DataConfig& data, int rank, int size, bool want_test, L
                    data.train_labels);
   }
   out.total_train = cap(n_images, data.max_train_samples);
-  out.train = load_idx(data.train_images, data.train_labels, classes, partition_range(out.total_train, rank, size));
-  if (!want_test || data.test_images.empty()) return;
+  const Selection sel = select(data, seed, out.total_train, req);
+  out.train = load_idx(data.train_images, data.train_labels, classes, sel.train);
+  if (!sel.sample.empty()) out.eval_sample = load_idx(data.train_images, data.train_labels, classes, sel.sample);
+  if (!req.want_test || data.test_images.empty()) return;
   const int64_t n_test = cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples);
-  out.test = load_idx(data.test_images, data.test_labels, classes, {0, n_test});
+  out.test = load_idx(data.test_images, data.test_labels, classes, range_rows({0, n_test}));
   SFB_CHECK_DATA(out.test.dim == out.train.dim, "{}: test images have {} pixels, training images {}", data.test_images,
                  out.test.dim, out.train.dim);
 }
 
-void load_libsvm_data(const DataConfig& data, int rank, int size, bool want_test, LoadedData& out) {
+void load_libsvm_data(const DataConfig& data, uint64_t seed, const LoadRequest& req, LoadedData& out) {
   const LibsvmOptions opt{data.features, data.classes, data.label_offset};
   out.total_train = cap(count_libsvm_rows(data.train), data.max_train_samples);
   SFB_CHECK_DATA(out.total_train > 0, "{}: no data rows (the file is empty or holds only comments)", data.train);
-  const Range r = partition_range(out.total_train, rank, size);
-  out.train = read_libsvm(data.train, opt, r.begin, r.end);
-  if (want_test && !data.test.empty())
+  const Selection sel = select(data, seed, out.total_train, req);
+  out.train = read_libsvm(data.train, opt, sel.train);
+  if (!sel.sample.empty()) out.eval_sample = read_libsvm(data.train, opt, sel.sample);
+  if (req.want_test && !data.test.empty())
     out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
 }
 
-void load_synthetic_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test, LoadedData& out) {
+void load_synthetic_data(const DataConfig& data, uint64_t seed, const LoadRequest& req, LoadedData& out) {
   SyntheticSpec spec{
       data.synthetic_samples,   data.features, data.classes, data.synthetic_density, data.synthetic_noise, seed, 0,
       data.synthetic_separation};
   out.total_train = cap(spec.samples, data.max_train_samples);
-  const Range r = partition_range(out.total_train, rank, size);
-  out.train = make_synthetic(spec, r.begin, r.end);
-  if (!want_test || data.synthetic_test_samples <= 0) return;
+  const Selection sel = select(data, seed, out.total_train, req);
+  out.train = make_synthetic(spec, sel.train);
+  if (!sel.sample.empty()) out.eval_sample = make_synthetic(spec, sel.sample);
+  if (!req.want_test || data.synthetic_test_samples <= 0) return;
   spec.samples = cap(data.synthetic_test_samples, data.max_test_samples);
   spec.stream = 1;
   out.test = make_synthetic(spec);
@@ -72,7 +91,9 @@ void load_synthetic_data(const DataConfig& data, uint64_t seed, int rank, int si
 
 }  // namespace
 
-MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want_test) {
+MemoryEstimate data_memory(const DataConfig& data, const LoadRequest& req) {
+  const int rank = req.rank, size = req.size;
+  const bool want_test = req.want_test;
   MemoryEstimate e;
   auto rows = [&](int64_t n, int64_t max) {
     return static_cast<double>(partition_range(cap(n, max), rank, size).size());
@@ -84,6 +105,9 @@ MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want
     for (size_t i = 1; i < h.size(); ++i) row *= static_cast<double>(h[i]);
     // The pixels as bytes while reading, then as floats.
     e.add("this rank's training images", "data.train_images", rows(h.at(0), data.max_train_samples) * (row + bias) * 5);
+    if (req.eval_sample > 0)
+      e.add("the objective's sample of the training images", "eval.train_sample",
+            static_cast<double>(std::min(cap(h.at(0), data.max_train_samples), req.eval_sample)) * (row + bias) * 5);
     if (want_test && !data.test_images.empty())
       e.add("the test images", "data.test_images",
             static_cast<double>(cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples)) *
@@ -94,6 +118,10 @@ MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want
     const double per_row = data.synthetic_density >= 1.0 ? 4.0 * d : 8.0 * (data.synthetic_density * d + bias + 1);
     e.add("this rank's synthetic rows", "data.synthetic_samples, data.features, data.synthetic_density",
           rows(data.synthetic_samples, data.max_train_samples) * per_row);
+    if (req.eval_sample > 0)
+      e.add("the objective's sample of the synthetic rows", "eval.train_sample",
+            static_cast<double>(std::min(cap(data.synthetic_samples, data.max_train_samples), req.eval_sample)) *
+                per_row);
     if (want_test)
       e.add("the synthetic test rows", "data.synthetic_test_samples, data.features",
             static_cast<double>(cap(data.synthetic_test_samples, data.max_test_samples)) * per_row);
@@ -106,23 +134,31 @@ MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want
   return e;
 }
 
-LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test) {
+MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want_test) {
+  return data_memory(data, LoadRequest{rank, size, want_test, 0});
+}
+
+LoadedData load_data(const DataConfig& data, uint64_t seed, const LoadRequest& req) {
   LoadedData out;
   if (data.format == "idx")
-    load_idx_data(data, rank, size, want_test, out);
+    load_idx_data(data, seed, req, out);
   else if (data.format == "libsvm")
-    load_libsvm_data(data, rank, size, want_test, out);
+    load_libsvm_data(data, seed, req, out);
   else
-    load_synthetic_data(data, seed, rank, size, want_test, out);
+    load_synthetic_data(data, seed, req, out);
   SFB_CHECK_DATA(out.train.n > 0, "{}: rank {} of {} got an empty partition ({} training rows in all); use fewer ranks",
-                 out.train.name, rank, size, out.total_train);
-  if (data.bias) {
-    out.train.add_bias();
-    if (out.test.n > 0) out.test.add_bias();
+                 out.train.name, req.rank, req.size, out.total_train);
+  for (Dataset* d : {&out.train, &out.test, &out.eval_sample}) {
+    if (d->n == 0) continue;
+    if (data.bias) d->add_bias();
+    d->validate();
   }
-  out.train.validate();
-  if (out.test.n > 0) out.test.validate();
+  if (out.eval_sample.n > 0) out.eval_sample.name += " (objective sample)";
   return out;
+}
+
+LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test) {
+  return load_data(data, seed, LoadRequest{rank, size, want_test, 0});
 }
 
 }  // namespace sfb::io

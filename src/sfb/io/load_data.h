@@ -8,16 +8,26 @@
 namespace sfb::io {
 
 struct LoadedData {
-  Dataset train;            // this rank's partition
+  Dataset train;            // this rank's partition (data.partition: io/partition.h)
   Dataset test;             // empty unless requested and configured
+  Dataset eval_sample;      // the objective's uniform sample of all training rows; empty unless requested
   int64_t total_train = 0;  // rows over all ranks
 };
 
-// data: the [data] section; seed: job.seed (synthetic data).
+struct LoadRequest {
+  int rank = 0;
+  int size = 1;
+  bool want_test = false;
+  int64_t eval_sample = 0;  // rows of the objective's sample to load (0: none)
+};
+
+// data: the [data] section; seed: job.seed (the partition's permutation, synthetic data).
+LoadedData load_data(const DataConfig& data, uint64_t seed, const LoadRequest& req);
 LoadedData load_data(const DataConfig& data, uint64_t seed, int rank, int size, bool want_test);
 
 // What load_data would allocate on this rank, from the config and the files' headers (IDX) or
 // sizes (libsvm) only: checked before loading (core/memory.h).
+MemoryEstimate data_memory(const DataConfig& data, const LoadRequest& req);
 MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want_test);
 
 }  // namespace sfb::io

@@ -25,11 +25,18 @@ float hashed_normal(uint64_t seed, int64_t y, int64_t j) {
 }  // namespace
 
 Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin, int64_t end) {
-  SFB_CHECK(spec.features > 0 && spec.classes > 1 && spec.samples >= 0,
-            "synthetic data needs features > 0 and classes > 1, got {} and {}", spec.features, spec.classes);
   if (end < 0) end = spec.samples;
   SFB_ENFORCE(begin >= 0 && begin <= end && end <= spec.samples, "rows [{}, {}) of {}", begin, end, spec.samples);
-  const int64_t n = end - begin;
+  return make_synthetic(spec, range_rows({begin, end}));
+}
+
+Dataset make_synthetic(const SyntheticSpec& spec, const RowList& rows) {
+  SFB_CHECK(spec.features > 0 && spec.classes > 1 && spec.samples >= 0,
+            "synthetic data needs features > 0 and classes > 1, got {} and {}", spec.features, spec.classes);
+  for (size_t i = 0; i < rows.size(); ++i)
+    SFB_ENFORCE(rows[i] >= 0 && rows[i] < spec.samples && (i == 0 || rows[i] > rows[i - 1]), "row {} of {}", rows[i],
+                spec.samples);
+  const auto n = static_cast<int64_t>(rows.size());
   const bool sparse = spec.density < 1.0;
   const int64_t nnz = sparse ? std::max<int64_t>(1, std::llround(spec.density * spec.features)) : spec.features;
   // Class separation: the prototypes' distance along the support is about `separation` noise
@@ -52,7 +59,7 @@ Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin, int64_t end) {
   std::vector<int32_t> support;
   std::vector<char> taken(sparse ? static_cast<size_t>(spec.features) : 0, 0);
   for (int64_t r = 0; r < n; ++r) {
-    Rng rng = make_rng(spec.seed, (spec.stream << 48) ^ static_cast<uint64_t>(begin + r));
+    Rng rng = make_rng(spec.seed, (spec.stream << 48) ^ static_cast<uint64_t>(rows[static_cast<size_t>(r)]));
     std::normal_distribution<float> gauss(0.0f, 1.0f);
     const int64_t y = std::uniform_int_distribution<int64_t>(0, spec.classes - 1)(rng);
     int64_t label = y;

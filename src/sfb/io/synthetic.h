@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sfb/io/dataset.h"
+#include "sfb/io/partition.h"
 
 namespace sfb::io {
 
@@ -23,5 +24,7 @@ struct SyntheticSpec {
 
 // Rows [begin, end) of the synthetic set; end = -1 means all.
 Dataset make_synthetic(const SyntheticSpec& spec, int64_t begin = 0, int64_t end = -1);
+// The listed rows (ascending), in that order.
+Dataset make_synthetic(const SyntheticSpec& spec, const RowList& rows);
 
 }  // namespace sfb::io
