@@ -110,7 +110,7 @@ base_ttt=""
   echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")"
   echo
   echo "Target objective $target (time to target = first evaluation at or below it). Bytes are the whole job's"
-  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D), FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
+  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks, FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
   echo "compute / update / wait: seconds per worker (mean) computing SFs or dense updates, applying to W, waiting on peers."
   echo
   echo "replica drift: the last measured relative distance of the workers' W from their mean (0 under full-broadcast BSP)."

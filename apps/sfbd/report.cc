@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <cstdio>
@@ -77,6 +78,32 @@ Json settings_json(const sfb::Config& cfg) {
 
 }  // namespace
 
+// The drift guard: the last and largest replica drift of the evaluations, the warning threshold
+// and how many evaluations exceeded it.
+Json drift_json(const sfb::Config& cfg, const sfb::runtime::WorkerResult& r) {
+  double last = NAN, max = NAN;
+  for (const auto& e : r.evals) {
+    if (e.replica_drift_clock < 0 || !std::isfinite(e.replica_drift)) continue;
+    last = e.replica_drift;
+    max = std::isnan(max) ? last : std::max(max, last);
+  }
+  return {{"last", sig(last, 6)},
+          {"max", sig(max, 6)},
+          {"warn_above", cfg.eval.drift_warn},
+          {"stop_above", cfg.stop.max_replica_drift},
+          {"warnings", r.drift_warnings}};
+}
+
+Json reconcile_json(const sfb::runtime::WorkerResult& r) {
+  if (r.reconcile_mode.empty()) return nullptr;
+  return {{"mode", r.reconcile_mode},
+          {"every", r.reconcile_every},
+          {"count", r.reconciles},
+          {"seconds", fixed(r.reconcile_s, 6)},
+          {"max_drift_before", sig(r.reconcile_max_drift, 6)},
+          {"last_drift_before", sig(r.reconcile_last_drift, 6)}};
+}
+
 Json sfb_summary(const SfbRun& run) {
   const auto& cfg = run.cfg;
   const auto& r = run.result;
@@ -126,6 +153,10 @@ Json sfb_summary(const SfbRun& run) {
           {"broadcast", cfg.sfb.broadcast},
           {"minibatch", cfg.optimizer.minibatch},
           {"stop_reason", r.stop_reason},
+          {"partition", cfg.data.partition},
+          {"objective_rows", run.objective_rows},
+          {"replica_drift", drift_json(cfg, r)},
+          {"reconcile", reconcile_json(r)},
           {"final_clock", r.final_clock},
           {"seconds", fixed(r.seconds, 6)},
           {"final_objective", sig(last.objective, 8)},
@@ -147,7 +178,19 @@ void print_sfb_table(const SfbRun& run) {
   fmt::print("  stop reason      {}\n", r.stop_reason);
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
-  fmt::print("  final objective  {:.5f}\n", last.objective);
+  fmt::print("  final objective  {:.5f} (on {} training rows sampled from every partition)\n", last.objective,
+             run.objective_rows);
+  if (const Json d = drift_json(cfg, r); d["max"].is_number()) {
+    const bool warned = r.drift_warnings > 0;
+    fmt::print("  replica drift    {:.3g} (max {:.3g}){}\n", d["last"].get<double>(), d["max"].get<double>(),
+               warned ? fmt::format("  WARNING: above eval.drift_warn {} in {} evaluation(s): the replicas disagree",
+                                    cfg.eval.drift_warn, r.drift_warnings)
+                      : std::string());
+  }
+  if (!r.reconcile_mode.empty())
+    fmt::print("  reconciled       {} times ({}, every {} clocks, {:.2f} s); drift before: max {:.3g}, last {:.3g}\n",
+               r.reconciles, r.reconcile_mode, r.reconcile_every, r.reconcile_s, r.reconcile_max_drift,
+               r.reconcile_last_drift);
   if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));

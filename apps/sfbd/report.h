@@ -15,7 +15,8 @@ struct SfbRun {
   std::string model_name;
   int workers = 0;
   int64_t J = 0, D = 0;
-  bool sparse_v = false;  // the model writes sparse v (the theory counts its measured nonzeros)
+  bool sparse_v = false;       // the model writes sparse v (the theory counts its measured nonzeros)
+  int64_t objective_rows = 0;  // rows of the objective's sample (all partitions)
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

@@ -16,6 +16,7 @@
 #include "sfb/models/registry.h"
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/model_prox.h"
+#include "sfb/runtime/reconciler.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
@@ -52,8 +53,10 @@ bool set_up(Job& job, Setup& s) {
     // on the partition of worker (server index mod P); it trains nothing.
     const int part = s.server ? (job.rank() - s.workers) % s.workers : job.rank();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
-    sfb::io::data_memory(cfg.data, part, s.workers, job.rank() == 0).check(available, "loading the data");
-    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, part, s.workers, job.rank() == 0);
+    // Rank 0 also reads the objective's sample: eval.train_sample rows drawn from the whole file.
+    const sfb::io::LoadRequest req{part, s.workers, job.rank() == 0, job.rank() == 0 ? cfg.eval.train_sample : 0};
+    sfb::io::data_memory(cfg.data, req).check(available, "loading the data");
+    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, part, s.workers);
     const auto& d = s.data.train;
     const double v_floats = d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(d.n) + 1
@@ -126,13 +129,23 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     }
   };
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
-    // A model file is never written with weights that are not finite (a diverged run).
-    if (result.W.allFinite())
-      attempt(path, [&] { sfb::io::write_model(path, result.W); });
-    else
+    // A model file is never written with weights that are not finite or that the monitor judged
+    // bad (diverged, or replicas that went separate ways): the log says so.
+    if (!result.W.allFinite())
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
+    else if (result.stop_reason == "diverged" || result.stop_reason == "replica_drift")
+      spdlog::error("{} not written: the run stopped with reason \"{}\"", path, result.stop_reason);
+    else
+      attempt(path, [&] { sfb::io::write_model(path, result.W); });
   }
-  const SfbRun run{cfg, result, s.model->name(), s.workers, s.model->rows(), s.model->cols(), s.model->sparse_v()};
+  const SfbRun run{cfg,
+                   result,
+                   s.model->name(),
+                   s.workers,
+                   s.model->rows(),
+                   s.model->cols(),
+                   s.model->sparse_v(),
+                   s.data.eval_sample.n};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -160,8 +173,10 @@ int evaluate_sfb(Job& job, const std::string& path) {
   // Rank 0 evaluates on the whole training and test sets; other ranks (under mpirun) wait.
   const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
     if (job.rank() != 0) return;
-    sfb::io::data_memory(cfg.data, 0, 1, true).check(sfb::available_memory_bytes(1), "loading the data");
-    data = sfb::io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
+    // Also the objective's sample (eval.train_sample): the value a run reports for this W.
+    const sfb::io::LoadRequest req{0, 1, true, cfg.eval.train_sample};
+    sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
+    data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     model = sfb::models::make_model(cfg, data.train, data.total_train, 0, 1);
     W = read_model_for("--evaluate", path, *model);
   });
@@ -174,6 +189,8 @@ int evaluate_sfb(Job& job, const std::string& path) {
                  {"D", W.cols()},
                  {"train_rows", data.train.n},
                  {"train_objective", sfb::sig(model->objective(W, data.train, 0), 8)},
+                 {"objective_rows", data.eval_sample.n},
+                 {"sample_objective", sfb::sig(model->objective(W, data.eval_sample, 0), 8)},
                  {"test_rows", data.test.n}};
   if (test) {
     j["test_objective"] = sfb::sig(model->objective(W, data.test, 0), 8);
@@ -187,6 +204,26 @@ int evaluate_sfb(Job& job, const std::string& path) {
   return kExitOk;
 }
 
+// sfb.reconcile_every = 0 under a reconciled partial broadcast: the period at which the
+// reconciliation costs about 10% of the factor bytes, from the mean v non-zeros over every rank's
+// partition (one all-gather), so every worker agrees on it. Written into the resolved config.
+void resolve_reconcile_every(Job& job, const Setup& s) {
+  auto& cfg = job.cfg;
+  const auto& m = *s.model;
+  if (sfb::runtime::reconcile_mode(cfg).empty() || cfg.sfb.reconcile_every > 0) return;
+  const auto& d = s.data.train;
+  const int64_t nnz = d.sparse ? static_cast<int64_t>(d.csr.nonZeros()) : d.n * d.dim;
+  int64_t all_nnz = 0, all_rows = 0;
+  for (int64_t v : sfb::comm::allgather_i64(*job.transport, nnz)) all_nnz += v;
+  for (int64_t v : sfb::comm::allgather_i64(*job.transport, d.n)) all_rows += v;
+  const auto topo = sfb::runtime::make_topology(cfg, s.workers);
+  const int q = topo.rotating ? topo.q : static_cast<int>(topo.out[0].size());
+  // v has the data row's non-zeros (and the bias); the model's own D bounds it.
+  const double v_nonzeros = static_cast<double>(all_nnz) / static_cast<double>(std::max<int64_t>(all_rows, 1));
+  cfg.sfb.reconcile_every = sfb::runtime::auto_reconcile_every(s.workers, q, cfg.optimizer.minibatch, m.rows(),
+                                                               m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -194,19 +231,24 @@ int run_sfb(Job& job) {
   // Every worker computes the same limit (total_train counts all ranks' rows); servers run until told.
   job.cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, s.workers * cfg.optimizer.minibatch);
   if (!s.server)
-    spdlog::info("model {}: W is {} x {}; {} training rows ({} on this rank), {} features, {} thread(s), {}, scheme {}",
-                 s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n,
-                 s.data.train.dim, cfg.runtime.threads, cfg.sfb.consistency_name(),
-                 cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme);
+    spdlog::info(
+        "model {}: W is {} x {}; {} training rows ({} on this rank, {} partition), {} features, {} thread(s), {}, "
+        "scheme {}",
+        s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n, cfg.data.partition,
+        s.data.train.dim, cfg.runtime.threads, cfg.sfb.consistency_name(),
+        cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme);
   sfb::io::Checkpoint ckpt;
   sfb::runtime::WorkerStart start;
   if (!job.resume_path.empty()) {
     if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
-    start = {ckpt.clock, &ckpt.W};
+    start.clock = ckpt.clock;
+    start.W = &ckpt.W;
   } else if (s.init_W.size() > 0) {
     spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
-    start = {0, &s.init_W};
+    start.W = &s.init_W;
   }
+  start.objective_rows = &s.data.eval_sample;
+  resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   if (s.server) return run_server(job, *s.model);
   auto exchange = sfb::baselines::make_exchange(
@@ -220,7 +262,8 @@ int run_sfb(Job& job) {
   int code = kExitOk;
   if (job.rank() == 0) {
     const bool written = write_outputs(job, s, result);
-    code = result.stop_reason == "diverged" ? kExitDiverged : written ? kExitOk : kExitFailed;
+    const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
+    code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }
   job.transport.reset();
   auto guard = job.waiting_on_peers("learning how the job ended");

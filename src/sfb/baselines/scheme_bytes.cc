@@ -1,6 +1,9 @@
 #include "sfb/baselines/scheme_bytes.h"
 
+#include "sfb/core/collective_cost.h"
+#include "sfb/runtime/reconciler.h"
 #include "sfb/runtime/topology.h"
+#include "sfb/runtime/worker.h"
 
 namespace sfb::baselines {
 
@@ -14,7 +17,23 @@ double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t
   if (cfg.sfb.broadcast != "full") {  // halton, halton-static: Q receivers per clock
     const double q =
         static_cast<double>(runtime::Topology::halton_offsets(workers, static_cast<int>(cfg.sfb.halton_q)).size());
-    return P * q * batch;
+    // The reconciliation (runtime/reconciler.h): every sfb.reconcile_every clocks an all-reduce of
+    // W and one of a float, each rank sending what the all-reduce's algorithm sends.
+    double reconcile = 0;
+    if (!runtime::reconcile_mode(cfg).empty()) {
+      // The period the worker uses: the config's (sfbd resolves 0), or its dense-v fallback.
+      const int64_t every = cfg.sfb.reconcile_every > 0
+                                ? cfg.sfb.reconcile_every
+                                : runtime::auto_reconcile_every(workers, static_cast<int>(q), cfg.optimizer.minibatch,
+                                                                J, D, static_cast<double>(D));
+      const int64_t w_bytes = 4 * J * D;
+      const bool direct = allreduce_direct(w_bytes, workers, LinkCost{});
+      reconcile =
+          P *
+          static_cast<double>(allreduce_bytes_sent(w_bytes, workers, direct) + allreduce_bytes_sent(4, workers, true)) /
+          static_cast<double>(every);
+    }
+    return P * q * batch + reconcile;
   }
   return P * (P - 1) * batch;
 }

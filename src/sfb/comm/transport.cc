@@ -90,6 +90,7 @@ const char* tag_name(Tag tag) {
     case kTagReduce: return "all-reduce";
     case kTagProbe: return "timing all-reduce";
     case kTagProbeSf: return "timing SF all-gather";
+    case kTagReconcile: return "replica reconciliation";
     default: return "tagged";
   }
 }

@@ -28,6 +28,7 @@ inline constexpr Tag kTagPs = 4;          // parameter server: push, pull, init,
 inline constexpr Tag kTagReduce = 5;      // all-reduce segments (comm/allreduce.h)
 inline constexpr Tag kTagProbe = 6;       // the CNN re-planner's timing all-reduces
 inline constexpr Tag kTagProbeSf = 7;     // the CNN re-planner's timing SF all-gathers
+inline constexpr Tag kTagReconcile = 8;   // partial broadcast's replica reconciliation (runtime/reconciler.h)
 inline constexpr Tag kMaxTag = 1000;
 
 using Bytes = sfb::Bytes;

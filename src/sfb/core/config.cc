@@ -188,6 +188,11 @@ const std::vector<Field>& schema() {
                           "libsvm: subtracted from every label (1 for labels 1..J)."));
     f.push_back(
         bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
+    f.push_back(string_field("data.partition", &Config::data, &DataConfig::partition, {"shuffled", "contiguous"},
+                             "Which training rows each rank holds: \"shuffled\": a seeded random 1/P of the rows "
+                             "(job.seed; the same permutation for every P, so a file sorted by label still gives "
+                             "every rank every class); \"contiguous\": rows in file order, rank r the r-th "
+                             "block."));
     f.push_back(int_field("data.max_train_samples", &Config::data, &DataConfig::max_train_samples, 0, kMax,
                           "Use only the first N training samples (0: all)."));
     f.push_back(int_field("data.max_test_samples", &Config::data, &DataConfig::max_test_samples, 0, kMax,
@@ -265,6 +270,16 @@ const std::vector<Field>& schema() {
                              "when they split the workers into islands."));
     f.push_back(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
                           "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
+    f.push_back(string_field(
+        "sfb.reconcile", &Config::sfb, &SfbConfig::reconcile, {"auto", "sum", "mean", "off"},
+        "Partial broadcast under BSP: every sfb.reconcile_every clocks the workers all-reduce W and agree on one "
+        "consensus, so replicas whose partitions differ cannot drift apart. \"mean\": model averaging (any prox); "
+        "\"sum\": every update counted once (full broadcast's step from stale gradients: measured unstable beyond a "
+        "few clocks); \"auto\": mean under BSP partial broadcast, off under full broadcast, SSP and ASP; \"off\": "
+        "never (replica_drift shows the cost)."));
+    f.push_back(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMax,
+                          "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
+                          "the factor bytes partial broadcast sends)."));
     f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},
                              "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
                              "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
@@ -307,11 +322,15 @@ const std::vector<Field>& schema() {
                           "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
     f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
                             "Milliseconds the slow rank sleeps per clock."));
+    f.push_back(float_field("eval.drift_warn", &Config::eval, &EvalConfig::drift_warn, 0.0, 1e12,
+                            "Warn (progress line, summary.json drift_warnings) when the replica drift exceeds this "
+                            "(0: never). Partial broadcast on identically distributed partitions stays near "
+                            "0.2 without reconciliation; above 1 the replicas have gone separate ways."));
     f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMax,
                           "Rank 0 evaluates the objective every this many clocks."));
     f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
-                          "Training samples of rank 0's partition on which the objective is "
-                          "evaluated (fixed, the first N)."));
+                          "Training samples on which the objective is evaluated: a fixed uniform sample of the "
+                          "whole training set (every partition), read by rank 0 at start-up."));
     f.push_back(
         int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax, "Stop after this many clocks."));
     f.push_back(float_field("stop.max_epochs", &Config::stop, &StopConfig::max_epochs, 0.0, 1e9,
@@ -327,6 +346,10 @@ const std::vector<Field>& schema() {
     f.push_back(float_field("stop.rel_tol", &Config::stop, &StopConfig::rel_tol, 0.0, 1.0,
                             "Stop when the objective's relative change stays below this for "
                             "`patience` evaluations (0: off)."));
+    f.push_back(float_field("stop.max_replica_drift", &Config::stop, &StopConfig::max_replica_drift, 0.0, 1e12,
+                            "Replica drift (how far the workers' replicas of W are from their mean, relative to "
+                            "the mean) above this ends the run like a divergence: stop reason \"replica_drift\", "
+                            "exit code 4, no model written (0: never; eval.drift_warn only warns)."));
     f.push_back(float_field("stop.divergence_factor", &Config::stop, &StopConfig::divergence_factor, 0.0, 1e12,
                             "The run has diverged (exit code 4, no checkpoint or model with those weights) when "
                             "the objective is not finite or exceeds this multiple of its value at the start "
@@ -464,6 +487,16 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
               "{}: model.init cannot warm-start model.solver = \"sdca\": its dual variables are not in the model "
               "file; use model.solver = \"sgd\" or resume from a checkpoint",
               name);
+  }
+  if (cfg.sfb.reconcile == "sum" || cfg.sfb.reconcile == "mean") {
+    SFB_CHECK(cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full",
+              "{}: sfb.reconcile = \"{}\" reconciles partial broadcast, but comm.scheme = \"{}\" and sfb.broadcast = "
+              "\"{}\"; use sfb.reconcile = \"auto\"",
+              name, cfg.sfb.reconcile, cfg.comm.scheme, cfg.sfb.broadcast);
+    SFB_CHECK(cfg.sfb.staleness == 0,
+              "{}: sfb.reconcile = \"{}\" needs BSP (sfb.staleness = 0), not {}: the workers are at different "
+              "clocks; use sfb.reconcile = \"auto\" (off there) and watch replica_drift",
+              name, cfg.sfb.reconcile, cfg.sfb.consistency_name());
   }
   SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)",
             name);

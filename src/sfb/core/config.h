@@ -26,12 +26,13 @@ struct DataConfig {
   std::string format = "idx";                                        // idx | libsvm | synthetic
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train, test;                                           // libsvm
-  int64_t features = 0;           // libsvm: feature count (required); synthetic: D without bias
-  int64_t classes = 0;            // 0: max label + 1 (idx); required for libsvm and synthetic
-  int64_t label_offset = 0;       // libsvm: subtracted from every label
-  bool bias = true;               // append a constant 1 feature
-  int64_t max_train_samples = 0;  // 0: all
-  int64_t max_test_samples = 0;   // 0: all
+  int64_t features = 0;                // libsvm: feature count (required); synthetic: D without bias
+  int64_t classes = 0;                 // 0: max label + 1 (idx); required for libsvm and synthetic
+  int64_t label_offset = 0;            // libsvm: subtracted from every label
+  bool bias = true;                    // append a constant 1 feature
+  std::string partition = "shuffled";  // shuffled | contiguous (io/partition.h)
+  int64_t max_train_samples = 0;       // 0: all
+  int64_t max_test_samples = 0;        // 0: all
   int64_t synthetic_samples = 10000;
   int64_t synthetic_test_samples = 2000;
   double synthetic_density = 1.0;
@@ -82,6 +83,8 @@ struct SfbConfig {
   int64_t staleness = 0;           // kInfiniteStaleness for ASP
   std::string broadcast = "full";  // full | halton
   int64_t halton_q = 0;            // 0: ceil(log2 P)
+  std::string reconcile = "auto";  // auto | sum | mean | off (runtime/reconciler.h)
+  int64_t reconcile_every = 0;     // clocks; 0: about 10% of the factor bytes
   bool asp() const { return staleness == kInfiniteStaleness; }
   std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"
 };
@@ -102,6 +105,7 @@ struct RuntimeConfig {
 struct EvalConfig {
   int64_t every = 50;
   int64_t train_sample = 5000;
+  double drift_warn = 0.5;  // replica drift above this is warned about (0: never)
 };
 
 struct StopConfig {
@@ -112,6 +116,7 @@ struct StopConfig {
   double rel_tol = 0.0;
   int64_t patience = 3;
   double divergence_factor = 100.0;  // diverged when the objective exceeds this times its start (0: off)
+  double max_replica_drift = 0.0;    // > 0: replica drift above this ends the run (exit 4)
   double max_epochs = 0.0;           // 0: off
   // The clock limit: max_clocks, or fewer when max_epochs passes of `total_rows` training rows end
   // first at `rows_per_clock` rows a clock (all workers together); at least 1.

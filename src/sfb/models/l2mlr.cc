@@ -97,7 +97,10 @@ double L2Mlr::duality_gap(const Matrix& W, const io::Dataset& train, int64_t lim
 
 api::NamedValues L2Mlr::metrics(const Matrix& W, const io::Dataset& train, int64_t limit, const io::Dataset*) const {
   api::NamedValues v{{"w_norm", static_cast<double>(W.norm())}};
-  if (sdca_) v.emplace_back("duality_gap", duality_gap(W, train, limit));
+  // The dual variables are this rank's partition's: the gap is on them, whatever rows the
+  // objective is evaluated on.
+  (void)train;
+  if (sdca_) v.emplace_back("duality_gap", duality_gap(W, train_, limit));
   return v;
 }
 

@@ -57,6 +57,11 @@ std::string ObjectiveMonitor::stop_reason() const {
   return stop_reason_;
 }
 
+int64_t ObjectiveMonitor::drift_warnings() const {
+  std::lock_guard lock(mu_);
+  return drift_warnings_;
+}
+
 std::vector<EvalRecord> ObjectiveMonitor::records() const {
   std::lock_guard lock(mu_);
   return records_;
@@ -108,6 +113,13 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
         "the objective diverged at clock {}: {} (started at {}; stop.divergence_factor {}); no checkpoint or "
         "model with these weights is written",
         r.clock, r.objective, records_.empty() ? NAN : records_.front().objective, stop_.divergence_factor);
+  } else if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift) {
+    stop_reason_ = "replica_drift";
+    spdlog::error(
+        "replica drift {:.3g} at clock {} exceeds stop.max_replica_drift {}: the workers' replicas of W have gone "
+        "separate ways (partial broadcast on partitions that differ, or SSP/ASP far behind); no model with these "
+        "weights is written",
+        r.replica_drift, r.replica_drift_clock, stop_.max_replica_drift);
   } else if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) {
     stop_reason_ = "target_accuracy";
   } else if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) {
@@ -135,16 +147,24 @@ void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
   spdlog::info("checkpoint at clock {} written to {}", s.record.clock, out_.checkpoint);
 }
 
+bool ObjectiveMonitor::drift_too_far(const EvalRecord& r) const {
+  return eval_.drift_warn > 0 && r.replica_drift_clock >= 0 && r.replica_drift > eval_.drift_warn;
+}
+
 void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
   const double per_clock = r.clock > 0 ? r.seconds / static_cast<double>(r.clock) : 0.0;
   const double eta = per_clock * static_cast<double>(std::max<int64_t>(0, stop_.max_clocks - r.clock));
   std::string extra;
   for (const auto& [k, v] : r.extra) extra += fmt::format(" | {} {:.4g}", k, v);
-  if (r.replica_drift_clock >= 0) extra += fmt::format(" | drift {:.3g}", r.replica_drift);
-  spdlog::info("clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
-               r.clock, stop_.max_clocks, r.objective,
-               r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra,
-               r.samples_per_s, static_cast<double>(r.bytes_sent) / 1e6, eta);
+  const bool drifted = drift_too_far(r);
+  if (r.replica_drift_clock >= 0)
+    extra += fmt::format(" | {} {:.3g}{}", drifted ? "DRIFT" : "drift", r.replica_drift,
+                         drifted ? fmt::format(" > eval.drift_warn {}", eval_.drift_warn) : std::string());
+  spdlog::log(drifted ? spdlog::level::warn : spdlog::level::info,
+              "clock {:>6}/{} | objective {:.5f} | test acc {}{} | {:>9.0f} samples/s | sent {:.2f} MB | ETA {:.1f}s",
+              r.clock, stop_.max_clocks, r.objective,
+              r.accuracy >= 0 ? fmt::format("{:.2f}%", 100.0 * r.accuracy) : std::string("n/a"), extra, r.samples_per_s,
+              static_cast<double>(r.bytes_sent) / 1e6, eta);
 }
 
 void ObjectiveMonitor::loop() {
@@ -175,6 +195,10 @@ void ObjectiveMonitor::loop() {
       }
       metrics_.write_or_stop(to_json(r));  // the metrics are a record: a full disk ends them, not the run
       log_progress(r);
+      if (drift_too_far(r)) {
+        std::lock_guard lock(mu_);
+        ++drift_warnings_;
+      }
       decide(r);
     }
     if (s->final) return;

@@ -59,6 +59,8 @@ class ObjectiveMonitor {
   // Empty while training should go on.
   std::string stop_reason() const;
   std::vector<EvalRecord> records() const;
+  // Evaluations whose replica drift exceeded eval.drift_warn.
+  int64_t drift_warnings() const;
   // The replica drift measured at `clock` (communication thread); every later record carries the
   // latest one.
   void set_drift(int64_t clock, double drift);
@@ -70,6 +72,7 @@ class ObjectiveMonitor {
   void decide(const EvalRecord& r);
   bool diverged(const EvalRecord& r) const;
   void log_progress(const EvalRecord& r) const;
+  bool drift_too_far(const EvalRecord& r) const;
 
   const EvalConfig eval_;
   const StopConfig stop_;
@@ -83,6 +86,7 @@ class ObjectiveMonitor {
   std::vector<EvalRecord> records_;
   std::string stop_reason_;
   int below_tol_ = 0;
+  int64_t drift_warnings_ = 0;                               // guarded by mu_
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
   int64_t drift_clock_ = -1;
   int64_t last_checkpoint_ = -1;  // monitor thread: the clock of the last checkpoint this run wrote

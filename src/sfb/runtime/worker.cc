@@ -51,6 +51,21 @@ Topology make_topology(const Config& cfg, int workers) {
   return t;
 }
 
+std::string reconcile_mode(const Config& cfg) {
+  const std::string& m = cfg.sfb.reconcile;
+  const bool partial = cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full";
+  const bool bsp = cfg.sfb.staleness == 0;
+  if (m == "off" || (m == "auto" && (!partial || !bsp))) return {};
+  SFB_CHECK(partial, "sfb.reconcile = \"{}\" reconciles partial broadcast, but {}; use sfb.reconcile = \"auto\"", m,
+            cfg.comm.scheme != "sfb" ? fmt::format("comm.scheme = \"{}\"", cfg.comm.scheme)
+                                     : std::string("sfb.broadcast = \"full\" (the replicas are already one)"));
+  SFB_CHECK(bsp,
+            "sfb.reconcile = \"{}\" needs BSP (sfb.staleness = 0): under {} the workers are at different clocks; "
+            "use sfb.reconcile = \"auto\" (off there) and watch replica_drift",
+            m, cfg.sfb.consistency_name());
+  return m == "auto" ? "mean" : m;
+}
+
 namespace {
 
 MonitorOutputs monitor_outputs(const Config& cfg, int workers, int64_t start_clock) {
@@ -90,6 +105,7 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
 // A baseline gets its own update back with everyone's; FMS under SSP/ASP also applies it at once
 // (Exchange::reads_own_writes), as a Bosen client keeps its oplog applied to its cache.
 bool Worker::State::allowed(int64_t c) const {
+  if (reconcile_every > 0 && c >= (reconciled / reconcile_every + 1) * reconcile_every) return false;
   if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
   if (exchange && exchange->reads_own_writes() && own_applied < c) return false;
   for (int q : sources)
@@ -100,6 +116,9 @@ bool Worker::State::allowed(int64_t c) const {
 // Who clock c waits for, for the timeout message. Called with mu held.
 std::string Worker::State::waiting_for(int64_t c) const {
   if (paused) return "no STOP_AT from rank 0 after its stop query";
+  if (reconcile_every > 0 && c >= (reconciled / reconcile_every + 1) * reconcile_every)
+    return fmt::format("the replica reconciliation at clock {} (every worker takes part)",
+                       (reconciled / reconcile_every + 1) * reconcile_every);
   std::vector<std::string> late;
   for (int q : sources) {
     const int64_t need = (q == rank && !exchange) ? c : c - bound();
@@ -243,9 +262,25 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   // communication thread must never block each other on it for long.
   s.in_q.set_capacity(cfg.runtime.queue_capacity * s.P);
   if (s.rank == 0)
-    s.monitor = std::make_unique<ObjectiveMonitor>(cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
-                                                   train, test);
+    s.monitor = std::make_unique<ObjectiveMonitor>(
+        cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
+        start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test);
   s.sketcher = std::make_unique<DriftSketcher>(s.J, s.D, cfg.job.seed);
+  s.reconciled = s.start_clock;
+  if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
+    const int q = s.topo.rotating ? s.topo.q : static_cast<int>(s.topo.out[static_cast<size_t>(s.rank)].size());
+    // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
+    // partition's non-zeros before it starts the worker; here 0 falls back to dense v.
+    s.reconcile_every =
+        cfg.sfb.reconcile_every > 0 ? cfg.sfb.reconcile_every : auto_reconcile_every(s.P, q, s.K, s.J, s.D, s.D);
+    s.reconcile_ch = std::make_unique<comm::QueueChannel>(transport, comm::kTagReconcile);
+    s.reconciler = std::make_unique<Reconciler>(*s.reconcile_ch, s.P, q + 1,
+                                                mode == "sum" ? Reconciler::Mode::kSum : Reconciler::Mode::kMean,
+                                                s.reconcile_every, s.start_clock, s.W);
+    if (s.rank == 0)
+      spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
+                   s.reconcile_every);
+  }
   if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
   s.threads.on_abort([&s] {
     // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
@@ -255,6 +290,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     s.in_q.try_push(nullptr);
     if (s.monitor) s.monitor->abort();
     if (s.exchange) s.exchange->abort();
+    if (s.reconcile_ch) s.reconcile_ch->close();
     std::lock_guard lock(s.mu);
     s.cv.notify_all();
   });
@@ -293,13 +329,23 @@ WorkerResult Worker::run() {
   r.pairs_applied_from = s.pairs_applied_from;
   r.start_clock = s.start_clock;
   r.final_clock = s.stop_at;
+  if (s.reconciler) {
+    const auto& st = s.reconciler->stats();
+    r.reconcile_mode = Reconciler::mode_name(s.reconciler->mode());
+    r.reconcile_every = s.reconcile_every;
+    r.reconciles = st.count;
+    r.reconcile_s = st.seconds;
+    r.reconcile_max_drift = st.max_drift;
+    r.reconcile_last_drift = st.last_drift;
+  }
   if (s.rank == 0) {
     r.all = s.stop->all_stats();
     r.evals = s.monitor->records();
     r.stop_reason = s.stop->stop_reason();
     // The monitor may judge the last evaluations after the stop protocol ended the job (at
     // max_clocks, say): weights that diverged still make a diverged run.
-    if (s.monitor->stop_reason() == "diverged") r.stop_reason = "diverged";
+    if (const auto m = s.monitor->stop_reason(); m == "diverged" || m == "replica_drift") r.stop_reason = m;
+    r.drift_warnings = s.monitor->drift_warnings();
   }
   return r;
 }

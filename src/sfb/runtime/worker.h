@@ -53,6 +53,9 @@ struct WorkerHooks {
 struct WorkerStart {
   int64_t clock = 0;
   const Matrix* W = nullptr;  // null: model.init()
+  // Rank 0: the rows the objective is evaluated on (io::LoadedData::eval_sample, a uniform sample
+  // of every partition); null or empty: rank 0's own partition (tests on one process).
+  const io::Dataset* objective_rows = nullptr;
 };
 
 struct WorkerResult {
@@ -64,6 +67,12 @@ struct WorkerResult {
   std::vector<EvalRecord> evals;            // rank 0
   std::string stop_reason;                  // rank 0: max_clocks, target_accuracy, signal, ...
   int64_t start_clock = 0;                  // where training started (a checkpoint's clock when resumed)
+  // Partial broadcast's reconciliations (runtime/reconciler.h); mode empty when off.
+  int64_t drift_warnings = 0;  // rank 0: evaluations whose replica drift exceeded eval.drift_warn
+  std::string reconcile_mode;
+  int64_t reconcile_every = 0;
+  int64_t reconciles = 0;
+  double reconcile_s = 0, reconcile_max_drift = 0, reconcile_last_drift = 0;
   int64_t final_clock = 0;
   double seconds = 0;
 };
@@ -92,6 +101,10 @@ int worker_count(const Config& cfg, int ranks);
 // InvalidArgument naming P, Q, the offsets and the islands when the graph is not connected (the
 // static Halton variant for some P and Q): such a job would train disconnected models.
 Topology make_topology(const Config& cfg, int workers);
+
+// The reconciliation partial broadcast gets (sfb.reconcile, runtime/reconciler.h): "sum", "mean",
+// or "" (off: full broadcast, SSP/ASP, a baseline, or sfb.reconcile = "off").
+std::string reconcile_mode(const Config& cfg);
 
 // Effective OpenMP threads for one rank: runtime.threads, or cores / ranks_on_host (at least 1).
 int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host);

@@ -118,6 +118,8 @@ bool Worker::State::receive_messages() {
       exchange->on_message(std::move(*m));
     } else if (m->tag == comm::kTagSf) {
       receive_sf(std::move(*m));
+    } else if (m->tag == comm::kTagReconcile && reconcile_ch) {
+      reconcile_ch->push(std::move(*m));
     } else if (m->tag == comm::kTagControl) {
       auto c = decode_control(m->data, m->src);
       if (c.type != ControlType::kDrift) {

@@ -12,11 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "sfb/comm/channel.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/core/timer.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/objective_monitor.h"
+#include "sfb/runtime/reconciler.h"
 #include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/stop_protocol.h"
 #include "sfb/runtime/topology.h"
@@ -93,6 +95,16 @@ struct Worker::State {
   std::vector<std::pair<int64_t, std::vector<double>>> drift_out;  // guarded by mu
   std::unique_ptr<DriftCollector> drift;                           // rank 0, comm thread
 
+  // Partial broadcast's reconciliation (reconciler.h), null when off: the update thread runs it with
+  // W held exclusively; the communication thread feeds its channel. The compute thread starts no
+  // clock past the next reconciliation point before it is done: `reconciled` (guarded by mu) is
+  // the clock of the last one, reconcile_every the period (fixed).
+  std::unique_ptr<comm::QueueChannel> reconcile_ch;
+  std::unique_ptr<Reconciler> reconciler;  // update thread
+  int64_t reconcile_every = 0;
+  int64_t reconciled = 0;  // guarded by mu
+  int64_t next_drift = 0;  // update thread: the next clock a drift sketch is due
+
   std::unique_ptr<ObjectiveMonitor> monitor;  // rank 0
   std::unique_ptr<StopProtocol> stop;         // comm thread; read after the threads have ended
   Stopwatch since_start;
@@ -137,7 +149,8 @@ struct Worker::State {
                              std::vector<SfBatchPtr>& group);
   void submit_start_snapshot();
   void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
-  void maybe_sketch(int64_t& next_drift);
+  void maybe_sketch();
+  bool reconcile(int64_t clock);
   int64_t applied_by_every_source() const;
   bool all_applied();
   // Communication thread (worker_comm.cc).

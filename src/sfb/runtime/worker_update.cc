@@ -137,7 +137,31 @@ void Worker::State::apply_complete_clocks(std::map<std::pair<int64_t, int>, SfBa
     apply(group);
     clock_applied(next_clock);
     ++next_clock;
+    if (reconciler && reconciler->due(next_clock) && !reconcile(next_clock)) return;
   }
+}
+
+// Partial broadcast: every worker replaces its replica by the consensus (reconciler.h). The drift
+// sketch of this clock, when one is due, is of the replicas before (what partial broadcast let
+// them become). False when the job is aborting.
+bool Worker::State::reconcile(int64_t clock) {
+  maybe_sketch();
+  Stopwatch sw;
+  try {
+    std::unique_lock lock(w_mu);
+    fold_scale();
+    reconciler->reconcile(W, clock);
+    // A sum of prox-feasible replicas may leave the feasible set: one proximal step puts it back.
+    if (model.has_prox() && !scaling_prox && reconciler->mode() == Reconciler::Mode::kSum)
+      model.prox(view(W), step(clock - 1));
+  } catch (const comm::QueueChannel::Closed&) {
+    return false;
+  }
+  update_ns += to_ns(sw.seconds());
+  std::lock_guard lock(mu);
+  reconciled = clock;
+  cv.notify_all();
+  return true;
 }
 
 // Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
@@ -190,7 +214,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
 
 // Every eval.every clocks applied from every source: a sketch of W for the replica drift, labelled
 // with the last multiple of eval.every reached (SSP/ASP may pass several at once).
-void Worker::State::maybe_sketch(int64_t& next_drift) {
+void Worker::State::maybe_sketch() {
   if (!sketcher) return;
   const int64_t done = applied_by_every_source();
   if (done < next_drift) return;
@@ -214,7 +238,7 @@ void Worker::State::update_loop() {
   int64_t next_eval = (start_clock / cfg.eval.every + 1) * cfg.eval.every;
   int64_t next_ckpt = cfg.checkpoint.every > 0 ? (start_clock / cfg.checkpoint.every + 1) * cfg.checkpoint.every
                                                : std::numeric_limits<int64_t>::max();
-  int64_t next_drift = next_eval;
+  next_drift = next_eval;
   std::vector<SfBatchPtr> group;  // batches applied together
   submit_start_snapshot();
   do {
@@ -240,8 +264,17 @@ void Worker::State::update_loop() {
       apply_complete_clocks(pending, next_clock, group);
     }
     maybe_snapshot(next_eval, next_ckpt, false);
-    maybe_sketch(next_drift);
+    maybe_sketch();
   } while (!all_applied());
+  // The run ends on one consensus: the model file and the final objective are every replica's.
+  {
+    int64_t end;
+    {
+      std::lock_guard lock(mu);
+      end = stop_at;
+    }
+    if (reconciler && reconciler->last() < end && !reconcile(end)) return;
+  }
   maybe_snapshot(next_eval, next_ckpt, true);
   std::lock_guard lock(mu);
   update_done = true;
