@@ -216,8 +216,7 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
   int64_t all_nnz = 0, all_rows = 0;
   for (int64_t v : sfb::comm::allgather_i64(*job.transport, nnz)) all_nnz += v;
   for (int64_t v : sfb::comm::allgather_i64(*job.transport, d.n)) all_rows += v;
-  const auto topo = sfb::runtime::make_topology(cfg, s.workers);
-  const int q = topo.rotating ? topo.q : static_cast<int>(topo.out[0].size());
+  const int q = sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock();
   // v has the data row's non-zeros (and the bias); the model's own D bounds it.
   const double v_nonzeros = static_cast<double>(all_nnz) / static_cast<double>(std::max<int64_t>(all_rows, 1));
   cfg.sfb.reconcile_every = sfb::runtime::auto_reconcile_every(s.workers, q, cfg.optimizer.minibatch, m.rows(),

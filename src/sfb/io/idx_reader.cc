@@ -197,6 +197,20 @@ int64_t image_size(const IdxHeader& h, const std::string& path) {
   return row;
 }
 
+// The header of a labels file: one dimension.
+IdxHeader labels_header(GzFile& f, const std::string& path) {
+  const IdxHeader h = read_header(f, path);
+  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
+                 h.dims.size());
+  return h;
+}
+
+// Labels, one byte each.
+std::vector<int32_t> read_labels(GzFile& f, const std::string& path, const Runs& runs) {
+  const auto buf = read_items(f, path, 1, runs, "the labels");
+  return {buf.begin(), buf.end()};
+}
+
 }  // namespace
 
 IdxHeader read_idx_header(const std::string& path) {
@@ -219,25 +233,15 @@ Matrix read_idx_images(const std::string& path, int64_t begin, int64_t end) {
   return to_pixels(read_items(f, path, row, {{begin, end - begin}}, "the image pixels"), row);
 }
 
-// Labels (one dimension, checked by the caller), one byte each.
-std::vector<int32_t> read_labels(GzFile& f, const std::string& path, const Runs& runs) {
-  const auto buf = read_items(f, path, 1, runs, "the labels");
-  return {buf.begin(), buf.end()};
-}
-
 std::vector<int32_t> read_idx_labels(const std::string& path, const RowList& rows) {
   GzFile f(path);
-  const IdxHeader h = read_header(f, path);
-  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
-                 h.dims.size());
+  const IdxHeader h = labels_header(f, path);
   return read_labels(f, path, runs_of(path, h.dims[0], rows));
 }
 
 std::vector<int32_t> read_idx_labels(const std::string& path, int64_t begin, int64_t end) {
   GzFile f(path);
-  const IdxHeader h = read_header(f, path);
-  SFB_CHECK_DATA(h.dims.size() == 1, "{}: labels need 1 dimension, found {}; is this an images file?", path,
-                 h.dims.size());
+  const IdxHeader h = labels_header(f, path);
   resolve_range(path, h.dims[0], begin, end);
   return read_labels(f, path, {{begin, end - begin}});
 }

@@ -45,7 +45,9 @@ class Reconciler {
   // Whether the boundary before clock `clock` (clocks < clock applied) is a reconciliation point.
   bool due(int64_t clock) const { return every_ > 0 && clock % every_ == 0 && clock > last_; }
   // The first clock a compute thread may not start before the reconciliation at it is done.
-  int64_t next_boundary() const { return every_ > 0 ? (last_ / every_ + 1) * every_ : INT64_MAX; }
+  int64_t next_boundary() const { return next_point(last_, every_); }
+  // The first reconciliation point after clock `last` at period `every` (none when every is 0).
+  static int64_t next_point(int64_t last, int64_t every) { return every > 0 ? (last / every + 1) * every : INT64_MAX; }
   int64_t last() const { return last_; }
 
   // Replaces the true parameters W (every worker's, scale folded in) by the consensus at `clock`;

@@ -30,6 +30,8 @@ struct Topology {
   bool sends_data(int p, int dst, int64_t clock) const;
   // The peers that receive p's factors at `clock` (out[p] unless rotating).
   std::vector<int> data_receivers(int p, int64_t clock) const;
+  // How many peers receive a worker's factors each clock (Q; P - 1 under full broadcast).
+  int receivers_per_clock() const { return rotating ? q : (out.empty() ? 0 : static_cast<int>(out[0].size())); }
   // The weakly connected components of the graph of data edges over all clocks, each ascending,
   // ordered by their smallest rank. For circulant graphs (every topology here) these are also the
   // strongly connected ones: one component means every rank's factors reach every other rank.

@@ -105,7 +105,7 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
 // A baseline gets its own update back with everyone's; FMS under SSP/ASP also applies it at once
 // (Exchange::reads_own_writes), as a Bosen client keeps its oplog applied to its cache.
 bool Worker::State::allowed(int64_t c) const {
-  if (reconcile_every > 0 && c >= (reconciled / reconcile_every + 1) * reconcile_every) return false;
+  if (c >= Reconciler::next_point(reconciled, reconcile_every)) return false;
   if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
   if (exchange && exchange->reads_own_writes() && own_applied < c) return false;
   for (int q : sources)
@@ -116,9 +116,8 @@ bool Worker::State::allowed(int64_t c) const {
 // Who clock c waits for, for the timeout message. Called with mu held.
 std::string Worker::State::waiting_for(int64_t c) const {
   if (paused) return "no STOP_AT from rank 0 after its stop query";
-  if (reconcile_every > 0 && c >= (reconciled / reconcile_every + 1) * reconcile_every)
-    return fmt::format("the replica reconciliation at clock {} (every worker takes part)",
-                       (reconciled / reconcile_every + 1) * reconcile_every);
+  if (const int64_t point = Reconciler::next_point(reconciled, reconcile_every); c >= point)
+    return fmt::format("the replica reconciliation at clock {} (every worker takes part)", point);
   std::vector<std::string> late;
   for (int q : sources) {
     const int64_t need = (q == rank && !exchange) ? c : c - bound();
@@ -268,7 +267,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.sketcher = std::make_unique<DriftSketcher>(s.J, s.D, cfg.job.seed);
   s.reconciled = s.start_clock;
   if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
-    const int q = s.topo.rotating ? s.topo.q : static_cast<int>(s.topo.out[static_cast<size_t>(s.rank)].size());
+    const int q = s.topo.receivers_per_clock();
     // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
     // partition's non-zeros before it starts the worker; here 0 falls back to dense v.
     s.reconcile_every =
