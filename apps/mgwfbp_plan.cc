@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
       int64_t bytes = 0;
       for (const auto& g : plan)
         for (int l = g.lo; l <= g.hi; ++l) bytes += 4 * (g.sf ? p.layers[l].sf_floats : p.layers[l].params);
-      fmt::print("  {:<14} {:>8.2f} MiB per rank  {}\n", name, bytes / double(1 << 20), describe(plan));
+      fmt::print("  {:<14} {:>8.2f} MiB per rank  {}\n", name, bytes / double(1 << 20), describe(plan, p));
     }
     if (!out_dir.empty()) {
       fs::create_directories(out_dir);

@@ -1,8 +1,13 @@
-// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/cnn/executor.h).
+// job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/cnn/executor.h), its
+// model files, checkpoints and --resume, and --evaluate of a CNN model file.
+#include <thread>
+
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "job.h"
 #include "report.h"
+#include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
 #include "sfb/comm/mpi_collectives.h"
@@ -11,14 +16,42 @@
 #include "sfb/core/files.h"
 #include "sfb/io/load_data.h"
 #include "sfb/mgwfbp/profile.h"
+#include "sfb/runtime/signals.h"
 
 namespace sfbd {
 
 namespace {
 
-// Outputs, data and memory, checked on every rank; false when any rank found bad input.
-bool set_up(Job& job, sfb::io::LoadedData& data) {
-  const auto& cfg = job.cfg;
+struct Setup {
+  sfb::io::LoadedData data;
+  sfb::cnn::CnnFile init;        // model.init (rank 0 reads it, every rank gets it)
+  sfb::cnn::CnnFile checkpoint;  // --resume
+  bool has_init = false, has_checkpoint = false;
+};
+
+// The network of this config on `data`, as a file describes it.
+sfb::cnn::NetworkSpec spec_of(const sfb::Config& cfg, const sfb::io::Dataset& data) {
+  return sfb::cnn::network_spec(sfb::cnn::make_network(cfg.cnn, data), cfg.cnn.input);
+}
+
+// Throws DataError naming the file when the checkpoint cannot continue this job (max_clocks resolved).
+void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb::cnn::CnnFile& ck,
+                     const sfb::cnn::NetworkSpec& net) {
+  sfb::cnn::check_same_network(ck.network, net, path);
+  SFB_CHECK_DATA(ck.fingerprint == cfg.cnn_fingerprint(),
+                 "{}: the checkpoint was written by a job with other data, optimizer or cnn settings (fingerprint "
+                 "{:016x}, this config {:016x}); resume with the config that wrote it",
+                 path, ck.fingerprint, cfg.cnn_fingerprint());
+  SFB_CHECK_DATA(ck.iteration < cfg.stop.max_clocks,
+                 "{}: the checkpoint is at iteration {} and the run stops at {}: nothing left to train; raise "
+                 "stop.max_clocks",
+                 path, ck.iteration, cfg.stop.max_clocks);
+}
+
+// Outputs, data, memory, model.init and the checkpoint of --resume (rank 0 reads the files), checked
+// on every rank; false when any rank found bad input. Sets stop.max_clocks.
+bool set_up(Job& job, Setup& s) {
+  auto& cfg = job.cfg;
   return job.all_ok("agreeing that the data loaded", [&] {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
@@ -26,46 +59,78 @@ bool set_up(Job& job, sfb::io::LoadedData& data) {
     job.claim_outputs();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
     sfb::io::data_memory(cfg.data, job.rank(), job.ranks(), job.rank() == 0).check(available, "loading the data");
-    data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
-    sfb::cnn::cnn_memory(cfg, data.train).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "this CNN");
+    s.data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
+    sfb::cnn::cnn_memory(cfg, s.data.train).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "this CNN");
+    cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, job.ranks() * cfg.optimizer.minibatch);
+    if (job.rank() != 0) return;
+    const auto net = spec_of(cfg, s.data.train);
+    if (!cfg.model.init.empty()) {
+      s.init = sfb::cnn::read_cnn_file(cfg.model.init, false);
+      sfb::cnn::check_same_network(s.init.network, net, "model.init = " + cfg.model.init);
+      s.has_init = true;
+    }
+    if (!job.resume_path.empty()) {
+      s.checkpoint = sfb::cnn::read_cnn_file(job.resume_path, true);
+      check_resumable(cfg, job.resume_path, s.checkpoint, net);
+      s.has_checkpoint = true;
+    }
   });
 }
 
-}  // namespace
-
-bool check_cnn(Job& job) {
-  sfb::io::LoadedData data;
-  if (!set_up(job, data)) return false;
-  // The network spec against the data's shape, as the executor builds it.
-  return job.all_ok("checking the network", [&] { sfb::cnn::make_network(job.cfg.cnn, data.train); });
+// Rank 0's file (model.init, --resume) on every rank: it need only exist where rank 0 runs.
+void share(Job& job, bool& has, sfb::cnn::CnnFile& f, const std::string& name) {
+  const auto flags = sfb::comm::allgather_i64(*job.transport, has ? 1 : 0);
+  if (!flags[0]) return;
+  const sfb::Bytes bytes = job.rank() == 0 ? sfb::cnn::encode_cnn_file(f) : sfb::Bytes();
+  f = sfb::cnn::decode_cnn_file(sfb::comm::broadcast_bytes(*job.transport, 0, bytes), name);
+  has = true;
 }
 
-int run_cnn(Job& job) {
+// Ranks on this host beyond its cores make every timing (and the fitted cost, and so the
+// predictions) a measure of contention: said in the log and the summary.
+sfb::Json contention(const Job& job) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int here = job.mpi.ranks_on_host();
+  const bool over = here > cores;
+  if (over && job.rank() == 0)
+    spdlog::warn(
+        "{} ranks share this host's {} cores: forward/backward times, the fitted all-reduce cost and the "
+        "predictions measure contention for cores, not the network",
+        here, cores);
+  return {{"ranks_on_host", here}, {"cores", cores}, {"oversubscribed", over}};
+}
+
+// Rank 0's outputs; false when one could not be written (each is atomic: the previous file stays).
+bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std::vector<int64_t>& sums,
+                   const sfb::Json& contended) {
   const auto& cfg = job.cfg;
-  sfb::io::LoadedData data;
-  if (!set_up(job, data)) return kExitBadInput;
-  job.cfg.stop.max_clocks = cfg.stop.clock_limit(data.total_train, job.ranks() * cfg.optimizer.minibatch);
-  job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives
-  sfb::cnn::ExecutorResult r;
-  try {
-    sfb::cnn::ExecutorHooks hooks;
-    if (cfg.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
-    sfb::cnn::Executor ex(cfg, *job.transport, data.train, job.rank() == 0 ? &data.test : nullptr, std::move(hooks),
-                          job.mpi.local_rank());
-    r = ex.run();
-  } catch (const sfb::InvalidArgument& e) {
-    // Raised alike on every rank before training (network spec, shapes).
-    if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
-    return kExitBadInput;
+  bool ok = true;
+  const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const sfb::Error& e) {
+      ok = false;
+      spdlog::error("{} not written: {}", what, e.what());
+    }
+  };
+  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
+    if (r.diverged_at >= 0)
+      spdlog::error("{} not written: the run diverged at iteration {}", path, r.diverged_at + 1);
+    else
+      attempt(path, [&] { sfb::cnn::write_cnn_file(path, sfb::cnn::model_file(cfg, job.ranks(), r)); });
   }
-  const auto sums = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(r.checksum));
-  if (job.rank() == 0) {
-    const sfb::Json summary = cnn_summary(cfg, r, job.ranks(), sums);
-    print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
-    if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
-      sfb::write_file_atomic(path, sfb::to_document(summary));
-    // The live profile (none when the run ended before planning), for mgwfbp-plan at other sizes.
-    if (const auto path = cfg.output.path(cfg.output.profile); !path.empty() && r.profile.size() > 0)
+  sfb::Json summary = cnn_summary(cfg, r, job.ranks(), sums);
+  summary["contention"] = contended;
+  print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
+  if (contended["oversubscribed"].get<bool>())
+    fmt::print("  WARNING          {} ranks on {} cores: the times and predictions above measure contention\n",
+               contended["ranks_on_host"].get<int>(), contended["cores"].get<int>());
+  if (r.stop_reason == "signal") fmt::print("  stopped          by a signal after iteration {}\n", r.iterations_done);
+  if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
+    attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(summary)); });
+  // The live profile (none when the run ended before planning), for mgwfbp-plan at other sizes.
+  if (const auto path = cfg.output.path(cfg.output.profile); !path.empty() && r.profile.size() > 0)
+    attempt(path, [&] {
       sfb::mgwfbp::write_profile_csv(
           path, r.profile,
           fmt::format("measured by sfbd ({}, {} ranks, batch {} per rank); t_f is not per layer: the whole forward "
@@ -75,8 +140,92 @@ int run_cnn(Job& job) {
                       cfg.source, job.ranks(), cfg.optimizer.minibatch, r.profile.forward_us, path,
                       r.profile.forward_us / 1e3, r.cost.a_us, r.cost.b_us_per_byte, r.cost.ag_a_us,
                       r.cost.ag_b_us_per_byte, job.ranks()));
+    });
+  return ok;
+}
+
+}  // namespace
+
+bool check_cnn(Job& job) {
+  Setup s;
+  if (!set_up(job, s)) return false;
+  // The network spec against the data's shape, as the executor builds it.
+  return job.all_ok("checking the network", [&] { sfb::cnn::make_network(job.cfg.cnn, s.data.train); });
+}
+
+int run_cnn(Job& job) {
+  const auto& cfg = job.cfg;
+  Setup s;
+  if (!set_up(job, s)) return kExitBadInput;
+  share(job, s.has_init, s.init, "model.init = " + cfg.model.init);
+  share(job, s.has_checkpoint, s.checkpoint, job.resume_path);
+  job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives
+  const sfb::Json contended = contention(job);
+  sfb::cnn::ExecutorStart start;
+  if (s.has_checkpoint) {
+    start.checkpoint = &s.checkpoint;
+    spdlog::info("resuming from {} at iteration {} (written by {} ranks)", job.resume_path, s.checkpoint.iteration,
+                 s.checkpoint.ranks);
+  } else if (s.has_init) {
+    start.init = &s.init;
+    spdlog::info("starting from the weights of {} (model.init, trained {} iterations)", cfg.model.init,
+                 s.init.iteration);
   }
-  return r.diverged_at >= 0 ? kExitDiverged : kExitOk;
+  sfb::cnn::ExecutorResult r;
+  try {
+    sfb::cnn::ExecutorHooks hooks;
+    if (cfg.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
+    sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
+                          job.mpi.local_rank(), start);
+    r = ex.run();
+  } catch (const sfb::InvalidArgument& e) {
+    // Raised alike on every rank before training (network spec, shapes).
+    if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return kExitBadInput;
+  }
+  const auto sums = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(r.checksum));
+  int code = r.diverged_at >= 0 ? kExitDiverged : kExitOk;
+  if (job.rank() == 0 && !write_outputs(job, r, sums, contended) && code == kExitOk) code = kExitFailed;
+  job.transport.reset();
+  auto guard = job.waiting_on_peers("learning how the job ended");
+  return job.mpi.broadcast(code, 0);  // every rank exits with rank 0's code
+}
+
+int evaluate_cnn(Job& job, const std::string& path) {
+  const auto& cfg = job.cfg;
+  sfb::io::LoadedData data;
+  sfb::cnn::CnnFile f;
+  const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
+    if (job.rank() != 0) return;
+    // The test set and the objective's sample of the training set (eval.train_sample rows).
+    const sfb::io::LoadRequest req{0, 1, true, cfg.eval.train_sample};
+    sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
+    data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
+    f = sfb::cnn::read_cnn_file(path, false);
+    sfb::cnn::check_same_network(f.network, spec_of(cfg, data.train), path);
+  });
+  if (!ok) return kExitBadInput;
+  if (job.rank() != 0) return kExitOk;
+  sfb::cnn::Network net = sfb::cnn::make_network(cfg.cnn, data.train);
+  sfb::cnn::set_params(net, f.params, path);
+  const auto test = sfb::cnn::evaluate(net, data.test);
+  const auto sample = sfb::cnn::evaluate(net, data.eval_sample);
+  const auto num = [](double v) { return v < 0 ? sfb::Json(nullptr) : sfb::Json(sfb::sig(v, 8)); };
+  const sfb::Json j = {{"model_file", path},
+                       {"mode", "mgwfbp"},
+                       {"network", net.describe()},
+                       {"parameters", f.params.size()},
+                       {"iterations_trained", f.iteration},
+                       {"trained_on_ranks", f.ranks},
+                       {"test_rows", data.test.n},
+                       {"test_loss", num(test.loss)},
+                       {"test_accuracy", num(test.accuracy)},
+                       {"train_sample_rows", data.eval_sample.n},
+                       {"train_sample_loss", num(sample.loss)},
+                       {"train_sample_accuracy", num(sample.accuracy)}};
+  fmt::print("{}", sfb::to_document(j));
+  return kExitOk;
 }
 
 }  // namespace sfbd

@@ -61,5 +61,8 @@ bool check_sfb(Job& job);
 // trained or written. kExitBadInput when the file, data or model do not fit together.
 int evaluate_sfb(Job& job, const std::string& model_path);
 bool check_cnn(Job& job);
+// --evaluate FILE in CNN mode: rank 0 prints the CNN model file's test loss and accuracy, and its
+// loss and accuracy on the training set's sample (eval.train_sample rows), as JSON on stdout.
+int evaluate_cnn(Job& job, const std::string& model_path);
 
 }  // namespace sfbd

@@ -23,6 +23,7 @@
 #include "sfb/core/log.h"
 #include "sfb/core/memory.h"
 #include "sfb/core/strings.h"
+#include "sfb/mgwfbp/planner.h"
 #include "sfb/runtime/signals.h"
 #include "sfb/runtime/worker.h"
 #include "sfb_revision.h"
@@ -84,10 +85,12 @@ void Job::claim_outputs() {
   }
   output_lock = std::make_unique<sfb::DirectoryLock>(out.dir);
   const bool cnn = cfg.job.mode == "mgwfbp";
-  const std::pair<const char*, std::string> files[] = {
-      {"output.metrics", out.metrics},        {"output.summary", out.summary},
-      {"output.model", cnn ? "" : out.model}, {"checkpoint.path", cnn ? "" : cfg.checkpoint.path},
-      {"output.trace", cnn ? out.trace : ""}, {"output.profile", cnn ? out.profile : ""}};
+  const std::pair<const char*, std::string> files[] = {{"output.metrics", out.metrics},
+                                                       {"output.summary", out.summary},
+                                                       {"output.model", out.model},
+                                                       {"checkpoint.path", cfg.checkpoint.path},
+                                                       {"output.trace", cnn ? out.trace : ""},
+                                                       {"output.profile", cnn ? out.profile : ""}};
   for (const auto& [key, file] : files)
     if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
 }
@@ -147,8 +150,12 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
 // A Markdown table of every config key: configs/README.md embeds this output.
 void print_keys() {
   fmt::print("| key | type | default | meaning |\n|---|---|---|---|\n");
-  for (const auto& k : sfb::config_key_docs())
-    fmt::print("| `{}` | {} | `{}` | {} |\n", k.key, k.type, k.default_value, k.help);
+  for (const auto& k : sfb::config_key_docs()) {
+    // The planners from the registry that parses them (core cannot see the mgwfbp layer).
+    const std::string help =
+        k.key == "mgwfbp.planner" ? fmt::format("{} One of: {}.", k.help, sfb::mgwfbp::planner_list()) : k.help;
+    fmt::print("| `{}` | {} | `{}` | {} |\n", k.key, k.type, k.default_value, help);
+  }
 }
 
 // The transport every rank trains over; false when the ranks disagree on the config (checked
@@ -218,20 +225,20 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   }
   if (!cli.evaluate_path.empty()) {
     sfb::init_logging(mpi.rank(), "warn");
-    if (job.cfg.job.mode != "sfb") {
-      if (mpi.rank() == 0)
-        fmt::print(stderr, "sfbd: error: --evaluate is for job.mode = \"sfb\" (the matrix models)\n");
-      return kExitBadInput;
-    }
-    return evaluate_sfb(job, cli.evaluate_path);
+    return job.cfg.job.mode == "mgwfbp" ? evaluate_cnn(job, cli.evaluate_path) : evaluate_sfb(job, cli.evaluate_path);
   }
   if (cli.check_only) {
     // Everything training would find before its first clock, without training or writing.
     sfb::init_logging(mpi.rank(), "warn");
     const bool ok = job.cfg.job.mode == "mgwfbp" ? check_cnn(job) : check_sfb(job);
+    const bool cnn = job.cfg.job.mode == "mgwfbp";
     if (ok && mpi.rank() == 0)
-      fmt::print("{}: OK ({}, {} ranks): config, data, model{}, outputs and memory checked\n", cli.config_path,
-                 job.cfg.sfb.consistency_name(), mpi.size(), job.cfg.model.plugin.empty() ? "" : ", plugin");
+      fmt::print("{}: OK ({}, {} rank{}): config, data, {}{}, outputs and memory checked\n", cli.config_path,
+                 cnn ? "mgwfbp, synchronous S-SGD" : job.cfg.sfb.consistency_name(), mpi.size(),
+                 mpi.size() == 1 ? "" : "s", cnn ? "network" : "model",
+                 cnn                            ? (job.cfg.model.init.empty() ? "" : ", model.init")
+                 : job.cfg.model.plugin.empty() ? ""
+                                                : ", plugin");
     return ok ? kExitOk : kExitBadInput;
   }
   sfb::init_logging(mpi.rank(), job.cfg.output.log_level);

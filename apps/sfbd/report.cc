@@ -234,6 +234,16 @@ int64_t predicted_bytes(const sfb::cnn::ExecutorResult& r, int ranks) {
   for (const auto& g : r.plan) b += sfb::mgwfbp::group_bytes_sent(r.profile, r.cost, g, ranks);
   return b;
 }
+// Every layer with its label, its spec and its parameters.
+Json layer_table(const sfb::cnn::ExecutorResult& r) {
+  Json out = Json::array();
+  for (const auto& e : r.network.layers) {
+    int64_t params = 0;
+    for (const auto& [rows, cols] : e.shapes) params += rows * cols;
+    out.push_back({{"name", e.label}, {"spec", e.spec}, {"parameters", params}});
+  }
+  return out;
+}
 }  // namespace
 
 Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int ranks,
@@ -261,7 +271,7 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"collectives", cfg.comm.collectives},
           {"planner", cfg.mgwfbp.planner},
           {"groups", r.plan.size()},
-          {"plan", sfb::mgwfbp::describe(r.plan)},
+          {"plan", sfb::mgwfbp::describe(r.plan, r.profile)},
           {"a_us", fixed(r.cost.a_us, 3)},
           {"b_us_per_byte", sig(r.cost.b_us_per_byte, 7)},
           {"ag_a_us", fixed(r.cost.ag_a_us, 3)},
@@ -279,7 +289,11 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},
           {"comm_wait_us", fixed(planned_mean(r, &S::comm_wait_us), 1)},
           {"replans", r.replans},
-          {"stop_reason", r.diverged_at >= 0 ? "diverged" : "max_clocks"},
+          {"stop_reason", r.stop_reason == "iterations" ? "max_clocks" : r.stop_reason},
+          {"start_iteration", r.start_iteration},
+          {"iterations_done", r.iterations_done},
+          {"final_test_loss", fixed(r.test_loss, 6)},
+          {"layers", layer_table(r)},
           {"checksums_equal", equal},
           {"checksum", hex(r.checksum)},
           {"rank_checksums", sums},
@@ -299,7 +313,7 @@ void print_cnn_table(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, 
       planned_mean(r, &S::forward_us) / 1e3, planned_mean(r, &S::backward_us) / 1e3,
       planned_mean(r, &S::comm_wait_us) / 1e3);
   fmt::print("  bytes sent       {:.3f} MB per iteration and rank (plan {})\n", planned_mean(r, &S::bytes_sent) / 1e6,
-             sfb::mgwfbp::describe(r.plan));
+             sfb::mgwfbp::describe(r.plan, r.profile));
   fmt::print("  replicas equal   {}\n  params checksum  {:016x}\n", replicas_equal ? "yes" : "NO", r.checksum);
   std::fflush(stdout);
 }

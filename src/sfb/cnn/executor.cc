@@ -9,6 +9,7 @@
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/onednn_layers.h"
 #include "sfb/cnn/replanner.h"
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
 #include "sfb/core/rng.h"
@@ -62,6 +63,23 @@ class MomentumSgd {
     }
     net_.params_changed();
     return finite;
+  }
+  // The momentum buffers in the file order (cnn_file.h), and back.
+  std::vector<float> velocity() const {
+    std::vector<float> out;
+    for (const auto& layer : velocity_)
+      for (const auto& m : layer) out.insert(out.end(), m.data(), m.data() + m.size());
+    return out;
+  }
+  void set_velocity(std::span<const float> v) {
+    size_t at = 0;
+    for (auto& layer : velocity_)
+      for (auto& m : layer) {
+        SFB_CHECK_DATA(at + static_cast<size_t>(m.size()) <= v.size(), "{} momentum values are too few", v.size());
+        std::copy_n(v.data() + at, m.size(), m.data());
+        at += static_cast<size_t>(m.size());
+      }
+    SFB_CHECK_DATA(at == v.size(), "{} momentum values for {} parameters", v.size(), at);
   }
 
  private:
@@ -119,21 +137,50 @@ bool params_finite(Network& net) {
   return true;
 }
 
-double test_accuracy(Network& net, const io::Dataset& test) {
+TestResult evaluate(Network& net, const io::Dataset& test) {
+  TestResult res;
+  if (test.n <= 0) return res;
   int64_t right = 0;
+  double loss = 0;
   Matrix tx;
+  std::vector<int32_t> labels;
   for (int64_t b = 0; b < test.n; b += 1000) {
     const int64_t e = std::min(test.n, b + 1000);
     tx = test.dense.middleRows(b, e - b);
-    const auto pred = net.predict(tx);
-    for (int64_t i = b; i < e; ++i) right += pred[static_cast<size_t>(i - b)] == test.labels[static_cast<size_t>(i)];
+    labels.assign(test.labels.begin() + b, test.labels.begin() + e);
+    const Matrix& logits = net.forward(tx);
+    loss += softmax_cross_entropy(logits, labels, nullptr) * static_cast<double>(e - b);
+    for (int64_t i = b; i < e; ++i) {
+      Eigen::Index arg = 0;
+      logits.row(i - b).maxCoeff(&arg);
+      right += arg == test.labels[static_cast<size_t>(i)];
+    }
   }
-  return test.n > 0 ? static_cast<double>(right) / static_cast<double>(test.n) : -1.0;
+  res.loss = loss / static_cast<double>(test.n);
+  res.accuracy = static_cast<double>(right) / static_cast<double>(test.n);
+  return res;
+}
+
+CnnFile model_file(const Config& cfg, int ranks, const ExecutorResult& r) {
+  CnnFile f;
+  f.fingerprint = cfg.cnn_fingerprint();
+  f.seed = cfg.job.seed;
+  f.iteration = r.iterations_done;
+  f.ranks = ranks;
+  f.network = r.network;
+  f.params = r.params;
+  return f;
 }
 
 Executor::Executor(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-                   ExecutorHooks hooks, int local_rank)
-    : cfg_(cfg), t_(transport), train_(train), test_(test), hooks_(std::move(hooks)), local_rank_(local_rank) {
+                   ExecutorHooks hooks, int local_rank, ExecutorStart start)
+    : cfg_(cfg),
+      t_(transport),
+      train_(train),
+      test_(test),
+      hooks_(std::move(hooks)),
+      local_rank_(local_rank),
+      start_(start) {
   t_.set_peer_timeout(cfg.runtime.peer_timeout_s);  // every all-reduce and collective waits at most this long
 }
 
@@ -154,78 +201,185 @@ void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
 
 }  // namespace
 
-ExecutorResult Executor::run() {
-  const int rank = t_.rank();
-  Network net = make_network(cfg_.cnn, train_);
-  Rng init_rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
-  net.init(init_rng);
-  place_layers(cfg_, net, local_rank_, rank == 0);
-  GradientCommunicator comm(t_, net, hooks_.on_allreduce, hooks_.allreduce);
-  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
-  MomentumSgd sgd(net, cfg_.cnn);
-  RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank);
-  io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));
-  ExecutorResult res;
+namespace {
+
+// The weights, momentum and iteration training starts from (start.h); the iteration.
+int64_t restore(const ExecutorStart& start, Network& net, MomentumSgd& sgd, const std::string& input) {
+  const CnnFile* from = start.checkpoint ? start.checkpoint : start.init;
+  if (!from) return 0;
+  check_same_network(from->network, network_spec(net, input), start.checkpoint ? "--resume" : "model.init");
+  set_params(net, from->params, "the weights");
+  if (!start.checkpoint) return 0;
+  sgd.set_velocity(from->velocity);
+  return from->iteration;
+}
+
+// The state after `done` iterations, as a checkpoint (rank 0).
+CnnFile snapshot(const Config& cfg, int ranks, Network& net, const MomentumSgd& sgd, int64_t done,
+                 const Replanner& planner, bool profiling) {
+  CnnFile f;
+  f.checkpoint = true;
+  f.fingerprint = cfg.cnn_fingerprint();
+  f.seed = cfg.job.seed;
+  f.iteration = done;
+  f.ranks = ranks;
+  f.network = network_spec(net, cfg.cnn.input);
+  f.params = get_params(net);
+  f.velocity = sgd.velocity();
+  if (!profiling && planner.profile().size() > 0) f.plan = PlanState{planner.plan(), planner.cost(), planner.profile()};
+  return f;
+}
+
+// checkpoint.path, written atomically by rank 0; a failure (full disk) is logged, training goes on.
+void write_checkpoint(const Config& cfg, const CnnFile& f, int64_t& last_written) {
+  const auto path = cfg.output.path(cfg.checkpoint.path);
+  try {
+    write_cnn_file(path, f);
+  } catch (const Error& e) {
+    spdlog::error("checkpoint at iteration {} not written: {}; {}; training continues", f.iteration, e.what(),
+                  last_written >= 0 ? fmt::format("{} keeps iteration {}", path, last_written)
+                                    : std::string("this run has written no checkpoint yet"));
+    return;
+  }
+  last_written = f.iteration;
+  spdlog::info("checkpoint at iteration {} written to {}", f.iteration, path);
+}
+
+// One iteration's work on this rank: batch, forward, backward with the groups' collectives,
+// the update; false when the weights stopped being finite.
+struct Step {
+  Network& net;
+  GradientCommunicator& comm;
+  Replanner& planner;
+  MomentumSgd& sgd;
   std::vector<int64_t> rows;
   Matrix x;
   std::vector<int32_t> labels;
   std::vector<double> layer_us;
-  int64_t planned_at = -1;  // the first iteration with a plan from profiling
-  Stopwatch total;
-  const int64_t iters = cfg_.stop.max_clocks;
-  for (int64_t it = 0; it < iters; ++it) {
-    if (planner.before_iteration(it) && planned_at < 0) planned_at = it;
-    if (hooks_.batch)
-      hooks_.batch(it, rows);
-    else
-      sampler.next(cfg_.optimizer.minibatch, rows);
-    load_batch(train_, rows, x, labels);
-    const auto t0 = comm.begin(it, planner.plan());
+  SteadyClock::time_point start;
+  double to_backward_end_us = 0;
+
+  bool run(const Config& cfg, const io::Dataset& train, int64_t it, IterationStats& st) {
+    load_batch(train, rows, x, labels);
+    start = comm.begin(it, planner.plan());
     net.forward(x);
     const auto t1 = SteadyClock::now();
-    const double loss = net.backward(
-        labels, [&comm](int p) { comm.ready(p); }, &layer_us);
+    st.loss = net.backward(
+        labels, [this](int p) { comm.ready(p); }, &layer_us);
     const auto t2 = SteadyClock::now();
     comm.wait();
     const auto t3 = SteadyClock::now();
-    if (!sgd.step(static_cast<float>(cfg_.optimizer.step(it)))) {
-      res.diverged_at = it;
-      spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1, loss);
-      break;
-    }
-    IterationStats& st = res.iterations.emplace_back();
-    st = {it,
-          us_since(t0, t1),
-          us_since(t1, t2),
-          us_since(t2, t3),
-          us_since(t0, SteadyClock::now()),
-          planner.profiling(it) ? 0.0 : planner.predicted_us(),
-          loss};
-    const auto groups = comm.group_records();
-    for (const auto& g : groups) st.bytes_sent += g.bytes_sent;
-    planner.record(it, st.forward_us, layer_us, st.backward_us);
-    if (log.traces(it, planned_at)) {
-      std::vector<std::string> names;
-      for (int i = 0; i < net.layers(); ++i) names.push_back(net.layer(i).name());
-      log.trace({t0, &st, us_since(t0, t3), &layer_us, names, groups, &planner.plan()});
-    }
-    if (rank == 0 && ((it + 1) % cfg_.eval.every == 0 || it + 1 == iters)) {
-      if (test_ && test_->n > 0) res.test_accuracy = test_accuracy(net, *test_);
-      log.report(it, loss, res.test_accuracy, res.iterations, planner.predicted_us(), total.seconds());
-    }
+    if (!sgd.step(static_cast<float>(cfg.optimizer.step(it)))) return false;
+    st.iteration = it;
+    st.forward_us = us_since(start, t1);
+    st.backward_us = us_since(t1, t2);
+    st.comm_wait_us = us_since(t2, t3);
+    st.iteration_us = us_since(start, SteadyClock::now());
+    st.predicted_us = planner.profiling(it) ? 0.0 : planner.predicted_us();
+    to_backward_end_us = us_since(start, t3);
+    return true;
   }
-  res.seconds = total.seconds();
-  for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
-      res.params.insert(res.params.end(), m->data(), m->data() + m->size());
+};
+
+void fill_result(ExecutorResult& res, Network& net, const MomentumSgd& sgd, const Replanner& planner, int64_t done,
+                 const std::string& input) {
+  res.iterations_done = done;
+  res.network = network_spec(net, input);
+  res.params = get_params(net);
+  res.velocity = sgd.velocity();
   res.checksum = fnv1a64(std::as_bytes(std::span(res.params.data(), res.params.size())));
-  res.bytes_sent = t_.total_counters().bytes_sent;
   res.plan = planner.plan();
   res.cost = planner.cost();
   res.profile = planner.profile();
   res.predictions = planner.predictions();
   res.replans = planner.replans();
-  log.finish();
+}
+
+}  // namespace
+
+// Whether any rank was signalled (every rank learns it at the same iteration).
+bool Executor::signalled(int64_t done, int64_t iters) {
+  if (!hooks_.stop_signal || done % kStopCheckEvery != 0 || done >= iters) return false;
+  int64_t sig = 0;
+  for (int64_t v : comm::allgather_i64(t_, hooks_.stop_signal())) sig = std::max(sig, v);
+  if (sig != 0 && t_.rank() == 0) spdlog::warn("stopping after iteration {}: signal {}", done, sig);
+  return sig != 0;
+}
+
+ExecutorResult Executor::run() {
+  const int rank = t_.rank();
+  Network net = make_network(cfg_.cnn, train_);
+  Rng init_rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
+  net.init(init_rng);
+  MomentumSgd sgd(net, cfg_.cnn);
+  const int64_t first = restore(start_, net, sgd, cfg_.cnn.input);
+  place_layers(cfg_, net, local_rank_, rank == 0);
+  GradientCommunicator comm(t_, net, hooks_.on_allreduce, hooks_.allreduce);
+  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
+  const CnnFile* ck = start_.checkpoint;
+  planner.resume_at(first, ck && ck->ranks == t_.size() && ck->plan ? &*ck->plan : nullptr);
+  RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank, first);
+  io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));
+  if (!hooks_.batch) sampler.skip(first * cfg_.optimizer.minibatch);  // where an uninterrupted run would be
+  ExecutorResult res;
+  res.start_iteration = first;
+  res.stop_reason = "iterations";
+  int64_t done = first, last_checkpoint = -1;
+  const bool checkpoints = rank == 0 && !cfg_.checkpoint.path.empty();
+  Step step{net, comm, planner, sgd, {}, {}, {}, {}, {}, 0};
+  std::vector<std::string> names, param_labels;
+  for (int i = 0; i < net.layers(); ++i) names.push_back(net.layer_label(i));
+  for (int p = 0; p < net.param_layers(); ++p) param_labels.push_back(net.param_label(p));
+  int64_t planned_at = first > 0 && !planner.profiling(first) ? first : -1;  // the first iteration with a plan
+  Stopwatch total;
+  const int64_t iters = cfg_.stop.max_clocks;
+  for (int64_t it = first; it < iters; ++it) {
+    if (planner.before_iteration(it) && planned_at < 0) planned_at = it;
+    if (hooks_.batch)
+      hooks_.batch(it, step.rows);
+    else
+      sampler.next(cfg_.optimizer.minibatch, step.rows);
+    IterationStats st;
+    if (!step.run(cfg_, train_, it, st)) {
+      res.diverged_at = it;
+      res.stop_reason = "diverged";
+      spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1,
+                    st.loss);
+      break;
+    }
+    done = it + 1;
+    const auto groups = comm.group_records();
+    for (const auto& g : groups) st.bytes_sent += g.bytes_sent;
+    res.iterations.push_back(st);
+    planner.record(it, st.forward_us, step.layer_us, st.backward_us);
+    if (log.traces(it, planned_at))
+      log.trace({step.start, &res.iterations.back(), step.to_backward_end_us, &step.layer_us, names, param_labels,
+                 groups, &planner.plan()});
+    if (rank == 0 && (done % cfg_.eval.every == 0 || done == iters)) {
+      if (test_ && test_->n > 0) {
+        const TestResult tr = evaluate(net, *test_);
+        res.test_loss = tr.loss;
+        res.test_accuracy = tr.accuracy;
+      }
+      log.report(it, st.loss, {res.test_loss, res.test_accuracy}, res.iterations, planner.predicted_us(),
+                 total.seconds());
+    }
+    if (checkpoints && cfg_.checkpoint.every > 0 && done % cfg_.checkpoint.every == 0)
+      write_checkpoint(cfg_, snapshot(cfg_, t_.size(), net, sgd, done, planner, planner.profiling(it)),
+                       last_checkpoint);
+    if (signalled(done, iters)) {
+      res.stop_reason = "signal";
+      break;
+    }
+  }
+  // The final state, unless it diverged (the last good checkpoint stays) or was just written.
+  if (checkpoints && res.diverged_at < 0 && last_checkpoint != done)
+    write_checkpoint(cfg_, snapshot(cfg_, t_.size(), net, sgd, done, planner, planner.profiling(done - 1)),
+                     last_checkpoint);
+  res.seconds = total.seconds();
+  fill_result(res, net, sgd, planner, done, cfg_.cnn.input);
+  res.bytes_sent = t_.total_counters().bytes_sent;
+  log.finish(t_);
   return res;
 }
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/run_log.h"
 #include "sfb/comm/transport.h"
@@ -41,17 +42,38 @@ struct ExecutorHooks {
   const mgwfbp::Plan* plan = nullptr;
   // The dense groups' all-reduce engine (comm.collectives; default: sfb's rank-order all-reduce).
   comm::AllreduceFactory allreduce;
+  // A stop signal on this rank (SIGINT/SIGTERM), or 0; polled every kStopCheckEvery iterations, when
+  // the ranks agree whether any of them was signalled.
+  std::function<int()> stop_signal;
 };
 
+// Where training starts (default: the seeded initial weights at iteration 0).
+struct ExecutorStart {
+  // --resume: parameters, momentum and iteration; the plan too when `ranks` is this job's (on
+  // other ranks the resumed run profiles and plans again from its first iteration).
+  const CnnFile* checkpoint = nullptr;
+  // model.init: a model file's parameters, from iteration 0 with zero momentum.
+  const CnnFile* init = nullptr;
+};
+
+// The ranks agree on a stop signal every this many iterations (one 8-byte all-gather).
+inline constexpr int64_t kStopCheckEvery = 10;
+
 struct ExecutorResult {
-  std::vector<float> params;  // every parameter, param layers in forward order
-  uint64_t checksum = 0;      // of params
+  std::vector<float> params;    // every parameter, param layers in forward order (cnn_file.h's order)
+  std::vector<float> velocity;  // the momentum buffers, the same order
+  NetworkSpec network;
+  uint64_t checksum = 0;        // of params
+  int64_t start_iteration = 0;  // resumed at (0: from the start)
+  int64_t iterations_done = 0;  // the iteration the weights are after
+  std::string stop_reason;      // "iterations", "signal" or "diverged"
   mgwfbp::Plan plan;
   mgwfbp::CostModel cost;
   mgwfbp::Profile profile;
   std::vector<mgwfbp::Prediction> predictions;  // every planner, for the measured profile and cost
   std::vector<IterationStats> iterations;
   double test_accuracy = -1;  // rank 0
+  double test_loss = -1;      // rank 0: mean cross-entropy on the test set
   double seconds = 0;
   int64_t bytes_sent = 0;
   int replans = 0;
@@ -64,16 +86,18 @@ class Executor {
  public:
   // `local_rank`: this rank's index on its host (which GPU it takes under job.device = "cuda").
   Executor(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
-           ExecutorHooks hooks = {}, int local_rank = 0);
+           ExecutorHooks hooks = {}, int local_rank = 0, ExecutorStart start = {});
   ExecutorResult run();
 
  private:
+  bool signalled(int64_t done, int64_t iters);
   const Config& cfg_;
   comm::Transport& t_;
   const io::Dataset& train_;
   const io::Dataset* test_;
   ExecutorHooks hooks_;
   int local_rank_;
+  ExecutorStart start_;
 };
 
 // The network of cnn.layers on cnn.input, checked against the data (dense, D = input size, at
@@ -84,7 +108,11 @@ Network make_network(const CnnConfig& cfg, const io::Dataset& train);
 MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train);
 // Whether every parameter of the network is finite.
 bool params_finite(Network& net);
-// Fraction of `test` the network classifies right.
-double test_accuracy(Network& net, const io::Dataset& test);
+struct TestResult {
+  double loss = -1, accuracy = -1;  // mean cross-entropy; fraction classified right (-1: no rows)
+};
+TestResult evaluate(Network& net, const io::Dataset& test);
+// output.model: the trained weights of `r` as a model file (cnn_file.h).
+CnnFile model_file(const Config& cfg, int ranks, const ExecutorResult& r);
 
 }  // namespace sfb::cnn

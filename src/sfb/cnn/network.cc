@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -39,6 +40,7 @@ void check_params(const std::string& item, int64_t outputs, int64_t fan_in) {
 
 std::unique_ptr<Layer> make_layer(const std::string& item, Shape s, Kernels kernels) {
   const auto f = split_trimmed(item, ':');
+  SFB_CHECK(!f.empty() && !f[0].empty(), "cnn.layers: an empty layer (two commas in a row, or a comma at an end)");
   if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
     const int c = number(item, f[1], 1, kMaxChannels, "channels"), k = number(item, f[2], 1, kMaxKernel, "kernel");
     check_params(item, c, int64_t{s.c} * k * k);
@@ -55,6 +57,16 @@ std::unique_ptr<Layer> make_layer(const std::string& item, Shape s, Kernels kern
       fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], relu, pool:<k>, "
                   "fc:<outputs>",
                   excerpt(item)));
+}
+
+const char* kind_name(LayerInfo::Kind k) {
+  switch (k) {
+    case LayerInfo::Kind::kConv: return "conv";
+    case LayerInfo::Kind::kRelu: return "relu";
+    case LayerInfo::Kind::kPool: return "pool";
+    case LayerInfo::Kind::kLinear: return "fc";
+  }
+  return "?";
 }
 
 }  // namespace
@@ -78,6 +90,11 @@ Network::Network(const std::string& spec, Shape input, Kernels kernels) {
     owner_.push_back(static_cast<int>(param_layer_.size()) - 1);
   }
   SFB_CHECK(!param_layer_.empty(), "cnn.layers \"{}\" has no layer with parameters", spec);
+  std::map<std::string, int> seen;  // layers of each kind so far
+  for (const auto& l : layers_) {
+    const std::string kind = kind_name(l->info().kind);
+    labels_.push_back(fmt::format("{}{}", kind, ++seen[kind]));
+  }
   acts_.resize(layers_.size() + 1);
   grads_.resize(layers_.size() + 1);
   factor_layer_.assign(layers_.size(), 0);
@@ -169,11 +186,29 @@ int64_t Network::total_params() {
 
 std::string Network::describe() const {
   std::string s;
-  for (const auto& l : layers_) {
-    const Shape o = l->out_shape();
-    s += fmt::format("{}{}({}x{}x{})", s.empty() ? "" : " -> ", l->name(), o.c, o.h, o.w);
+  for (int i = 0; i < layers(); ++i) {
+    const Shape o = layers_[static_cast<size_t>(i)]->out_shape();
+    s += fmt::format("{}{} {} ({}x{}x{})", s.empty() ? "" : " -> ", labels_[static_cast<size_t>(i)], layer_spec(i), o.c,
+                     o.h, o.w);
   }
   return s;
 }
+
+}  // namespace sfb::cnn
+
+namespace sfb::cnn {
+
+std::string Network::layer_spec(int i) const {
+  const LayerInfo li = layers_[static_cast<size_t>(i)]->info();
+  switch (li.kind) {
+    case LayerInfo::Kind::kConv: return fmt::format("conv:{}:{}:{}", li.out.c, li.kernel, li.pad);
+    case LayerInfo::Kind::kPool: return fmt::format("pool:{}", li.kernel);
+    case LayerInfo::Kind::kLinear: return fmt::format("fc:{}", li.out.c);
+    case LayerInfo::Kind::kRelu: break;
+  }
+  return "relu";
+}
+
+std::string Network::param_label(int p) const { return layer_label(param_layer_index(p)); }
 
 }  // namespace sfb::cnn

@@ -81,6 +81,12 @@ class Network {
   // for parameterless layers before the first param layer (their time is still backward time).
   int owner_param_layer(int layer) const { return owner_[static_cast<size_t>(layer)]; }
   std::string describe() const;
+  // "conv1", "relu2", "pool1", "fc2": the layer's kind and its number among the layers of that
+  // kind (what logs, traces, the summary and profiles call it).
+  const std::string& layer_label(int i) const { return labels_[static_cast<size_t>(i)]; }
+  std::string param_label(int p) const;
+  // The layer as cnn.layers spells it, normalised: "conv:16:5:2", "relu", "pool:2", "fc:128".
+  std::string layer_spec(int i) const;
   // Moves the computation to a device backend (null: back to the CPU layers).
   void set_backend(std::unique_ptr<DeviceBackend> backend);
   DeviceBackend* backend() { return backend_.get(); }
@@ -92,11 +98,12 @@ class Network {
  private:
   std::unique_ptr<DeviceBackend> backend_;
   std::vector<std::unique_ptr<Layer>> layers_;
-  std::vector<int> param_layer_;    // param layer p -> layer index
-  std::vector<int> owner_;          // layer -> param layer
-  std::vector<char> factor_layer_;  // by layer index: its gradient travels as factors
-  std::vector<Matrix> acts_;        // acts_[0] = input, acts_[i + 1] = output of layer i
-  std::vector<Matrix> grads_;       // grads_[i]: the loss gradient w.r.t. acts_[i]
+  std::vector<std::string> labels_;  // layer -> "conv1"
+  std::vector<int> param_layer_;     // param layer p -> layer index
+  std::vector<int> owner_;           // layer -> param layer
+  std::vector<char> factor_layer_;   // by layer index: its gradient travels as factors
+  std::vector<Matrix> acts_;         // acts_[0] = input, acts_[i + 1] = output of layer i
+  std::vector<Matrix> grads_;        // grads_[i]: the loss gradient w.r.t. acts_[i]
 };
 
 }  // namespace sfb::cnn

@@ -108,7 +108,7 @@ Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, 
       allgather_(probe_sf_ch_),
       batch_(batch),
       fixed_(fixed != nullptr),
-      profile_iters_(fixed ? 0 : cfg.profile_iters) {
+      profile_end_(fixed ? 0 : cfg.profile_iters) {
   check_planner(cfg);
   const int L = net.param_layers();
   plan_ =
@@ -117,13 +117,40 @@ Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, 
   mgwfbp::check_plan(plan_, L);
 }
 
+void Replanner::resume_at(int64_t it, const PlanState* restored) {
+  if (fixed_ || it == 0) return;
+  if (!restored) {
+    profile_begin_ = it;
+    profile_end_ = it + cfg_.profile_iters;
+    return;
+  }
+  profile_begin_ = profile_end_ = it;
+  std::vector<char> has_factors;
+  for (int p = 0; p < net_.param_layers(); ++p) has_factors.push_back(net_.factor_floats(p) > 0 ? 1 : 0);
+  // The same checks as a broadcast plan (a partition of the layers, factors only where there are).
+  mgwfbp::CostModel cost;
+  plan_ = decode_plan(encode_plan(restored->plan, restored->cost), cost, net_.param_layers(), has_factors);
+  SFB_CHECK_DATA(restored->profile.size() == net_.param_layers(), "the checkpoint's profile has {} layers, not {}",
+                 restored->profile.size(), net_.param_layers());
+  cost.nodes = t_.size();
+  cost_ = cost;
+  profile_ = restored->profile;
+  comm_.set_cost(link_cost_from_fit(cost.a_us, cost.b_us_per_byte, t_.size()));
+  predicted_us_ = mgwfbp::simulate(profile_, cost_, plan_).iteration_us;
+  if (t_.rank() == 0) {
+    predictions_ = mgwfbp::predict(profile_, mgwfbp::planner_names(profile_), {t_.size()}, [&](int) { return cost_; });
+    spdlog::info("the checkpoint's plan ({}), measured on this many ranks: {}", cfg_.planner,
+                 mgwfbp::describe(plan_, profile_));
+  }
+}
+
 bool Replanner::before_iteration(int64_t it) {
   if (fixed_) return false;
-  if (it == profile_iters_ && profile_iters_ > 0) {
+  if (it == profile_end_ && profile_end_ > profile_begin_) {
     replan(false);
     return true;
   }
-  if (cfg_.replan_threshold <= 0 || it <= profile_iters_ || it % cfg_.replan_every != 0) return false;
+  if (cfg_.replan_threshold <= 0 || it <= profile_end_ || it % cfg_.replan_every != 0) return false;
   // Rank 0 decides; everyone learns it in the same collective.
   const auto flags = comm::allgather_i64(t_, t_.rank() == 0 && drifted() ? 1 : 0);
   if (!flags[0]) return false;
@@ -159,7 +186,7 @@ mgwfbp::Profile Replanner::measured_profile() const {
   for (int p = 0; p < L; ++p) {
     auto& layer = prof.layers[static_cast<size_t>(p)];
     const LayerInfo li = net_.layer(net_.param_layer_index(p)).info();
-    layer.name = net_.layer(net_.param_layer_index(p)).name();
+    layer.name = net_.param_label(p);
     layer.params = net_.param_floats(p);
     layer.sf_floats = batch_ * net_.factor_floats(p);
     if (layer.sf_floats > 0)
@@ -224,10 +251,11 @@ mgwfbp::CostModel Replanner::fit_costs(const mgwfbp::Profile& prof, std::string&
 
 // Rank 0: each group of the chosen plan with its transport, bytes per rank and predicted time.
 void Replanner::log_plan(const mgwfbp::Profile& prof, const mgwfbp::CostModel& cost, const mgwfbp::Plan& plan) const {
-  spdlog::info("plan ({}): {}", cfg_.planner, mgwfbp::describe(plan));
+  spdlog::info("plan ({}): {}", cfg_.planner, mgwfbp::describe(plan, prof));
   for (size_t g = 0; g < plan.size(); ++g)
-    spdlog::info("  group {}: layers {}-{} {:<22} {:>12} bytes sent per rank, predicted {:>9.0f} us", g, plan[g].hi,
-                 plan[g].lo, plan[g].sf ? "as sufficient factors" : "dense all-reduce",
+    spdlog::info("  group {}: layers {}-{} {:<22} {:>12} bytes sent per rank, predicted {:>9.0f} us", g,
+                 net_.param_label(plan[g].hi), net_.param_label(plan[g].lo),
+                 plan[g].sf ? "as sufficient factors" : "dense all-reduce",
                  mgwfbp::group_bytes_sent(prof, cost, plan[g], t_.size()), mgwfbp::group_time_us(prof, cost, plan[g]));
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/network.h"
 #include "sfb/comm/allreduce.h"
@@ -43,12 +44,16 @@ class Replanner {
   Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm, int64_t batch,
             const mgwfbp::Plan* fixed = nullptr, const comm::AllreduceFactory& allreduce = {});
 
+  // Before the first iteration `it` of a resumed run: with `restored` (a checkpoint of this many
+  // ranks) its plan, cost and profile are adopted and nothing is profiled; without, the
+  // mgwfbp.profile_iters iterations from `it` on are profiled (the cluster may be another one).
+  void resume_at(int64_t it, const PlanState* restored);
   // Collective: called before iteration `it` on every rank; (re)plans when it is time. True when
   // it did.
   bool before_iteration(int64_t it);
   // After iteration `it`: its measured forward time and per-layer backward times.
   void record(int64_t it, double forward_us, const std::vector<double>& layer_us, double backward_us);
-  bool profiling(int64_t it) const { return it < profile_iters_; }
+  bool profiling(int64_t it) const { return it >= profile_begin_ && it < profile_end_; }
 
   const mgwfbp::Plan& plan() const { return plan_; }
   const mgwfbp::CostModel& cost() const { return cost_; }
@@ -77,7 +82,7 @@ class Replanner {
   comm::SfAllgather allgather_;
   const int64_t batch_;
   const bool fixed_;
-  const int64_t profile_iters_;
+  int64_t profile_begin_ = 0, profile_end_;  // the profiled iterations [begin, end)
   mgwfbp::Plan plan_;
   mgwfbp::CostModel cost_;
   mgwfbp::Profile profile_;

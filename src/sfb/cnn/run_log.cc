@@ -2,21 +2,33 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sfb/comm/setup_collectives.h"
 #include "sfb/core/files.h"
 
 namespace sfb::cnn {
 
-RunLog::RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank)
+RunLog::RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank, int64_t first)
     : out_(out), eval_every_(eval_every), iterations_(iterations), rank_(rank) {
   if (rank_ != 0) return;
   if (const auto path = out_.path(out_.metrics); !path.empty()) {
     create_parent_directories(path);
-    metrics_.open(path);
+    // Lines of iterations after `first` belong to an interrupted run: the resumed run writes them again.
+    metrics_.open_continuing(path, first + 1);
   }
 }
 
 bool RunLog::traces(int64_t it, int64_t planned_at) const {
-  return rank_ == 0 && !out_.trace.empty() && planned_at >= 0 && it < planned_at + out_.trace_iters;
+  return traced_rank() && !out_.trace.empty() && planned_at >= 0 && it < planned_at + out_.trace_iters;
+}
+
+void RunLog::name_thread(int tid, const std::string& name) {
+  if (static_cast<size_t>(tid) >= named_.size()) named_.resize(static_cast<size_t>(tid) + 1, 0);
+  if (named_[static_cast<size_t>(tid)]) return;
+  named_[static_cast<size_t>(tid)] = 1;
+  events_.push_back(
+      Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid}, {"args", {{"name", name}}}});
+  events_.push_back(
+      Json{{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
 }
 
 void RunLog::event(const std::string& name, int tid, double ts_us, double dur_us, Json args) {
@@ -27,7 +39,16 @@ void RunLog::event(const std::string& name, int tid, double ts_us, double dur_us
 
 void RunLog::trace(const IterationTimeline& t) {
   const IterationStats& st = *t.stats;
-  const double base = us_since(SteadyClock::time_point{}, t.start);
+  if (origin_us_ < 0) {
+    origin_us_ = us_since(SteadyClock::time_point{}, t.start);
+    events_.push_back(Json{
+        {"name", "process_name"}, {"ph", "M"}, {"pid", rank_}, {"args", {{"name", fmt::format("rank {}", rank_)}}}});
+    events_.push_back(
+        Json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", rank_}, {"args", {{"sort_index", rank_}}}});
+    name_thread(0, "forward and update");
+    name_thread(1, "backward (per layer)");
+  }
+  const double base = us_since(SteadyClock::time_point{}, t.start) - origin_us_;
   event(fmt::format("forward {}", st.iteration), 0, base, st.forward_us);
   double at = base + st.forward_us;
   for (int i = static_cast<int>(t.layer_us->size()) - 1; i >= 0; --i) {
@@ -37,19 +58,24 @@ void RunLog::trace(const IterationTimeline& t) {
   }
   for (size_t g = 0; g < t.groups.size(); ++g) {
     const GroupRecord& r = t.groups[g];
-    event(fmt::format("{} group {} (layers {}-{})", r.sf ? "sf allgather" : "allreduce", g, (*t.plan)[g].lo,
-                      (*t.plan)[g].hi),
-          2, base + r.start_us, r.end_us - r.start_us,
-          Json{{"transport", r.sf ? "sf" : "dense"}, {"bytes_sent", r.bytes_sent}});
+    const auto& grp = (*t.plan)[g];
+    const std::string layers =
+        fmt::format("{}-{}", t.param_labels[static_cast<size_t>(grp.hi)], t.param_labels[static_cast<size_t>(grp.lo)]);
+    const int tid = 2 + static_cast<int>(g);
+    name_thread(tid, fmt::format("group {}: {} {}", g, r.sf ? "sf allgather" : "allreduce", layers));
+    event(fmt::format("{} {} ({})", r.sf ? "sf allgather" : "allreduce", st.iteration, layers), tid, base + r.start_us,
+          r.end_us - r.start_us,
+          Json{{"transport", r.sf ? "sf" : "dense"}, {"bytes_sent", r.bytes_sent}, {"group", g}});
   }
   event("update", 0, base + t.update_start_us, st.iteration_us - t.update_start_us);
 }
 
-void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<IterationStats>& history,
-                    double predicted_us, double seconds) {
+void RunLog::report(int64_t it, double loss, Test test, const std::vector<IterationStats>& history, double predicted_us,
+                    double seconds) {
   if (rank_ != 0) return;
+  const double accuracy = test.accuracy;
   // Means over the iterations since the last report.
-  double f = 0, bw = 0, w = 0, itu = 0, bytes = 0;
+  double f = 0, bw = 0, w = 0, itu = 0, bytes = 0, mean_loss = 0;
   int64_t cnt = 0;
   for (auto r = history.rbegin(); r != history.rend() && cnt < eval_every_; ++r, ++cnt) {
     f += r->forward_us;
@@ -57,17 +83,23 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
     w += r->comm_wait_us;
     itu += r->iteration_us;
     bytes += static_cast<double>(r->bytes_sent);
+    mean_loss += r->loss;
   }
   const double n = static_cast<double>(std::max<int64_t>(cnt, 1));
+  mean_loss /= n;
   spdlog::info(
-      "iter {:>6}/{} | loss {:.4f} | test acc {} | iteration {:.1f} ms (forward {:.1f}, backward {:.1f}, "
+      "iter {:>6}/{} | loss {:.4f} (mean of {}) | test loss {} acc {} | iteration {:.1f} ms (forward {:.1f}, backward "
+      "{:.1f}, "
       "comm not overlapped {:.1f}; predicted {:.1f})",
-      it + 1, iterations_, loss, accuracy >= 0 ? fmt::format("{:.2f}%", 100 * accuracy) : std::string("n/a"),
-      itu / n / 1e3, f / n / 1e3, bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
+      it + 1, iterations_, mean_loss, cnt, test.loss >= 0 ? fmt::format("{:.4f}", test.loss) : std::string("n/a"),
+      accuracy >= 0 ? fmt::format("{:.2f}%", 100 * accuracy) : std::string("n/a"), itu / n / 1e3, f / n / 1e3,
+      bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
   if (!metrics_.is_open()) return;
   metrics_.write_or_stop(to_line(Json{{"iteration", it + 1},
                                       {"seconds", fixed(seconds, 6)},
                                       {"loss", fixed(loss, 6)},
+                                      {"loss_mean", fixed(mean_loss, 6)},
+                                      {"test_loss", fixed(test.loss, 6)},
                                       {"accuracy", fixed(accuracy, 6)},
                                       {"forward_us", fixed(f / n, 1)},
                                       {"backward_us", fixed(bw / n, 1)},
@@ -77,13 +109,28 @@ void RunLog::report(int64_t it, double loss, double accuracy, const std::vector<
                                       {"predicted_us", fixed(predicted_us, 1)}}));
 }
 
-void RunLog::finish() {
+void RunLog::finish(comm::Transport& t) {
   const auto path = out_.path(out_.trace);
-  if (rank_ != 0 || path.empty() || events_.empty()) return;
+  if (path.empty()) return;
+  if (out_.trace_ranks == "all") {
+    // Every rank's events to rank 0, one rank at a time.
+    const std::string mine = events_.dump();
+    for (int r = 1; r < t.size(); ++r) {
+      const Bytes got = comm::broadcast_bytes(
+          t, r, r == rank_ ? std::as_bytes(std::span(mine.data(), mine.size())) : std::span<const std::byte>());
+      t.barrier();  // every rank has rank r's events before the next rank sends (one tag, any source)
+      if (rank_ != 0) continue;
+      const Json theirs = Json::parse(std::string(reinterpret_cast<const char*>(got.data()), got.size()));
+      for (const auto& e : theirs) events_.push_back(e);
+    }
+  }
+  if (rank_ != 0 || events_.empty()) return;
   const Json doc{
       {"traceEvents", events_},
       {"displayTimeUnit", "ms"},
-      {"otherData", {{"tracks", "tid 0: forward and update, 1: backward per layer, 2: communication per group"}}}};
+      {"otherData",
+       {{"tracks", "pid r: rank r; tid 0: forward and update, 1: backward per layer, 2 + g: group g's collective"},
+        {"clock", "each rank's steady clock, from its first traced iteration"}}}};
   create_parent_directories(path);
   write_file_atomic(path, to_document(doc));
 }

@@ -1,15 +1,19 @@
 #pragma once
 // What the CNN executor reports on rank 0 besides the weights: a progress line and a metrics line
-// (output.metrics) every eval.every iterations, and the Chrome trace (output.trace; chrome://tracing,
-// Perfetto) of the output.trace_iters iterations after the first plan: forward and update on
-// track 0, backward per layer on track 1, each group's communication on track 2 (its transport,
-// all-reduce or sufficient-factor all-gather, in the name; its bytes in the event's args).
+// (output.metrics) every eval.every iterations (the last minibatch's loss, the mean loss since the
+// last line, test loss and accuracy), and the Chrome trace (output.trace; chrome://tracing,
+// Perfetto) of the output.trace_iters iterations after the first plan: one process per traced
+// rank ("rank r"; output.trace_ranks = "all" gathers every rank's at the end), named threads:
+// "forward and update" (tid 0), "backward" per layer (tid 1), and each group's collective on its
+// own track (tid 2 + g, named after the group's transport and layers; bytes in the event's args).
+// The events of a rank are timed on its own steady clock from its first traced iteration.
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sfb/cnn/grad_comm.h"
+#include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/json.h"
 #include "sfb/core/metrics.h"
@@ -30,30 +34,39 @@ struct IterationTimeline {
   const IterationStats* stats = nullptr;
   double update_start_us = 0;
   const std::vector<double>* layer_us = nullptr;
-  std::vector<std::string> layer_names;
+  std::vector<std::string> layer_names;   // every layer's label, forward order
+  std::vector<std::string> param_labels;  // the param layers' labels
   std::vector<GroupRecord> groups;
   const mgwfbp::Plan* plan = nullptr;
 };
 
 class RunLog {
  public:
-  RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank);
+  // `first`: the iterations done before (a resumed run's metrics keep their lines up to it).
+  RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank, int64_t first = 0);
   // Whether iteration `it` is one of the traced ones (`planned_at`: the first planned iteration,
   // -1 before there is one).
   bool traces(int64_t it, int64_t planned_at) const;
   void trace(const IterationTimeline& t);
+  struct Test {
+    double loss = -1, accuracy = -1;  // < 0: no test set
+  };
   // Progress line and metrics line after iteration `it` (means over the last eval.every
-  // iterations of `history`); `accuracy` < 0 when there is no test set.
-  void report(int64_t it, double loss, double accuracy, const std::vector<IterationStats>& history, double predicted_us,
+  // iterations of `history`).
+  void report(int64_t it, double loss, Test test, const std::vector<IterationStats>& history, double predicted_us,
               double seconds);
-  // Writes the trace file (when there is one and something was traced).
-  void finish();
+  // Collective when output.trace_ranks = "all": rank 0 writes the trace file (when there is one).
+  void finish(comm::Transport& t);
 
  private:
   void event(const std::string& name, int tid, double ts_us, double dur_us, Json args = nullptr);
+  void name_thread(int tid, const std::string& name);
+  bool traced_rank() const { return rank_ == 0 || out_.trace_ranks == "all"; }
   const OutputConfig out_;
   const int64_t eval_every_, iterations_;
   const int rank_;
+  double origin_us_ = -1;    // the first traced iteration's start
+  std::vector<char> named_;  // tids with a thread_name event
   JsonlWriter metrics_;
   Json events_ = Json::array();
 };

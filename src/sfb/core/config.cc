@@ -1,5 +1,6 @@
 #include "sfb/core/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -150,8 +151,7 @@ const std::vector<Field>& schema() {
     f.push_back(
         float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
     f.push_back(string_field("mgwfbp.planner", &Config::mgwfbp, &MgwfbpConfig::planner, {},
-                             "mgwfbp: merge planner: wfbp, synceasgd, mgwfbp, optimal, ddp, buckets:<MiB>, "
-                             "horovod:<MiB>."));
+                             "mgwfbp: the merge planner (mgwfbp-plan compares them all)."));
     f.push_back(int_field("mgwfbp.profile_iters", &Config::mgwfbp, &MgwfbpConfig::profile_iters, 1, 1 << 20,
                           "mgwfbp: iterations measured (as SyncEASGD) before the plan is made."));
     f.push_back(float_field("mgwfbp.replan_threshold", &Config::mgwfbp, &MgwfbpConfig::replan_threshold, 0.0, 100.0,
@@ -241,9 +241,10 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
                           "sparse_coding: FISTA iterations per code (B fixed)."));
     f.push_back(float_field("optimizer.lr", &Config::optimizer, &OptimizerConfig::lr, 1e-12, 1e6,
-                            "Step size eta of one batch: u is scaled by -eta/K. Every worker applies every "
-                            "received batch with it, so a clock moves W by the sum of the P workers' steps (as P "
-                            "serial SGD steps; divide lr by P for the step of one averaged batch)."));
+                            "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies "
+                            "every received batch with it, so a clock moves W by the sum of the P workers' steps "
+                            "(as P serial SGD steps; divide lr by P for the step of one averaged batch). mgwfbp "
+                            "mode: of the gradient averaged over all ranks' minibatches (with momentum)."));
     f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
     f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,
@@ -372,13 +373,17 @@ const std::vector<Field>& schema() {
                              "Run summary JSON, relative to output.dir (\"\": none)."));
     f.push_back(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
                              "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
-                             "planning, relative to output.dir (\"\": none)."));
+                             "planning, relative to output.dir (\"\": none): forward and update, backward per layer, "
+                             "and each group's collective on its own named track."));
     f.push_back(string_field("output.profile", &Config::output, &OutputConfig::profile, {},
                              "mgwfbp: the layer profile measured before planning (t_b, t_f, factors and their "
                              "rebuild time t_sf), as the CSV mgwfbp-plan --profile reads, relative to output.dir "
                              "(\"\": none)."));
     f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
                           "mgwfbp: iterations traced."));
+    f.push_back(string_field("output.trace_ranks", &Config::output, &OutputConfig::trace_ranks, {"0", "all"},
+                             "mgwfbp: whose iterations output.trace holds: rank 0's, or every rank's (one process "
+                             "track each, gathered by rank 0 at the end)."));
     f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,
                              {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
     return f;
@@ -481,9 +486,8 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
   if (!cfg.model.init.empty()) {
-    SFB_CHECK(cfg.job.mode == "sfb", "{}: model.init is for job.mode = \"sfb\" (the matrix models), not \"{}\"", name,
-              cfg.job.mode);
-    SFB_CHECK(!cfg.model.plugin.empty() || cfg.model.name != "l2mlr" || cfg.model.solver != "sdca",
+    SFB_CHECK(cfg.job.mode == "mgwfbp" || !cfg.model.plugin.empty() || cfg.model.name != "l2mlr" ||
+                  cfg.model.solver != "sdca",
               "{}: model.init cannot warm-start model.solver = \"sdca\": its dual variables are not in the model "
               "file; use model.solver = \"sgd\" or resume from a checkpoint",
               name);
@@ -549,6 +553,74 @@ void check_plugin_keys(const toml::table& root, const Origin& origin, const Conf
   }
 }
 
+// Keys one training mode does not read: set in the config or with --set, they are an error naming
+// the key and the mode, never silently dropped. A key ending in '.' stands for its whole section.
+constexpr const char* kKeysNotInCnnMode[] = {"model.name",
+                                             "model.plugin",
+                                             "model.lambda",
+                                             "model.solver",
+                                             "model.sdca_sigma",
+                                             "model.dim",
+                                             "model.margin",
+                                             "model.eval_pairs",
+                                             "model.atoms",
+                                             "model.gamma",
+                                             "model.lasso_steps",
+                                             "model.params",
+                                             "sfb.broadcast",
+                                             "sfb.halton_q",
+                                             "sfb.reconcile",
+                                             "sfb.reconcile_every",
+                                             "comm.scheme",
+                                             "fms.",
+                                             "runtime.queue_capacity",
+                                             "runtime.asp_window",
+                                             "runtime.slow_rank",
+                                             "runtime.slow_ms",
+                                             "eval.drift_warn",
+                                             "stop.max_seconds",
+                                             "stop.target_accuracy",
+                                             "stop.target_objective",
+                                             "stop.rel_tol",
+                                             "stop.max_replica_drift",
+                                             "stop.divergence_factor",
+                                             "stop.patience"};
+constexpr const char* kKeysNotInSfbMode[] = {
+    "cnn.", "mgwfbp.", "output.trace", "output.profile", "output.trace_iters", "output.trace_ranks"};
+
+// Whether `key` (a full key) is one job.mode = `mode` does not read.
+bool unused_by_mode(const std::string& key, const std::string& mode) {
+  const auto matches = [&](std::string_view k) {
+    return k.ends_with('.') ? key.starts_with(k) : key == k || key.starts_with(std::string(k) + ".");
+  };
+  if (mode == "mgwfbp") return std::any_of(std::begin(kKeysNotInCnnMode), std::end(kKeysNotInCnnMode), matches);
+  return std::any_of(std::begin(kKeysNotInSfbMode), std::end(kKeysNotInSfbMode), matches);
+}
+
+void check_mode_keys(const toml::table& root, const Origin& origin, const Config& cfg) {
+  const bool cnn = cfg.job.mode == "mgwfbp";
+  const auto refuse = [&](const std::string& key, const toml::node& node) {
+    throw InvalidArgument(fmt::format(
+        "{}: {} is not used by job.mode = \"{}\" ({}); remove it, or run the mode that reads it", origin.at(key, node),
+        key, cfg.job.mode,
+        cnn ? "the CNN mode trains cnn.layers with momentum SGD and stops at stop.max_clocks / stop.max_epochs"
+            : "cnn.*, mgwfbp.* and the trace and profile outputs belong to job.mode = \"mgwfbp\""));
+  };
+  const auto check = [&](std::string_view key) {
+    if (key.ends_with('.')) {
+      const std::string section(key.substr(0, key.size() - 1));
+      if (const auto* t = root.get_as<toml::table>(section))
+        for (auto&& [k, v] : *t) refuse(section + "." + std::string(k.str()), v);
+      return;
+    }
+    if (const auto node = root.at_path(key); node) refuse(std::string(key), *node.node());
+  };
+  if (cnn)
+    for (const char* k : kKeysNotInCnnMode) check(k);
+  else
+    for (const char* k : kKeysNotInSfbMode) check(k);
+}
+
 Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
   Origin origin{name, {}};
   apply_overrides(root, overrides, origin);
@@ -560,6 +632,7 @@ Config build(toml::table root, const std::string& name, const std::vector<std::s
   }
   check_keys(root, origin, cfg);
   check_plugin_keys(root, origin, cfg);
+  check_mode_keys(root, origin, cfg);
   check_cross_field_rules(cfg, name);
   resolve_plugin_path(cfg, origin);
   return cfg;
@@ -609,8 +682,9 @@ std::string Config::resolved_toml() const {
   for (const auto& o : overrides) out += fmt::format("\n#   --set {}", o);
   out += "\n";
   for (const auto& [key, value] : settings()) {
-    // With a plugin the built-in models' keys are unused, and refused when set: kept as comments.
-    const bool unused = !model.plugin.empty() && is_built_in_model_key(key);
+    // With a plugin the built-in models' keys are unused, and so are the other mode's keys; refused
+    // when set, they are kept as comments.
+    const bool unused = (!model.plugin.empty() && is_built_in_model_key(key)) || unused_by_mode(key, job.mode);
     out += (unused ? "# " : "") + key + " = " + value + "\n";
   }
   return out;
@@ -623,6 +697,17 @@ uint64_t Config::model_fingerprint() const {
   for (const auto& [key, value] : settings()) {
     const std::string section = key.substr(0, key.find('.'));  // model.params.* are in "model"
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
+      out += key + "=" + value + "\n";
+  }
+  return fnv1a64(out);
+}
+
+uint64_t Config::cnn_fingerprint() const {
+  std::string out;
+  for (const auto& [key, value] : settings()) {
+    const std::string section = key.substr(0, key.find('.'));
+    if (key == "job.seed" || section == "data" || section == "optimizer" || key == "cnn.layers" || key == "cnn.input" ||
+        key == "cnn.momentum" || key == "cnn.weight_decay")
       out += key + "=" + value + "\n";
   }
   return fnv1a64(out);

@@ -137,6 +137,7 @@ struct OutputConfig {
   std::string trace;                    // mgwfbp: Chrome trace, relative to dir
   std::string profile = "profile.csv";  // mgwfbp: the measured layer profile (mgwfbp-plan's CSV)
   int64_t trace_iters = 5;
+  std::string trace_ranks = "0";  // mgwfbp: "0" or "all"
   // `file` under dir ("" when file is ""; file itself when it is absolute or dir is "").
   std::string path(const std::string& file) const;
 };
@@ -187,6 +188,10 @@ struct Config {
   // Only what defines the model and its training data and schedule (job.seed, data.*, model.*,
   // optimizer.*): a checkpoint can be resumed under other staleness, ranks, stop or output keys.
   uint64_t model_fingerprint() const;
+  // The CNN mode's (job.mode = "mgwfbp"): job.seed, data.*, optimizer.*, cnn.layers, cnn.input,
+  // cnn.momentum and cnn.weight_decay; a checkpoint resumes under other kernels, device, planner,
+  // ranks, stop or output keys.
+  uint64_t cnn_fingerprint() const;
 };
 
 // Reads and validates a TOML file; overrides are "key=value" strings applied on top (the value is

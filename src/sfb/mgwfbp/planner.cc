@@ -270,41 +270,53 @@ std::vector<std::string> planner_names(const Profile& p) {
   return names;
 }
 
+const std::vector<PlannerInfo>& planners() {
+  using P = const Profile&;
+  using C = const CostModel&;
+  static const std::vector<PlannerInfo> all = {
+      {"wfbp", "one all-reduce per layer (WFBP)", false, [](P p, C, int64_t) { return plan_wfbp(p); }},
+      {"synceasgd", "one all-reduce after backward", false, [](P p, C, int64_t) { return plan_synceasgd(p); }},
+      {"mgwfbp", "MG-WFBP's greedy merge", false, [](P p, C c, int64_t) { return plan_mgwfbp(p, c); }},
+      {"optimal", "the exact optimal merge", false, [](P p, C c, int64_t) { return plan_optimal(p, c); }},
+      {"ddp", "PyTorch DDP's buckets (25 MiB, the first 1 MiB)", false,
+       [](P p, C, int64_t) { return plan_buckets(p, 25 * kMiB, kMiB); }},
+      {"buckets", "fixed buckets of <MiB>", true,
+       [](P p, C, int64_t cap) { return plan_buckets(p, cap, std::min(cap, kMiB)); }},
+      {"horovod", "Horovod's fusion buffer of <MiB>", true, [](P p, C, int64_t cap) { return plan_horovod(p, cap); }},
+      {"hybrid", "MG-WFBP with fully connected layers as sufficient factors where cheaper", false,
+       [](P p, C c, int64_t) { return plan_hybrid(p, c); }},
+      {"hybrid-optimal", "the exact optimum over groupings and transports", false,
+       [](P p, C c, int64_t) { return plan_hybrid_optimal(p, c); }},
+  };
+  return all;
+}
+
+std::string planner_list() {
+  std::vector<std::string> names;
+  for (const auto& p : planners()) names.push_back(p.sized ? p.name + ":<MiB>" : p.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
   SFB_CHECK(p.size() > 0, "{}: the profile has no layers", p.source);
-  auto mib = [&spec](const std::string& arg) {
-    char* end = nullptr;
-    const double v = std::strtod(arg.c_str(), &end);
-    SFB_CHECK(end && *end == '\0' && v > 0, "planner \"{}\": the size must be a positive number of MiB", spec);
-    return static_cast<int64_t>(v * static_cast<double>(kMiB));
-  };
-  Plan plan;
-  if (spec == "wfbp")
-    plan = plan_wfbp(p);
-  else if (spec == "synceasgd")
-    plan = plan_synceasgd(p);
-  else if (spec == "mgwfbp")
-    plan = plan_mgwfbp(p, c);
-  else if (spec == "optimal")
-    plan = plan_optimal(p, c);
-  else if (spec == "ddp")
-    plan = plan_buckets(p, 25 * kMiB, kMiB);
-  else if (spec.rfind("buckets:", 0) == 0) {
-    const int64_t cap = mib(spec.substr(8));
-    plan = plan_buckets(p, cap, std::min(cap, kMiB));
-  } else if (spec.rfind("horovod:", 0) == 0)
-    plan = plan_horovod(p, mib(spec.substr(8)));
-  else if (spec == "hybrid")
-    plan = plan_hybrid(p, c);
-  else if (spec == "hybrid-optimal")
-    plan = plan_hybrid_optimal(p, c);
-  else
-    throw InvalidArgument(
-        fmt::format("unknown planner \"{}\"; planners are wfbp, synceasgd, mgwfbp, optimal, ddp, "
-                    "buckets:<MiB>, horovod:<MiB>, hybrid, hybrid-optimal",
-                    spec));
-  check_plan(plan, p.size());
-  return plan;
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  for (const auto& info : planners()) {
+    if (info.name != name || info.sized != (colon != std::string::npos)) continue;
+    int64_t cap = 0;
+    if (info.sized) {
+      const std::string arg = spec.substr(colon + 1);
+      char* end = nullptr;
+      const double v = std::strtod(arg.c_str(), &end);
+      SFB_CHECK(!arg.empty() && end && *end == '\0' && v > 0 && v < 1e9,
+                "planner \"{}\": the size must be a positive number of MiB", spec);
+      cap = static_cast<int64_t>(v * static_cast<double>(kMiB));
+    }
+    Plan plan = info.make(p, c, cap);
+    check_plan(plan, p.size());
+    return plan;
+  }
+  throw InvalidArgument(fmt::format("unknown planner \"{}\"; planners are {}", spec, planner_list()));
 }
 
 void check_plan(const Plan& plan, int layers) {
@@ -321,6 +333,18 @@ std::string describe(const Plan& plan) {
   std::vector<std::string> parts;
   for (const auto& g : plan)
     parts.push_back((g.sf ? "sf:" : "") + (g.lo == g.hi ? std::to_string(g.lo) : fmt::format("{}-{}", g.hi, g.lo)));
+  return fmt::format("[{}]", fmt::join(parts, " | "));
+}
+
+std::string describe(const Plan& plan, const Profile& profile) {
+  const auto name = [&](int l) {
+    return l >= 0 && l < profile.size() && !profile.layers[static_cast<size_t>(l)].name.empty()
+               ? profile.layers[static_cast<size_t>(l)].name
+               : std::to_string(l);
+  };
+  std::vector<std::string> parts;
+  for (const auto& g : plan)
+    parts.push_back((g.sf ? "sf:" : "") + (g.lo == g.hi ? name(g.lo) : fmt::format("{}-{}", name(g.hi), name(g.lo))));
   return fmt::format("[{}]", fmt::join(parts, " | "));
 }
 

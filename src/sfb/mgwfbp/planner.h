@@ -15,6 +15,7 @@
 //              sufficient factors, Layer::sf_floats) an all-gather of the factors and their
 //              reconstruction on every rank (plan_hybrid: greedy; hybrid-optimal: exact)
 // The hybrid planners are for prediction (mgwfbp-plan): the CNN executor all-reduces every group.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,18 @@ Plan plan_hybrid_optimal(const Profile& p, const CostModel& c);
 // Every grouping (2^(L-1)), with every transport per group when `hybrid`; tests only, L <= 14.
 Plan plan_brute_force(const Profile& p, const CostModel& c, bool hybrid = false);
 
-// "wfbp", "synceasgd", "mgwfbp", "optimal", "ddp", "buckets:<MiB>", "horovod:<MiB>", "hybrid",
-// "hybrid-optimal".
+// The planner registry: every name make_plan accepts ("<name>:<MiB>" for a sized one), what it
+// does, and how it plans. Docs and help (sfbd --keys) are generated from it.
+struct PlannerInfo {
+  std::string name;
+  std::string help;
+  bool sized = false;  // takes a size: "buckets:25"
+  std::function<Plan(const Profile&, const CostModel&, int64_t cap_bytes)> make;
+};
+const std::vector<PlannerInfo>& planners();
+// "wfbp, synceasgd, ..., buckets:<MiB>, horovod:<MiB>, hybrid, hybrid-optimal".
+std::string planner_list();
+// A planner of the registry by its spec ("mgwfbp", "buckets:25"); InvalidArgument naming the list.
 Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c);
 std::vector<std::string> planner_names();
 // Every planner that applies to `p`: planner_names(), and the hybrid ones when p has factors.
@@ -56,5 +67,7 @@ std::vector<std::string> planner_names(const Profile& p);
 // Throws InternalError unless the plan covers layers L-1..0 once, in backward order.
 void check_plan(const Plan& plan, int layers);
 std::string describe(const Plan& plan);
+// The same with the profile's layer names ("[fc2-conv3 | conv2-conv1]"; indices where a name is missing).
+std::string describe(const Plan& plan, const Profile& profile);
 
 }  // namespace sfb::mgwfbp
