@@ -21,6 +21,8 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include "cli_exit.h"
+
 #include "sfb/comm/mpi_session.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -260,7 +262,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)");
   app.add_option("--random-trials", trials, "Compare optimal and mgwfbp on this many random instances");
   app.add_option("--seed", seed, "Seed of --random-trials");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
 
   try {
     if (measure) return measure_main(argc, argv, bench, net.fit_min_bytes, out_dir);

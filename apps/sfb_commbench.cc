@@ -30,6 +30,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include "cli_exit.h"
+
 #include "sfb/baselines/fms_exchange.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/comm/allreduce.h"
@@ -209,11 +211,7 @@ int run(int argc, char** argv) {
   app.add_option("--link-b-us", o.link_b_us, "allreduce: the b of its algorithm choice (us per byte)");
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
   spdlog::set_level(spdlog::level::warn);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return mpi.rank() == 0 ? app.exit(e) : 0;
-  }
+  if (const auto code = sfb_tools::parse_args(app, argc, argv, mpi.rank() == 0)) return *code;
   SFB_CHECK(o.min_bytes >= 1 && o.max_bytes >= o.min_bytes && o.repeats >= 1, "bad sizes or repeats");
   SFB_CHECK(o.servers >= 0 && o.servers < mpi.size(), "--fms-servers {} of {} ranks", o.servers, mpi.size());
   sfb::comm::TransportOptions topt;

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli_exit.h"
+
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/io/synthetic.h"
@@ -28,7 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", spec.seed, "Seed (job.seed in sfbd)");
   app.add_flag("--test", test, "Write the test rows (stream 1) instead of the training rows");
   app.add_option("--out", out, "Output libsvm file")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
   spec.stream = test ? 1 : 0;
   try {
     const sfb::io::Dataset d = sfb::io::make_synthetic(spec);

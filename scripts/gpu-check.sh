@@ -3,7 +3,10 @@
 # `cuda` tests (CUDA layers against the CPU layers), trains the default CNN for a few hundred
 # iterations on the GPU and on the CPU (one rank each, same seed and batch), and prints a table of
 # step times; then the wide fully connected head (configs/fashion_cnn_wide_fc.toml) on the GPU with
-# 2 ranks, hybrid transport (factors downloaded and all-gathered) against dense all-reduces.
+# 2 ranks, hybrid transport (factors downloaded and all-gathered) against dense all-reduces; then
+# save and resume on the GPU: a checkpoint written on the GPU resumed on the GPU against the
+# uninterrupted GPU run, the GPU's model file evaluated on the CPU, a CPU checkpoint resumed on
+# the GPU.
 # Needs nvcc (/usr/local/cuda), cuBLAS, cuDNN and a CUDA device; prints why and exits 1 when
 # no device answers.
 #   scripts/gpu-check.sh [ITERATIONS]        (default 300)
@@ -68,3 +71,35 @@ for p in hybrid-optimal mgwfbp; do
     "$(awk -v x="$(sfb_field predicted_us "$s")" 'BEGIN { print x / 1000 }')" \
     "$(awk -v x="$(sfb_field final_accuracy "$s")" 'BEGIN { print 100 * x }')" "$(sfb_field checksums_equal "$s")"
 done
+
+echo
+echo "== save and resume on the GPU (1 rank, $((ITERS / 3)) + $((ITERS / 3)) iterations)"
+half=$((ITERS / 3))
+ck() {  # <device> <out dir> <iterations> [--resume FILE]: a run with a checkpoint every $half
+  local dev=$1 dir=$2 n=$3; shift 3
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-4} sfb_mpirun -np 1 "$BUILD/apps/sfbd" \
+    --config "$ROOT/configs/fashion_cnn_mgwfbp.toml" --set device="$dev" --set stop.max_clocks="$n" \
+    --set eval.every="$half" --set checkpoint.path=ck.bin --set checkpoint.every="$half" \
+    --set output.dir="$dir" --set output.log_level=warn "$@" > "$dir.log" 2>&1 || { tail -20 "$dir.log"; exit 1; }
+}
+ck cuda "$OUT/ck-full" $((2 * half))
+ck cuda "$OUT/ck-half" "$half"
+cp "$OUT/ck-half/ck.bin" "$OUT/ck-gpu-$half.bin"
+ck cuda "$OUT/ck-half" $((2 * half)) --resume "$OUT/ck-gpu-$half.bin"
+ck cpu "$OUT/ck-cpu" "$half"
+cp "$OUT/ck-cpu/ck.bin" "$OUT/ck-cpu-$half.bin"
+ck cuda "$OUT/ck-cpu" $((2 * half)) --resume "$OUT/ck-cpu-$half.bin"
+"$BUILD/apps/sfbd" --config "$ROOT/configs/fashion_cnn_mgwfbp.toml" --set output.dir="$OUT/ck-eval" \
+  --evaluate "$OUT/ck-full/model.bin" > "$OUT/ck-eval.json"
+echo "| run | checksum | test accuracy |"
+echo "|---|---|---|"
+for r in ck-full ck-half ck-cpu; do
+  printf '| %s | %s | %.2f %% |\n' "$r" "$(sfb_field checksum "$OUT/$r/summary.json")" \
+    "$(awk -v x="$(sfb_field final_accuracy "$OUT/$r/summary.json")" 'BEGIN { print 100 * x }')"
+done
+printf '| GPU model on the CPU (--evaluate) | | %.2f %% |\n' "$(awk -v x="$(jq -r .test_accuracy "$OUT/ck-eval.json")" 'BEGIN { print 100 * x }')"
+if [ "$(sfb_field checksum "$OUT/ck-full/summary.json")" = "$(sfb_field checksum "$OUT/ck-half/summary.json")" ]; then
+  echo "GPU resume: bit for bit the uninterrupted GPU run"
+else
+  echo "GPU resume: not bit for bit (cuDNN may pick non-deterministic backward algorithms); compare the accuracies"
+fi

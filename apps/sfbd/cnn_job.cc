@@ -8,6 +8,7 @@
 #include "job.h"
 #include "report.h"
 #include "sfb/cnn/cnn_file.h"
+#include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
 #include "sfb/comm/mpi_collectives.h"
@@ -149,6 +150,12 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
 bool check_cnn(Job& job) {
   Setup s;
   if (!set_up(job, s)) return false;
+  // device = "cuda" needs a device on every host, found now rather than after the job started.
+  if (job.cfg.job.device == "cuda" && !job.all_ok("looking for a CUDA device", [] {
+        std::string why;
+        if (sfb::cnn::cuda::device_count(&why) == 0) throw sfb::InvalidArgument("device = \"cuda\": " + why);
+      }))
+    return false;
   // The network spec against the data's shape, as the executor builds it.
   return job.all_ok("checking the network", [&] { sfb::cnn::make_network(job.cfg.cnn, s.data.train); });
 }

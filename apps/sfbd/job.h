@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sfb/comm/mpi_session.h"
 #include "sfb/comm/transport.h"
@@ -23,9 +24,10 @@ struct Job {
   sfb::comm::MpiSession& mpi;
   Watchdog& watchdog;
   std::unique_ptr<sfb::comm::Transport> transport;
-  std::string resume_path;                          // --resume
-  std::unique_ptr<sfb::DirectoryLock> output_lock;  // rank 0: output.dir, for the whole job
-  bool check_only = false;                          // --check: validate everything, train nothing
+  std::string resume_path;  // --resume
+  // Rank 0, for the whole job: output.dir and every other directory an output path names.
+  std::vector<std::unique_ptr<sfb::DirectoryLock>> output_locks;
+  bool check_only = false;  // --check: validate everything, train nothing
   int rank() const { return mpi.rank(); }
   int ranks() const { return mpi.size(); }
   // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s).

@@ -3,7 +3,9 @@
 // Exit codes: 0 success (every rank), 2 bad input (config, data, outputs) found before training
 // and reported once by rank 0, 3 training failed (MPI_Abort ends every rank), 4 the objective
 // diverged.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -74,6 +76,30 @@ bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
 void Job::claim_outputs() {
   if (rank() != 0) return;
   const auto& out = cfg.output;
+  const bool cnn = cfg.job.mode == "mgwfbp";
+  // Every file this job writes, registered by key: two keys naming one file would overwrite each
+  // other (a profile CSV over the summary), so that is refused before anything is written.
+  const std::pair<std::string, std::string> files[] = {
+      {"output.metrics", out.metrics},
+      {"output.summary", out.summary},
+      {"output.model", out.model},
+      {"checkpoint.path", cfg.checkpoint.path},
+      {"output.trace", cnn ? out.trace : ""},
+      {"output.profile", cnn ? out.profile : ""},
+      {"config.resolved.toml (the record of the run)", "config.resolved.toml"}};
+  std::map<std::string, std::string> by_path;  // absolute path -> key
+  std::vector<std::string> dirs = {std::filesystem::absolute(out.dir).lexically_normal().string()};
+  for (const auto& [key, file] : files) {
+    if (file.empty()) continue;
+    const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
+    const auto [it, fresh] = by_path.emplace(path.string(), key);
+    if (!fresh)
+      throw sfb::InvalidArgument(
+          fmt::format("{} and {} are the same file, {}: one would overwrite the other; give each its own name",
+                      it->second, key, path.string()));
+    const std::string dir = path.parent_path().string();
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
   if (check_only) {
     sfb::check_writable_directory(out.dir, "output.dir");
     return;
@@ -83,16 +109,14 @@ void Job::claim_outputs() {
   } catch (const sfb::InvalidArgument& e) {
     throw sfb::InvalidArgument(fmt::format("output.dir: {}", e.what()));
   }
-  output_lock = std::make_unique<sfb::DirectoryLock>(out.dir);
-  const bool cnn = cfg.job.mode == "mgwfbp";
-  const std::pair<const char*, std::string> files[] = {{"output.metrics", out.metrics},
-                                                       {"output.summary", out.summary},
-                                                       {"output.model", out.model},
-                                                       {"checkpoint.path", cfg.checkpoint.path},
-                                                       {"output.trace", cnn ? out.trace : ""},
-                                                       {"output.profile", cnn ? out.profile : ""}};
-  for (const auto& [key, file] : files)
-    if (!file.empty()) sfb::prepare_output_file(out.path(file), key);
+  // Every directory the job writes into is claimed for it (output.dir first): a second job cannot
+  // write into a live job's directory through an absolute output path, nor the other way round.
+  for (const auto& dir : dirs) {
+    sfb::create_directories(dir);
+    output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
+  }
+  for (const auto& [path, key] : by_path)
+    if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
 }
 
 void Job::record_config() const {
@@ -109,6 +133,7 @@ struct Cli {
   std::string resume_path;
   std::string evaluate_path;
   std::string show_key;
+  bool show = false;  // --show was given (an empty key is an error, never "train")
 };
 
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
@@ -132,9 +157,10 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
                  "model's metrics as JSON on stdout; trains nothing")
       ->excludes("--check")
       ->excludes("--resume");
-  app.add_option("--show", cli.show_key,
-                 "Print the resolved value of one config key (after --set) as TOML text, or with "
-                 "checkpoint.file, output.model_file or output.metrics_file the path sfbd would write, then exit");
+  auto* show =
+      app.add_option("--show", cli.show_key,
+                     "Print the resolved value of one config key (after --set) as TOML text, or with "
+                     "checkpoint.file, output.model_file or output.metrics_file the path sfbd would write, then exit");
   app.set_version_flag("--version", version_string());
   app.add_flag("--keys", cli.list_keys,
                "Print every config key with its type, default and meaning (Markdown), then exit");
@@ -144,6 +170,7 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
     if (rank == 0) app.exit(e);
     return e.get_exit_code() == 0 ? kExitOk : kExitBadInput;
   }
+  cli.show = show->count() > 0;
   return std::nullopt;
 }
 
@@ -200,7 +227,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
     if (mpi.rank() == 0) print_keys();
     return kExitOk;
   }
-  Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, nullptr};
+  Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, {}};
   const bool loaded = job.all_ok("agreeing on the config", [&] {
     if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
     job.cfg = sfb::load_config(cli.config_path, cli.overrides);
@@ -208,7 +235,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
-  if (!cli.show_key.empty()) {
+  if (cli.show) {
     if (mpi.rank() != 0) return kExitOk;
     const auto& c = job.cfg;
     const std::map<std::string, std::string> files = {{"checkpoint.file", c.output.path(c.checkpoint.path)},

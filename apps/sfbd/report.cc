@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sfb/baselines/scheme_bytes.h"
+#include "sfb/runtime/worker.h"
 #include "sfb_revision.h"
 
 namespace sfbd {
@@ -50,7 +51,9 @@ bool bytes_counted(const sfb::Config& cfg) {
 
 double samples_per_s(const SfbRun& run) {
   const auto& r = run.result;
-  return r.seconds > 0 ? static_cast<double>(r.final_clock) * run.workers * run.cfg.optimizer.minibatch / r.seconds
+  // This run's clocks over this run's seconds (a resumed run counts from its checkpoint's clock).
+  return r.seconds > 0 ? static_cast<double>(r.final_clock - r.start_clock) * run.workers *
+                             run.cfg.optimizer.minibatch / r.seconds
                        : 0.0;
 }
 
@@ -70,11 +73,8 @@ Json rank_json(const sfb::runtime::RankStats& s) {
 }
 
 // Every key's resolved value, so that the summaries of a sweep differ where the runs did.
-Json settings_json(const sfb::Config& cfg) {
-  Json j = Json::object();
-  for (const auto& [k, v] : cfg.settings()) j[k] = v;
-  return j;
-}
+// Every key with its typed value (summary.json's "settings").
+Json settings_json(const sfb::Config& cfg) { return Json::parse(cfg.settings_json()); }
 
 }  // namespace
 
@@ -151,6 +151,10 @@ Json sfb_summary(const SfbRun& run) {
           {"threads_per_rank", cfg.runtime.threads},
           {"consistency", cfg.sfb.consistency_name()},
           {"broadcast", cfg.sfb.broadcast},
+          // The peers each worker sends a clock's factors to (sfb.halton_q resolved: 0 means P/2 or so).
+          {"receivers_per_clock", cfg.comm.scheme == "sfb"
+                                      ? sfb::Json(sfb::runtime::make_topology(cfg, run.workers).receivers_per_clock())
+                                      : sfb::Json(nullptr)},
           {"minibatch", cfg.optimizer.minibatch},
           {"stop_reason", r.stop_reason},
           {"partition", cfg.data.partition},

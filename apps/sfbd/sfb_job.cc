@@ -74,13 +74,20 @@ void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb:
                  "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
                  "{:016x}, this config {:016x}); resume with the config that wrote it",
                  path, ckpt.fingerprint, cfg.model_fingerprint());
-  SFB_CHECK_DATA(ckpt.clock < cfg.stop.max_clocks,
-                 "{}: the checkpoint is at clock {} and stop.max_clocks is {}: nothing left to train; raise "
-                 "stop.max_clocks",
-                 path, ckpt.clock, cfg.stop.max_clocks);
+  SFB_CHECK_DATA(
+      ckpt.clock<cfg.stop.max_clocks,
+                 "{}: the checkpoint is at clock {} and this run stops at clock {} ({}): nothing left to train; "
+                 "raise it",
+                 path, ckpt.clock, cfg.stop.max_clocks, cfg.stop.max_epochs> 0
+          ? fmt::format("stop.max_epochs = {}", cfg.stop.max_epochs)
+          : std::string("stop.max_clocks"));
   SFB_CHECK_DATA(ckpt.W.rows() == model->rows() && ckpt.W.cols() == model->cols(),
                  "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.W.rows(),
                  ckpt.W.cols(), model->name(), model->rows(), model->cols());
+  SFB_CHECK_DATA(ckpt.W.allFinite(),
+                 "{}: the checkpoint's W has non-finite values (its CRC is valid: it was written "
+                 "so); resume from an earlier checkpoint",
+                 path);
 }
 
 // --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
@@ -158,6 +165,9 @@ bool check_sfb(Job& job) {
   Setup s;
   if (!set_up(job, s)) return false;
   if (job.resume_path.empty()) return true;
+  // The run's last clock, as training computes it (stop.max_epochs may set it).
+  if (!s.server)
+    job.cfg.stop.max_clocks = job.cfg.stop.clock_limit(s.data.total_train, s.workers * job.cfg.optimizer.minibatch);
   return job.all_ok("checking the checkpoint", [&] {
     if (s.server || job.rank() != 0) return;
     const auto ckpt = sfb::io::read_checkpoint(job.resume_path);
@@ -235,7 +245,9 @@ int run_sfb(Job& job) {
         "scheme {}",
         s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n, cfg.data.partition,
         s.data.train.dim, cfg.runtime.threads, cfg.sfb.consistency_name(),
-        cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme);
+        cfg.comm.scheme == "sfb" ? fmt::format("sfb/{} to {} peers a clock", cfg.sfb.broadcast,
+                                               sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
+                                 : cfg.comm.scheme);
   sfb::io::Checkpoint ckpt;
   sfb::runtime::WorkerStart start;
   if (!job.resume_path.empty()) {

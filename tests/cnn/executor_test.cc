@@ -355,6 +355,9 @@ TEST(Network, BadSpecsAreRejectedNamingTheLayer) {
         Network("conv:4:9", {1, 8, 8});
       },
       ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("does not fit")));
+  // Empty items anywhere (they once reached an index into an empty vector: SIGSEGV).
+  for (const char* spec : {"conv:4:3,,fc:2", ",fc:2", "fc:2,", "fc:2, ,fc:2", " ", ",", ":"})
+    EXPECT_THAT([spec] { Network(spec, {1, 8, 8}); }, ::testing::Throws<InvalidArgument>()) << spec;
 }
 
 }  // namespace

@@ -594,6 +594,45 @@ TEST(Gradcheck, AGradientTenPercentOffFailsAtEveryStep) {
   }
 }
 
+// Forwards to a model but hands it W.stored as if it were W: the plugin bug of ignoring W.scale,
+// invisible at scale 1.
+class ReadsStoredOnly final : public api::Model {
+ public:
+  explicit ReadsStoredOnly(ModelPtr inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "stored-only " + inner_->name(); }
+  int64_t rows() const override { return inner_->rows(); }
+  int64_t cols() const override { return inner_->cols(); }
+  bool reads_sparse_rows() const override { return true; }
+  bool sparse_v() const override { return inner_->sparse_v(); }
+  double prox_scale(double t) const override { return inner_->prox_scale(t); }
+  void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override {
+    inner_->compute_sf(api::Weights{W.stored, 1.0f}, batch, out);
+  }
+  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override {
+    return inner_->objective(W, data, limit);
+  }
+  double accuracy(const Matrix& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
+
+ private:
+  ModelPtr inner_;
+};
+
+TEST(Gradcheck, AModelThatIgnoresWScaleFailsThoughItPassesAtScaleOne) {
+  const io::Dataset data = io::make_synthetic({60, 16, 4, 1.0, 0.0, 3, 0});
+  Config cfg = base_config();
+  cfg.model.name = "l2mlr";
+  cfg.model.lambda = 0.01;
+  const auto honest = gradcheck(*make_model(cfg, data, data.n, 0, 1), data, {});
+  EXPECT_TRUE(honest.passed);
+  EXPECT_GE(honest.scale_error, 0.0);
+  EXPECT_LT(honest.scale_error, 1e-6);
+  ReadsStoredOnly wrong(make_model(cfg, data, data.n, 0, 1));
+  const auto r = gradcheck(wrong, data, {});
+  EXPECT_LT(r.worst_error, 0.02) << "at scale 1 the bug is invisible";
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.scale_error, 0.02);
+}
+
 TEST(Gradcheck, APluginIsCheckedAndWrongGradientsAndDualModelsAreCaught) {
   const io::Dataset data = io::make_synthetic({60, 16, 4, 1.0, 0.0, 3, 0});
   Config cfg = base_config();

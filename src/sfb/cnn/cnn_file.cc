@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sfb/cnn/replanner.h"
+#include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/hash.h"
@@ -227,8 +228,8 @@ CnnFile decode_cnn_file(std::span<const std::byte> d, const std::string& name) {
   const auto stored = r.get<uint32_t>("CRC");
   const auto n = r.get<int64_t>("parameters");
   const auto offset = r.get<uint64_t>("parameters offset");
-  SFB_CHECK_DATA(f.iteration >= 0 && f.ranks >= 1, "{}: iteration {} / ranks {} are invalid", name, f.iteration,
-                 f.ranks);
+  SFB_CHECK_DATA(f.iteration >= 0 && f.iteration <= kMaxClock && f.ranks >= 1,
+                 "{}: iteration {} / ranks {} are invalid (iterations are 0 to 2^53)", name, f.iteration, f.ranks);
   const uint32_t crc = checksum(d);
   SFB_CHECK_DATA(crc == stored, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", name,
                  stored, crc);

@@ -74,6 +74,8 @@ const char* kind_name(LayerInfo::Kind k) {
 Network::Network(const std::string& spec, Shape input, Kernels kernels) {
   Shape s = input;
   SFB_CHECK(s.size() <= kMaxActivations, "cnn.input {}x{}x{} has more than 2^28 values", s.c, s.h, s.w);
+  SFB_CHECK(trim(spec).empty() || trim(spec).back() != ',',
+            "cnn.layers: an empty layer (two commas in a row, or a comma at an end)");
   for (const auto& item : split_trimmed(spec, ',')) {
     // The input of a layer is known to be within bounds; so are its numbers (make_layer).
     std::unique_ptr<Layer> l = make_layer(item, s, kernels);

@@ -13,7 +13,10 @@ RunLog::RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, 
   if (const auto path = out_.path(out_.metrics); !path.empty()) {
     create_parent_directories(path);
     // Lines of iterations after `first` belong to an interrupted run: the resumed run writes them again.
-    metrics_.open_continuing(path, first + 1);
+    if (first > 0)
+      metrics_.open_continuing(path, first + 1);
+    else
+      metrics_.open(path);
   }
 }
 

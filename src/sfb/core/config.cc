@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
+#include <nlohmann/json.hpp>
 
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
@@ -258,8 +259,8 @@ const std::vector<Field>& schema() {
                      c.sfb.staleness = kInfiniteStaleness;
                      return;
                    }
-                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0,
-                             "{}: sfb.staleness must be >= 0 or \"inf\", got {}", where, show_node(n));
+                   SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0 && *n.value<int64_t>() <= kMaxClock,
+                             "{}: sfb.staleness must be 0 to 2^53 or \"inf\", got {}", where, show_node(n));
                    c.sfb.staleness = *n.value<int64_t>();
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
@@ -278,7 +279,7 @@ const std::vector<Field>& schema() {
         "\"sum\": every update counted once (full broadcast's step from stale gradients: measured unstable beyond a "
         "few clocks); \"auto\": mean under BSP partial broadcast, off under full broadcast, SSP and ASP; \"off\": "
         "never (replica_drift shows the cost)."));
-    f.push_back(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMax,
+    f.push_back(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMaxClock,
                           "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
                           "the factor bytes partial broadcast sends)."));
     f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},
@@ -311,7 +312,7 @@ const std::vector<Field>& schema() {
                           "this host / ranks on this host, at least 1."));
     f.push_back(int_field("runtime.queue_capacity", &Config::runtime, &RuntimeConfig::queue_capacity, 1, 1 << 20,
                           "Capacity of each SF queue (batches)."));
-    f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMax,
+    f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMaxClock,
                           "ASP flow control: a worker runs at most this many clocks ahead of any "
                           "in-neighbour, so a fast worker cannot flood a slow one's memory."));
     f.push_back(float_field("runtime.peer_timeout_s", &Config::runtime, &RuntimeConfig::peer_timeout_s, 0.001,
@@ -327,13 +328,13 @@ const std::vector<Field>& schema() {
                             "Warn (progress line, summary.json drift_warnings) when the replica drift exceeds this "
                             "(0: never). Partial broadcast on identically distributed partitions stays near "
                             "0.2 without reconciliation; above 1 the replicas have gone separate ways."));
-    f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMax,
+    f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMaxClock,
                           "Rank 0 evaluates the objective every this many clocks."));
     f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
                           "Training samples on which the objective is evaluated: a fixed uniform sample of the "
                           "whole training set (every partition), read by rank 0 at start-up."));
-    f.push_back(
-        int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMax, "Stop after this many clocks."));
+    f.push_back(int_field("stop.max_clocks", &Config::stop, &StopConfig::max_clocks, 1, kMaxClock,
+                          "Stop after this many clocks."));
     f.push_back(float_field("stop.max_epochs", &Config::stop, &StopConfig::max_epochs, 0.0, 1e9,
                             "Stop after this many passes over the training set (0: off): at most "
                             "ceil(max_epochs * training rows / (workers * optimizer.minibatch)) clocks, and "
@@ -357,7 +358,7 @@ const std::vector<Field>& schema() {
                             "(0: only when not finite)."));
     f.push_back(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
                           "Evaluations the relative change must stay below rel_tol."));
-    f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMax,
+    f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMaxClock,
                           "Rank 0 writes a checkpoint every this many clocks (0: only when the run "
                           "stops). Needs checkpoint.path."));
     f.push_back(string_field("checkpoint.path", &Config::checkpoint, &CheckpointConfig::path, {},
@@ -674,6 +675,45 @@ std::vector<std::pair<std::string, std::string>> Config::settings() const {
   for (const auto& field : schema()) out.emplace_back(field.key, field.show(*this));
   for (const auto& p : model.params) out.emplace_back("model.params." + p.key, p.value);
   return out;
+}
+
+namespace {
+
+nlohmann::json toml_to_json(const toml::node& n) {
+  if (const auto* t = n.as_table()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (auto&& [k, v] : *t) j[std::string(k.str())] = toml_to_json(v);
+    return j;
+  }
+  if (const auto* a = n.as_array()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& v : *a) j.push_back(toml_to_json(v));
+    return j;
+  }
+  if (const auto v = n.value_exact<std::string>()) return *v;
+  if (const auto v = n.value_exact<int64_t>()) return *v;
+  if (const auto v = n.value_exact<bool>()) return *v;
+  if (const auto v = n.value_exact<double>()) {
+    if (std::isfinite(*v)) return *v;
+    return std::isnan(*v) ? "nan" : *v > 0 ? "inf" : "-inf";
+  }
+  return nullptr;  // dates and times (no key has one): the caller keeps the TOML text
+}
+
+}  // namespace
+
+std::string Config::settings_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : settings()) {
+    try {
+      const toml::table t = toml::parse("v = " + value);
+      j[key] = toml_to_json(*t.get("v"));
+      if (j[key].is_null()) j[key] = value;
+    } catch (const toml::parse_error&) {
+      j[key] = value;  // not TOML (never expected): the text itself
+    }
+  }
+  return j.dump();
 }
 
 std::string Config::resolved_toml() const {

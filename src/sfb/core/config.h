@@ -14,6 +14,11 @@
 
 namespace sfb {
 
+// Clocks and iterations (stop.max_clocks, eval.every, checkpoint.every, a checkpoint's clock) are
+// at most 2^53: any sum of a clock and a period, staleness or window then stays far from 2^63, so
+// no clock arithmetic can overflow.
+inline constexpr int64_t kMaxClock = int64_t{1} << 53;
+
 inline constexpr int64_t kInfiniteStaleness = std::numeric_limits<int64_t>::max();
 
 struct JobConfig {
@@ -179,6 +184,9 @@ struct Config {
   // Every key with its resolved value as TOML text (schema order, then model.params.*): what a
   // run records in summary.json, so runs of a sweep can be told apart.
   std::vector<std::pair<std::string, std::string>> settings() const;
+  // The settings as one JSON object, each value typed (numbers, strings, booleans, arrays, tables
+  // as JSON; a float that is not finite as the string "inf", "-inf" or "nan"): summary.json's.
+  std::string settings_json() const;
   // The settings as a TOML file that loads back into this config (dotted keys, one a line, a
   // header naming the source and overrides): what a run leaves in output.dir.
   std::string resolved_toml() const;

@@ -144,7 +144,7 @@ DirectoryLock::DirectoryLock(const std::string& dir) {
     fd_ = -1;
     throw InvalidArgument(
         fmt::format("output.dir {} is in use by another sfbd job ({}); give this job another "
-                    "output.dir or wait for that one to end",
+                    "output.dir (and output paths outside it) or wait for that one to end",
                     dir, n > 0 ? excerpt(std::string(holder, static_cast<size_t>(n))) : "holder unknown"));
   }
   char host[256] = {0};

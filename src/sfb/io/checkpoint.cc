@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "sfb/core/bytes.h"
+#include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/hash.h"
@@ -63,7 +64,8 @@ Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& na
   const auto cols = r.get<int64_t>("cols");
   const auto stored = r.get<uint32_t>("CRC");
   r.skip(4, "reserved");
-  SFB_CHECK_DATA(c.clock >= 0 && c.ranks >= 1, "{}: clock {} / ranks {} are invalid", name, c.clock, c.ranks);
+  SFB_CHECK_DATA(c.clock >= 0 && c.clock <= kMaxClock && c.ranks >= 1,
+                 "{}: clock {} / ranks {} are invalid (clocks are 0 to 2^53)", name, c.clock, c.ranks);
   SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
                  "{}: implausible shape {} x {}", name, rows, cols);
   // 2^31 x 2^31 x 4 bytes would overflow 64 bits: the product is checked, never wrapped.

@@ -89,12 +89,16 @@ GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const Grad
   const Matrix W = starting_point(model, rng);
   const api::MiniBatch batch = draw_batch(data, opt.samples, rng);
   const io::Dataset rows = dataset_of(data, batch);
-  SfBatchPtr sfs;
-  api::BatchSfWriter writer(static_cast<int32_t>(model.rows()), static_cast<int32_t>(model.cols()),
-                            [&](SfBatchPtr b) { sfs = std::move(b); });
-  writer.begin(0, batch.clock, static_cast<int32_t>(batch.size()), 1.0f, model.sparse_v());
-  model.compute_sf(api::Weights{W, 1.0f}, batch, writer);
-  SFB_CHECK(sfs, "model \"{}\": compute_sf() returned without commit()", model.name());
+  const auto sfs_at = [&](const Matrix& stored, float scale) {
+    SfBatchPtr sfs;
+    api::BatchSfWriter writer(static_cast<int32_t>(model.rows()), static_cast<int32_t>(model.cols()),
+                              [&](SfBatchPtr b) { sfs = std::move(b); });
+    writer.begin(0, batch.clock, static_cast<int32_t>(batch.size()), 1.0f, model.sparse_v());
+    model.compute_sf(api::Weights{stored, scale}, batch, writer);
+    SFB_CHECK(sfs, "model \"{}\": compute_sf() returned without commit()", model.name());
+    return sfs;
+  };
+  const SfBatchPtr sfs = sfs_at(W, 1.0f);
   const auto loss = [&](const Matrix& at) {
     const double l = model.batch_loss(at, batch);
     return std::isnan(l) ? model.objective(at, rows, 0) : l;
@@ -130,6 +134,13 @@ GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const Grad
     res.directions.push_back(best);
   }
   res.passed = res.worst_error <= opt.tolerance;
+  if (model.prox_scale(1e-4) != 1.0) {
+    // The same W as 0.5 * (2 W): exact in floats, so only a model that reads `stored` alone differs.
+    const Matrix twice = W * 2.0f;
+    const Matrix G2 = sf_gradient(*sfs_at(twice, 0.5f)) + R;
+    res.scale_error = static_cast<double>((G2 - G).norm()) / std::max(static_cast<double>(G.norm()), 1e-30);
+    res.passed = res.passed && res.scale_error <= opt.tolerance;
+  }
   return res;
 }
 

@@ -167,28 +167,45 @@ void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
               static_cast<double>(r.bytes_sent) / 1e6, eta);
 }
 
+// A checkpoint replaces the previous one only when its weights were judged: finite, evaluated at
+// that clock (an evaluation of its own when the clock is not an evaluation point), not diverged,
+// the replicas not apart past stop.max_replica_drift, and no earlier judgement that stopped the
+// run as bad. `r` is the evaluation at the snapshot's clock.
+void ObjectiveMonitor::checkpoint_if_good(const Snapshot& s, const EvalRecord& r) {
+  std::string why;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_reason_ == "diverged" || stop_reason_ == "replica_drift")
+      why = fmt::format("the run stopped as \"{}\"", stop_reason_);
+    else if (!s.W.allFinite())
+      why = "W has non-finite values";
+    else if (diverged(r))
+      why = fmt::format("the objective there, {}, diverged", r.objective);
+    else if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift)
+      why = fmt::format("the replicas drifted apart ({} > stop.max_replica_drift)", r.replica_drift);
+  }
+  if (why.empty()) return write_checkpoint(s);
+  spdlog::error("checkpoint at clock {} not written: {}; {}", s.record.clock, why,
+                last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
+                                      : std::string("no checkpoint of this run was written"));
+}
+
 void ObjectiveMonitor::loop() {
   for (;;) {
     std::unique_ptr<Snapshot> s;
     queue_.pop(s);
     if (!s) return;  // aborted
-    if (s->checkpoint && !out_.checkpoint.empty()) {
-      // A checkpoint replaces the previous one: never with weights that are not finite.
-      if (s->W.allFinite())
-        write_checkpoint(*s);
-      else
-        spdlog::error("checkpoint at clock {} not written: W has non-finite values; {} keeps the last good one",
-                      s->record.clock, out_.checkpoint);
-    }
-    if (!s->evaluate) continue;
+    const bool checkpoint = s->checkpoint && !out_.checkpoint.empty();
+    if (!s->evaluate && !checkpoint) continue;
     std::optional<EvalRecord> repeat;
     {
       // The final snapshot at the clock of the last evaluation: nothing new to evaluate.
       std::lock_guard lock(mu_);
-      if (s->final && !records_.empty() && records_.back().clock == s->record.clock) repeat = records_.back();
+      if (!records_.empty() && records_.back().clock == s->record.clock) repeat = records_.back();
     }
-    if (!repeat) {
-      const EvalRecord r = evaluate(*s);
+    // A checkpoint between evaluations is judged by an evaluation of its own (not a metrics line).
+    const EvalRecord r = repeat ? *repeat : evaluate(*s);
+    if (s->evaluate && !repeat) {
       {
         std::lock_guard lock(mu_);
         records_.push_back(r);
@@ -201,6 +218,7 @@ void ObjectiveMonitor::loop() {
       }
       decide(r);
     }
+    if (checkpoint) checkpoint_if_good(*s, r);
     if (s->final) return;
   }
 }

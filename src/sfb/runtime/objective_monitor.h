@@ -69,6 +69,7 @@ class ObjectiveMonitor {
   void loop();
   EvalRecord evaluate(const Snapshot& s);
   void write_checkpoint(const Snapshot& s);
+  void checkpoint_if_good(const Snapshot& s, const EvalRecord& r);
   void decide(const EvalRecord& r);
   bool diverged(const EvalRecord& r) const;
   void log_progress(const EvalRecord& r) const;

@@ -207,7 +207,8 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
   auto& r = s->record;
   r.clock = done;
   r.seconds = since_start.seconds();
-  r.samples_per_s = r.seconds > 0 ? static_cast<double>(done) * P * K / r.seconds : 0.0;
+  // This run's rate: a resumed run's seconds start at the resume, and so do its clocks.
+  r.samples_per_s = r.seconds > 0 ? static_cast<double>(done - start_clock) * P * K / r.seconds : 0.0;
   fill_traffic_and_times(r);
   monitor->submit(std::move(s));
 }
