@@ -209,6 +209,7 @@ int evaluate_cnn(Job& job, const std::string& path) {
     const sfb::io::LoadRequest req{0, 1, true, cfg.eval.train_sample};
     sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
     data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
+    sfb::cnn::cnn_memory(cfg, data.train).check(sfb::available_memory_bytes(1), "this CNN");
     f = sfb::cnn::read_cnn_file(path, false);
     sfb::cnn::check_same_network(f.network, spec_of(cfg, data.train), path);
   });

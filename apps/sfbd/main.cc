@@ -4,9 +4,11 @@
 // and reported once by rank 0, 3 training failed (MPI_Abort ends every rank), 4 the objective
 // diverged.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -88,7 +90,9 @@ void Job::claim_outputs() {
       {"output.profile", cnn ? out.profile : ""},
       {"config.resolved.toml (the record of the run)", "config.resolved.toml"}};
   std::map<std::string, std::string> by_path;  // absolute path -> key
-  std::vector<std::string> dirs = {std::filesystem::absolute(out.dir).lexically_normal().string()};
+  // Each directory written into, with the key that first names it (output.dir first).
+  std::vector<std::pair<std::string, std::string>> dirs = {
+      {std::filesystem::absolute(out.dir).lexically_normal().string(), "output.dir"}};
   for (const auto& [key, file] : files) {
     if (file.empty()) continue;
     const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
@@ -98,7 +102,8 @@ void Job::claim_outputs() {
           fmt::format("{} and {} are the same file, {}: one would overwrite the other; give each its own name",
                       it->second, key, path.string()));
     const std::string dir = path.parent_path().string();
-    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    if (std::none_of(dirs.begin(), dirs.end(), [&](const auto& d) { return d.first == dir; }))
+      dirs.emplace_back(dir, key);
   }
   if (check_only) {
     sfb::check_writable_directory(out.dir, "output.dir");
@@ -111,8 +116,12 @@ void Job::claim_outputs() {
   }
   // Every directory the job writes into is claimed for it (output.dir first): a second job cannot
   // write into a live job's directory through an absolute output path, nor the other way round.
-  for (const auto& dir : dirs) {
-    sfb::create_directories(dir);
+  for (const auto& [dir, key] : dirs) {
+    try {
+      sfb::create_directories(dir);
+    } catch (const sfb::InvalidArgument& e) {
+      throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
+    }
     output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
   }
   for (const auto& [path, key] : by_path)
@@ -299,7 +308,10 @@ int main(int argc, char** argv) {
   try {
     code = sfbd::run(argc, argv, mpi, watchdog, finalize_s);
   } catch (const std::exception& e) {
-    // A failure on one rank: the others cannot finish without it, so end the whole job.
+    // A failure on one rank: the others cannot finish without it, so end the whole job. A failure
+    // every rank meets alike (a plugin's contract error) is printed once: rank 0 aborts the job
+    // at once, the others wait 3 s for that (mpirun kills them) before they report and abort themselves.
+    if (mpi.rank() != 0 && mpi.size() > 1) std::this_thread::sleep_for(std::chrono::seconds(3));
     fmt::print(stderr, "sfbd: rank {}: fatal: {}\n", mpi.rank(), e.what());
     std::fflush(stderr);
     mpi.abort(sfbd::kExitFailed);

@@ -49,7 +49,7 @@ TEST(Config, StalenessInfIsAsp) {
 
 TEST(Config, NegativeStalenessNamesLineAndAcceptedValues) {
   const auto e = error_of(std::string(kBase) + "[sfb]\nstaleness = -3\n");
-  EXPECT_THAT(e, HasSubstr("job.toml:7: sfb.staleness must be >= 0 or \"inf\", got -3"));
+  EXPECT_THAT(e, HasSubstr("job.toml:7: sfb.staleness must be 0 to 2^53 or \"inf\", got -3"));
 }
 
 TEST(Config, UnknownKeyNamesLineAndKnownKeys) {

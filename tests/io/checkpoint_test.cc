@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,6 +36,17 @@ TEST(Checkpoint, RoundTripsThroughAFile) {
   EXPECT_EQ(r.ranks, 4);
   EXPECT_EQ(r.W, c.W);
   std::filesystem::remove(path);
+}
+
+TEST(Checkpoint, AClockPast2To53IsRefusedSoNoClockArithmeticOverflows) {
+  for (const int64_t clock : {int64_t{1} << 53, (int64_t{1} << 53) + 1, std::numeric_limits<int64_t>::max() - 101}) {
+    const Bytes b = encode_checkpoint({1, 2, clock, 2, Matrix::Zero(2, 3)});
+    const std::string bytes(reinterpret_cast<const char*>(b.data()), b.size());
+    if (clock <= (int64_t{1} << 53))
+      EXPECT_EQ(decode_error(bytes), "") << clock;
+    else
+      EXPECT_THAT(decode_error(bytes), HasSubstr("clocks are 0 to 2^53")) << clock;
+  }
 }
 
 TEST(Checkpoint, EveryCorruptionIsRefusedWithItsReason) {

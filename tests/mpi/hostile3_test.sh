@@ -2,13 +2,14 @@
 # Hostile input and faults, round 3 (issue 29), against the installed tools: each case ends with the
 # documented exit code and message within a time limit, nothing good is replaced, nothing a run
 # directory holds can execute.
-#   hostile3_test.sh <sfbd> <source dir> <sfb-gradcheck> <mgwfbp-plan> <sfb-datagen>
+#   hostile3_test.sh <sfbd> <source dir> <sfb-gradcheck> <mgwfbp-plan> <sfb-datagen> <hostile plugin>
 set -uo pipefail
 SFBD=$1
 SRC=$2
 GRADCHECK=$3
 PLAN=$4
 DATAGEN=$5
+PLUGIN=$6
 source "$SRC/scripts/common.sh"
 export OMP_NUM_THREADS=1
 OUT=$(mktemp -d)
@@ -40,6 +41,7 @@ expect() {
   else
     ok "$name ($(($(date +%s) - t0))s): $(grep -F -- "$pattern" <<< "$out" | head -1 | cut -c1-160)"
   fi
+  LAST_OUT=$out
 }
 
 echo "== 1. sfb-plot: nothing in a metrics file executes; a plot with nothing on it replaces nothing"
@@ -105,6 +107,7 @@ for p in $(pgrep -f -- "output.dir=$OUT/s2"); do
     | grep -qx "OMPI_COMM_WORLD_RANK=1" && kill -9 "$p"
 done
 for _ in $(seq 1 300); do grep -q "waiting 60 s" "$OUT/s2.log" 2> /dev/null && break; sleep 0.1; done
+grep -q "waiting 60 s" "$OUT/s2.log" || fail "stop between attempts: sfb-run never reached the restart delay"
 kill -TERM $sup
 rc=0
 timeout 30 tail --pid=$sup -f /dev/null || rc=$?
@@ -147,11 +150,35 @@ expect check-epochs-resume 2 60 "stop.max_epochs = 0.001" -- "$SFBD" --config "$
   --set stop.max_epochs=0.001 --resume "$ck" --check
 expect check-cuda 2 60 'device = "cuda"' -- "$SFBD" --config "$CNN" --set output.dir="$OUT/cu" --set device=cuda --check
 
+echo "== 8. a file too large to read is refused by its size, before anything is allocated"
+truncate -s 64G "$OUT/huge.bin"
+expect evaluate-huge 2 30 "more than this process can allocate" -- "$SFBD" --config "$SMALL" --set output.dir="$OUT/e" \
+  --evaluate "$OUT/huge.bin"
+expect resume-huge 2 30 "more than this process can allocate" -- "$SFBD" --config "$CNN" --set output.dir="$OUT/e" \
+  --resume "$OUT/huge.bin" --check
+rm -f "$OUT/huge.bin"
+# A network too large is estimated from cnn.layers before it is built, naming the key.
+expect cnn-too-large 2 60 "cnn.layers" -- "$SFBD" --config "$CNN" --set output.dir="$OUT/e" \
+  --set cnn.layers=fc:2000000,relu,fc:1000 --check
+expect cnn-too-large-evaluate 2 60 "cnn.layers" -- "$SFBD" --config "$CNN" --set output.dir="$OUT/e" \
+  --set cnn.layers=fc:2000000,relu,fc:1000 --evaluate "$OUT/ck/ck.bin"
+
 echo "== 9. every installed tool exits 2 on bad arguments"
 expect gradcheck-args 2 30 "--config is required" -- "$GRADCHECK"
 expect gradcheck-range 2 30 "not in range" -- "$GRADCHECK" --config "$SMALL" --samples 0
 expect plan-args 2 30 "" -- "$PLAN" --no-such-option
 expect datagen-args 2 30 "is required" -- "$DATAGEN" --features 10
+
+echo "== 11. a plugin's contract error names the plugin and the call, once; the summary's settings are typed"
+expect contract-error 3 60 'model "hostile" (plugin '"$PLUGIN"'): compute_sf() at clock 0: write_v(0): v has length 784' -- \
+  "${SFB_MPIRUN[@]}" -np 4 "$SFBD" --config "$SMALL" --set model.plugin="$PLUGIN" --set 'model.params.fault="short_v"' \
+  --set output.dir="$OUT/cv"
+n=$(grep -c "fatal" <<< "$LAST_OUT")
+[ "$n" = 1 ] && ok "contract-error printed once" || fail "contract-error printed $n times"
+"${RUN2[@]}" --set sfb.broadcast=halton --set stop.max_clocks=20 --set output.dir="$OUT/typed" > /dev/null 2>&1 || fail "typed run"
+jq -e '.settings["sfb.staleness"] == 0 and .settings["sfb.broadcast"] == "halton" and .settings["optimizer.lr"] == 0.1
+       and .receivers_per_clock == 1' "$OUT/typed/summary.json" > /dev/null && ok "typed settings, receivers_per_clock" \
+  || fail "settings not typed: $(jq -c '[.settings["sfb.staleness"], .settings["sfb.broadcast"], .receivers_per_clock]' "$OUT/typed/summary.json")"
 
 echo "$passed passed, $failures failed"
 [ "$failures" = 0 ]

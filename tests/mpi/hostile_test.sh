@@ -99,7 +99,7 @@ expect huge-timeout 2 60 "runtime.peer_timeout_s must be in [0.001, 31536000]" -
 # Item 4: a run that turns NaN at clock 25 keeps its last good checkpoint (clock 20), which resumes.
 nan=(--set model.plugin="$PLUGIN" --set 'model.params.fault="nan_from_25"' --set checkpoint.path=ck.bin
      --set checkpoint.every=10 --set eval.every=10 --set stop.max_clocks=200 --set output.dir="$OUT/nan")
-expect nan-run 4 120 "not written: W has non-finite values" -- "${RUN2[@]}" "${nan[@]}"
+expect nan-run 4 120 "not written: the run stopped as \"diverged\"" -- "${RUN2[@]}" "${nan[@]}"
 expect nan-checkpoint-resumes 0 120 "resuming from $OUT/nan/ck.bin at clock 20" -- "${RUN2[@]}" "${nan[@]}" \
   --set stop.max_clocks=22 --set output.log_level=info --resume "$OUT/nan/ck.bin"
 

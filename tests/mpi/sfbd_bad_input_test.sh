@@ -35,7 +35,7 @@ printf '[data]\nformat = "libsvm"\ntrain = "%s/bad.svm"\nfeatures = 10\nclasses 
 printf '[data]\nformat = "idx"\ntrain_images = "%s/bad.svm"\ntrain_labels = "%s/bad.svm"\n[output]\ndir = "%s/o3"\n' "$OUT" "$OUT" "$OUT" > "$OUT/badidx.toml"
 
 expect unknown-key 2 "typo.toml:6: unknown key 'sfb.stalenes'" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/typo.toml"
-expect bad-range 2 "neg.toml:6: sfb.staleness must be >= 0 or \"inf\", got -1" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/neg.toml"
+expect bad-range 2 "neg.toml:6: sfb.staleness must be 0 to 2^53 or \"inf\", got -1" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/neg.toml"
 expect bad-override 2 "--set optimizer.minibatch=0: optimizer.minibatch must be in [1," -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --set optimizer.minibatch=0
 expect missing-config 2 "$OUT/nope.toml: cannot read config" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/nope.toml"
 expect missing-data 2 "$OUT/missing.svm: cannot open" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/missing.toml"
@@ -64,7 +64,7 @@ printf '\xff' | dd of="$OUT/bad.ck" bs=1 seek=100 conv=notrunc 2> /dev/null
 expect corrupt-checkpoint 2 "checksum mismatch" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/bad.ck" --set output.dir="$OUT/o9"
 expect foreign-checkpoint 2 "other model, data or optimizer settings" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set optimizer.lr=0.01 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
-expect finished-checkpoint 2 "is at clock 20 and stop.max_clocks is 20" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
+expect finished-checkpoint 2 "is at clock 20 and this run stops at clock 20 (stop.max_clocks)" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set stop.max_clocks=20 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
 expect missing-checkpoint 2 "none.ck: cannot read checkpoint: No such file" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/none.ck" --set output.dir="$OUT/o9"
 expect check-ok 0 "OK (SSP(s=2), 4 ranks)" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --check

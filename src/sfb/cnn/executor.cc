@@ -114,17 +114,22 @@ Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
 }
 
 MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train) {
-  Network net = make_network(cfg.cnn, train);
+  // From the spec alone: an estimate that allocated the network would fail where it should warn.
+  const Shape input = parse_shape(cfg.cnn.input);
+  SFB_CHECK(train.dim == input.size() && !train.sparse,
+            "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
+            train.dim, train.sparse ? "sparse" : "dense", cfg.cnn.input, input.size(),
+            train.dim == input.size() + 1 ? " (set data.bias = false)" : "");
   const double batch = static_cast<double>(cfg.optimizer.minibatch);
-  double acts = static_cast<double>(net.layer(0).in_shape().size()), cols = 0;
-  for (int i = 0; i < net.layers(); ++i) {
-    const LayerInfo li = net.layer(i).info();
+  double acts = static_cast<double>(input.size()), cols = 0, params = 0;
+  for (const LayerInfo& li : Network::plan(cfg.cnn.layers, input)) {
     acts += static_cast<double>(li.out.size());
+    params += static_cast<double>(Network::param_count(li));
     if (li.kind == LayerInfo::Kind::kConv)
       cols += static_cast<double>(li.in.c) * li.kernel * li.kernel * li.out.h * li.out.w;
   }
   MemoryEstimate e;
-  e.add("parameters, gradients and momentum", "cnn.layers", 4.0 * 3 * static_cast<double>(net.total_params()));
+  e.add("parameters, gradients and momentum", "cnn.layers", 4.0 * 3 * params);
   e.add("activations and their gradients", "cnn.layers, optimizer.minibatch", 4.0 * 2 * acts * batch);
   e.add("the convolutions' im2col buffers", "cnn.layers, optimizer.minibatch", 4.0 * cols * batch);
   return e;

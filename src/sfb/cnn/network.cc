@@ -1,5 +1,7 @@
 #include "sfb/cnn/network.h"
 
+#include "sfb/cnn/layer_parts.h"
+
 #include <charconv>
 #include <chrono>
 #include <map>
@@ -38,25 +40,40 @@ void check_params(const std::string& item, int64_t outputs, int64_t fan_in) {
             params);
 }
 
-std::unique_ptr<Layer> make_layer(const std::string& item, Shape s, Kernels kernels) {
+// What one item of the spec is on input `s`, every number checked, nothing allocated.
+LayerInfo parse_layer(const std::string& item, Shape s) {
   const auto f = split_trimmed(item, ':');
   SFB_CHECK(!f.empty() && !f[0].empty(), "cnn.layers: an empty layer (two commas in a row, or a comma at an end)");
   if (f[0] == "conv" && (f.size() == 3 || f.size() == 4)) {
     const int c = number(item, f[1], 1, kMaxChannels, "channels"), k = number(item, f[2], 1, kMaxKernel, "kernel");
+    const int pad = f.size() == 4 ? number(item, f[3], 0, kMaxKernel, "pad") : 0;
     check_params(item, c, int64_t{s.c} * k * k);
-    return make_conv2d(s, c, k, f.size() == 4 ? number(item, f[3], 0, kMaxKernel, "pad") : 0, kernels);
+    return {LayerInfo::Kind::kConv, s, detail::conv_out(s, c, k, pad), k, pad};
   }
-  if (f[0] == "relu" && f.size() == 1) return make_relu(s, kernels);
-  if (f[0] == "pool" && f.size() == 2) return make_maxpool(s, number(item, f[1], 1, kMaxKernel, "pool size"), kernels);
+  if (f[0] == "relu" && f.size() == 1) return {LayerInfo::Kind::kRelu, s, s, 0, 0};
+  if (f[0] == "pool" && f.size() == 2) {
+    const int k = number(item, f[1], 1, kMaxKernel, "pool size");
+    return {LayerInfo::Kind::kPool, s, detail::pool_out(s, k), k, 0};
+  }
   if (f[0] == "fc" && f.size() == 2) {
     const int outputs = number(item, f[1], 1, 1 << 24, "outputs");
     check_params(item, outputs, s.size());
-    return make_linear(s, outputs, kernels);
+    return {LayerInfo::Kind::kLinear, s, detail::fc_out(outputs), 0, 0};
   }
   throw InvalidArgument(
       fmt::format("cnn.layers: unknown layer \"{}\"; layers are conv:<channels>:<kernel>[:<pad>], relu, pool:<k>, "
                   "fc:<outputs>",
                   excerpt(item)));
+}
+
+std::unique_ptr<Layer> make_layer(const LayerInfo& li, Kernels kernels) {
+  switch (li.kind) {
+    case LayerInfo::Kind::kConv: return make_conv2d(li.in, li.out.c, li.kernel, li.pad, kernels);
+    case LayerInfo::Kind::kRelu: return make_relu(li.in, kernels);
+    case LayerInfo::Kind::kPool: return make_maxpool(li.in, li.kernel, kernels);
+    case LayerInfo::Kind::kLinear: break;
+  }
+  return make_linear(li.in, li.out.c, kernels);
 }
 
 const char* kind_name(LayerInfo::Kind k) {
@@ -71,19 +88,30 @@ const char* kind_name(LayerInfo::Kind k) {
 
 }  // namespace
 
-Network::Network(const std::string& spec, Shape input, Kernels kernels) {
+std::vector<LayerInfo> Network::plan(const std::string& spec, Shape input) {
   Shape s = input;
   SFB_CHECK(s.size() <= kMaxActivations, "cnn.input {}x{}x{} has more than 2^28 values", s.c, s.h, s.w);
   SFB_CHECK(trim(spec).empty() || trim(spec).back() != ',',
             "cnn.layers: an empty layer (two commas in a row, or a comma at an end)");
+  std::vector<LayerInfo> out;
   for (const auto& item : split_trimmed(spec, ',')) {
-    // The input of a layer is known to be within bounds; so are its numbers (make_layer).
-    std::unique_ptr<Layer> l = make_layer(item, s, kernels);
-    s = l->out_shape();
+    // The input of a layer is known to be within bounds; so are its numbers (parse_layer).
+    out.push_back(parse_layer(item, s));
+    s = out.back().out;
     SFB_CHECK(s.size() <= kMaxActivations, "cnn.layers: \"{}\" makes {}x{}x{} values per sample (more than 2^28)",
               excerpt(item), s.c, s.h, s.w);
-    layers_.push_back(std::move(l));
   }
+  return out;
+}
+
+int64_t Network::param_count(const LayerInfo& li) {
+  if (li.kind == LayerInfo::Kind::kConv) return int64_t{li.out.c} * li.in.c * li.kernel * li.kernel + li.out.c;
+  if (li.kind == LayerInfo::Kind::kLinear) return li.out.size() * li.in.size() + li.out.size();
+  return 0;
+}
+
+Network::Network(const std::string& spec, Shape input, Kernels kernels) {
+  for (const LayerInfo& li : plan(spec, input)) layers_.push_back(make_layer(li, kernels));
   SFB_CHECK(!layers_.empty(), "cnn.layers is empty");
   // A parameterless layer's backward runs just before the backward of the nearest param layer
   // below it (forward order): its time counts towards that layer's readiness.

@@ -48,6 +48,11 @@ class DeviceBackend {
 class Network {
  public:
   Network(const std::string& spec, Shape input, Kernels kernels = Kernels::kOneDnn);
+  // The layers `spec` describes on `input`, every number and shape checked as the constructor
+  // checks them, nothing allocated: what memory estimates read before a network is built.
+  static std::vector<LayerInfo> plan(const std::string& spec, Shape input);
+  // Parameters (weights and biases) of a layer of plan().
+  static int64_t param_count(const LayerInfo& li);
   void init(Rng& rng);
 
   // Forward pass over a batch (N x input.size()); returns the logits.

@@ -200,9 +200,14 @@ void Worker::State::compute_loop() {
     api::gather(train, rows, batch);
     batch.clock = c;
     writer.begin(rank, c, K, gradient ? -step(c) / static_cast<float>(K) : 1.0f, sparse_v);
-    {
+    try {
       std::shared_lock lock(w_mu);
       model.compute_sf(api::Weights{W, w_scale}, batch, writer);
+    } catch (const InvalidArgument& e) {
+      // A contract error of the writer (write_u / write_v / commit) names the plugin and the call.
+      throw InvalidArgument(fmt::format("model \"{}\"{}: compute_sf() at clock {}: {}", model.name(),
+                                        cfg.model.plugin.empty() ? "" : " (plugin " + cfg.model.plugin + ")", c,
+                                        e.what()));
     }
     SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
               model.name(), c);

@@ -6,7 +6,9 @@
 //   nan_init       init() writes NaN into W
 //   bad_scale      prox_scale() returns 0
 //   nan_from_25    an MLR whose SFs are NaN from clock 25 on (a run that diverges mid-way)
+//   short_v        write_v with one float too few (a contract error of the writer)
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +39,10 @@ class Hostile : public sfb::api::Model {
       p(i, batch.labels[static_cast<size_t>(i)]) -= 1.0f;
     }
     if (fault_ == "nan_from_25" && batch.clock >= 25) p.setConstant(std::nanf(""));
+    if (fault_ == "short_v") {
+      const sfb::Matrix x = batch.x;
+      out.write_v(0, std::span<const float>(x.data(), static_cast<size_t>(x.cols() - 1)));
+    }
     out.write_u_block(p);
     out.write_v_block(batch.x);
     out.commit();
