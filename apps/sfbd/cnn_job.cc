@@ -57,6 +57,11 @@ bool set_up(Job& job, Setup& s) {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
     sfb::cnn::check_planner(cfg.mgwfbp);
+    // device = "cuda" needs a device on every host: found before anything is written.
+    if (cfg.job.device == "cuda") {
+      std::string why;
+      if (sfb::cnn::cuda::device_count(&why) == 0) throw sfb::InvalidArgument("device = \"cuda\": " + why);
+    }
     job.claim_outputs();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
     sfb::io::data_memory(cfg.data, job.rank(), job.ranks(), job.rank() == 0).check(available, "loading the data");
@@ -150,12 +155,7 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
 bool check_cnn(Job& job) {
   Setup s;
   if (!set_up(job, s)) return false;
-  // device = "cuda" needs a device on every host, found now rather than after the job started.
-  if (job.cfg.job.device == "cuda" && !job.all_ok("looking for a CUDA device", [] {
-        std::string why;
-        if (sfb::cnn::cuda::device_count(&why) == 0) throw sfb::InvalidArgument("device = \"cuda\": " + why);
-      }))
-    return false;
+
   // The network spec against the data's shape, as the executor builds it.
   return job.all_ok("checking the network", [&] { sfb::cnn::make_network(job.cfg.cnn, s.data.train); });
 }
