@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The CNN mode keeps what it trains (4 ranks, Fashion-MNIST, 200 iterations):
+# The CNN mode keeps what it trains (4 ranks, Fashion-MNIST, 120 iterations):
 #  * output.model -> sfbd --evaluate gives the run's final test accuracy and loss;
 #  * model.init warm-starts from it; a file of another network is exit 2 naming the layer;
-#  * a checkpoint at 100 resumed on 4 ranks ends bit for bit where the uninterrupted run did, and
+#  * a checkpoint at 80 resumed on 4 ranks ends bit for bit where the uninterrupted run did, and
 #    the metrics continue; resumed on 2 ranks it ends in the same accuracy band;
 #  * sfb-run restarts the job after kill -9 of rank 0 and then of rank 2, each time from the
 #    newest checkpoint with at most checkpoint.every iterations lost, and ends bit for bit equal;
@@ -19,8 +19,8 @@ fail() { echo "FAIL: $*"; [ -f "$OUT/sup.log" ] && tail -20 "$OUT/sup.log"; exit
 source "$SRC/scripts/common.sh"
 export OMP_NUM_THREADS=1
 RUN="$SRC/apps/sfb-run"
-CFG=(--config "$SRC/configs/fashion_cnn_mgwfbp.toml" --set stop.max_clocks=200 --set eval.every=50
-     --set checkpoint.path=ck.bin --set checkpoint.every=50 --set output.log_level=info --set mgwfbp.profile_iters=5)
+CFG=(--config "$SRC/configs/fashion_cnn_mgwfbp.toml" --set stop.max_clocks=120 --set eval.every=40
+     --set checkpoint.path=ck.bin --set checkpoint.every=40 --set output.log_level=info --set mgwfbp.profile_iters=5)
 
 echo "== uninterrupted, 4 ranks, every rank traced"
 sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/full" --set output.trace_ranks=all > "$OUT/full.log" 2>&1 \
@@ -37,7 +37,7 @@ echo "== --evaluate gives the run's final accuracy and loss"
   || fail "--evaluate"
 cat "$OUT/eval.json"
 jq -e --argjson a "$acc" --argjson l "$loss" \
-  '(.test_accuracy - $a | fabs) < 1e-6 and (.test_loss - $l | fabs) < 1e-5 and .iterations_trained == 200' \
+  '(.test_accuracy - $a | fabs) < 1e-6 and (.test_loss - $l | fabs) < 1e-5 and .iterations_trained == 120' \
   "$OUT/eval.json" > /dev/null || fail "--evaluate differs from the run's final accuracy $acc / loss $loss"
 
 echo "== the trace: named processes and threads, a track per group"
@@ -72,17 +72,17 @@ rc=0
 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/bad" --resume "$OUT/full/model.bin" > "$OUT/bad.log" 2>&1 || rc=$?
 [ $rc = 2 ] && grep -q "is a CNN model file, not a checkpoint" "$OUT/bad.log" || { cat "$OUT/bad.log"; fail "model as checkpoint: exit $rc"; }
 
-echo "== resume at 100 on 4 ranks: bit for bit; on 2 ranks: the same accuracy band"
-sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/half" --set stop.max_clocks=100 > "$OUT/half.log" 2>&1 || fail "first half"
-cp "$OUT/half/ck.bin" "$OUT/ck100.bin"
-sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/half" --resume "$OUT/ck100.bin" > "$OUT/res.log" 2>&1 || { tail "$OUT/res.log"; fail "resume"; }
-grep -q "resuming from $OUT/ck100.bin at iteration 100 (written by 4 ranks)" "$OUT/res.log" || fail "no resume line"
+echo "== resume at 80 on 4 ranks: bit for bit; on 2 ranks: the same accuracy band"
+sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/half" --set stop.max_clocks=80 > "$OUT/half.log" 2>&1 || fail "first half"
+cp "$OUT/half/ck.bin" "$OUT/ck80.bin"
+sfb_mpirun -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/half" --resume "$OUT/ck80.bin" > "$OUT/res.log" 2>&1 || { tail "$OUT/res.log"; fail "resume"; }
+grep -q "resuming from $OUT/ck80.bin at iteration 80 (written by 4 ranks)" "$OUT/res.log" || fail "no resume line"
 got=$(jq -r .checksum "$OUT/half/summary.json")
 [ "$got" = "$want" ] || fail "resumed on 4 ranks: checksum $got, uninterrupted $want"
 diff <(jq -c '[.iteration, .loss, .accuracy]' "$OUT/full/metrics.jsonl") <(jq -c '[.iteration, .loss, .accuracy]' "$OUT/half/metrics.jsonl") \
   || fail "the resumed run's metrics differ from the uninterrupted run's"
 echo "4 ranks: bit for bit ($got), metrics continue"
-sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/two" --resume "$OUT/ck100.bin" > "$OUT/two.log" 2>&1 || { tail "$OUT/two.log"; fail "resume on 2"; }
+sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/two" --resume "$OUT/ck80.bin" > "$OUT/two.log" 2>&1 || { tail "$OUT/two.log"; fail "resume on 2"; }
 tacc=$(jq -r .final_accuracy "$OUT/two/summary.json")
 jq -en --argjson t "$tacc" --argjson a "$acc" '($t - $a | fabs) < 0.04' > /dev/null || fail "resumed on 2 ranks: $tacc, 4 ranks $acc"
 grep -q "profile:" "$OUT/two.log" || fail "on other ranks the resumed run does not profile again"
@@ -106,15 +106,15 @@ kill_rank() {  # <rank> <after this checkpoint iteration> <output dir> <attempt>
 echo "== supervised: kill -9 of rank 0, then of rank 2"
 "$RUN" --max-restarts 3 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/sup" 2> "$OUT/sup.log" &
 sup=$!
-kill_rank 0 50 "$OUT/sup" 1
-kill_rank 2 150 "$OUT/sup" 2
+kill_rank 0 40 "$OUT/sup" 1
+kill_rank 2 80 "$OUT/sup" 2
 rc=0
 wait "$sup" || rc=$?
 cat "$OUT/sup.log"
 [ $rc = 0 ] || fail "sfb-run exit code $rc"
 grep -q "the job finished (attempt 3, 2 restart(s))" "$OUT/sup.log" || fail "not finished on attempt 3"
 for lost in $(grep -o "iterations lost: [0-9a-z]*" "$OUT/sup.log" | awk '{ print $3 }'); do
-  [ "$lost" != unknown ] && [ "$lost" -le 50 ] || fail "lost $lost iterations (checkpoint.every = 50)"
+  [ "$lost" != unknown ] && [ "$lost" -le 40 ] || fail "lost $lost iterations (checkpoint.every = 40)"
 done
 [ "$(grep -c "iterations lost" "$OUT/sup.log")" = 2 ] || fail "not two failures logged"
 grep -q "resuming from $OUT/sup/ck.bin at iteration" "$OUT/sup/sfb-run/attempt-3.log" || fail "attempt 3 did not resume"
@@ -125,8 +125,8 @@ echo "supervised: bit for bit ($got)"
 echo "== SIGTERM to sfb-run: a final checkpoint and model (exit 6)"
 "$RUN" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${CFG[@]}" --set stop.max_clocks=100000 --set output.dir="$OUT/term" 2> "$OUT/sup.log" &
 sup=$!
-until grep -q "checkpoint at iteration 50 " "$OUT/term/sfb-run/attempt-1.log" 2> /dev/null; do
-  kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before iteration 50"
+until grep -q "checkpoint at iteration 40 " "$OUT/term/sfb-run/attempt-1.log" 2> /dev/null; do
+  kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before iteration 40"
   sleep 0.02
 done
 kill -TERM $sup
@@ -134,7 +134,7 @@ rc=0
 wait "$sup" || rc=$?
 [ $rc = 6 ] || { cat "$OUT/sup.log"; fail "exit code $rc after SIGTERM, expected 6"; }
 c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
-[ "$c" -ge 50 ] && [ $((c % 10)) = 0 ] || fail "final checkpoint at iteration $c"
+[ "$c" -ge 40 ] && [ $((c % 10)) = 0 ] || fail "final checkpoint at iteration $c"
 m=$(od -An -t d8 -j 32 -N 8 "$OUT/term/model.bin" | tr -d ' ')
 [ "$m" = "$c" ] || fail "model at iteration $m, checkpoint at $c"
 [ "$(jq -r .stop_reason "$OUT/term/summary.json")" = signal ] || fail "stop_reason"

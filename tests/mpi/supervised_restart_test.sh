@@ -6,7 +6,7 @@
 # and its final W must equal the uninterrupted run's bit for bit. Then --max-restarts 0 gives up
 # (exit 5) at the first failure; a SIGSTOPped rank ends the attempt within the peer timeout and
 # --shrink restarts the job on 3 ranks; SIGTERM to sfb-run stops the job with a final checkpoint
-# (exit 6); a config without checkpoint.path is refused (exit 2).
+# and model at its final clock (exit 6); a config without checkpoint.path is refused (exit 2).
 #   supervised_restart_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -120,6 +120,11 @@ grep -q "stopped by a signal" "$OUT/sup.log" || fail "no stop line"
 c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
 [ "$c" -ge 300 ] || fail "final checkpoint at clock $c"
 grep -q "signal 15" "$OUT/term/sfb-run/attempt-1.log" || fail "the job did not see the signal"
+# The ranks (not mpirun, which would kill them within a second) got the signal: the job stopped at
+# a common clock and wrote its final checkpoint, model and summary.
+jq -r .stop_reason "$OUT/term/summary.json" | grep -q "signal 15" || fail "no summary with stop_reason signal"
+[ -s "$OUT/term/model.bin" ] || fail "no final model after SIGTERM"
+[ "$(jq -r .final_clock "$OUT/term/summary.json")" = "$c" ] || fail "the final checkpoint is not at the final clock"
 echo "stopped; final checkpoint at clock $c"
 
 echo "== a job without checkpoint.path is refused"
