@@ -32,7 +32,8 @@ struct Setup {
 
 // The network of this config on `data`, as a file describes it.
 sfb::cnn::NetworkSpec spec_of(const sfb::Config& cfg, const sfb::io::Dataset& data) {
-  return sfb::cnn::network_spec(sfb::cnn::make_network(cfg.cnn, data), cfg.cnn.input);
+  sfb::cnn::Network net = sfb::cnn::make_network(cfg.cnn, data);
+  return sfb::cnn::network_spec(net, cfg.cnn.input);
 }
 
 // Throws DataError naming the file when the checkpoint cannot continue this job (max_clocks resolved).
@@ -112,12 +113,7 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
-    try {
-      write();
-    } catch (const sfb::Error& e) {
-      ok = false;
-      spdlog::error("{} not written: {}", what, e.what());
-    }
+    ok = write_output(cfg, what, write) && ok;
   };
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     if (r.diverged_at >= 0)

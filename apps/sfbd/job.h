@@ -51,6 +51,12 @@ struct Job {
   void record_config() const;
 };
 
+// Rank 0, an output at the end of a run: runs `write`; an sfb::Error (full disk, I/O error) is
+// logged as "<what> not written: ...", naming the checkpoint that stays intact, and false is
+// returned. Every output is written to a temporary and renamed, so a failure leaves the previous
+// file (or none), never a truncated one.
+bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write);
+
 // job.mode = "sfb" (sfb_job.cc) and "mgwfbp" (cnn_job.cc); each returns the exit code.
 int run_sfb(Job& job);
 int run_cnn(Job& job);

@@ -128,6 +128,18 @@ void Job::claim_outputs() {
     if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
 }
 
+bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write) {
+  try {
+    write();
+    return true;
+  } catch (const sfb::Error& e) {
+    const auto ckpt = cfg.output.path(cfg.checkpoint.path);
+    spdlog::error("{} not written: {}{}", what, e.what(),
+                  ckpt.empty() ? "" : fmt::format("; the last checkpoint written, {}, is intact", ckpt));
+    return false;
+  }
+}
+
 void Job::record_config() const {
   if (rank() != 0 || check_only) return;
   sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());

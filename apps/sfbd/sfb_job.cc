@@ -126,14 +126,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
-    try {
-      write();
-    } catch (const sfb::Error& e) {
-      ok = false;
-      const auto ckpt = cfg.output.path(cfg.checkpoint.path);
-      spdlog::error("{} not written: {}{}", what, e.what(),
-                    ckpt.empty() ? "" : fmt::format("; the last checkpoint written, {}, is intact", ckpt));
-    }
+    ok = write_output(cfg, what, write) && ok;
   };
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     // A model file is never written with weights that are not finite or that the monitor judged

@@ -130,7 +130,8 @@ TEST(CnnFile, AnotherNetworkIsRefusedNamingTheFirstDifferingLayer) {
     Shape s{1, 8, 8};
     if (input != "1x8x8") s = {1, 10, 10};
     try {
-      check_same_network(file, network_spec(Network(layers, s), input), "model.init = m.bin");
+      Network net(layers, s);
+      check_same_network(file, network_spec(net, input), "model.init = m.bin");
     } catch (const DataError& e) {
       return std::string(e.what());
     }

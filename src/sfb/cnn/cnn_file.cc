@@ -118,8 +118,7 @@ bool all_finite(const std::vector<float>& v) {
 
 }  // namespace
 
-NetworkSpec network_spec(const Network& net_in, const std::string& input) {
-  auto& net = const_cast<Network&>(net_in);  // params() is not const; nothing is changed
+NetworkSpec network_spec(Network& net, const std::string& input) {
   NetworkSpec n{input, {}};
   for (int i = 0; i < net.layers(); ++i) {
     LayerEntry& e = n.layers.emplace_back();

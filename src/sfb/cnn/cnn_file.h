@@ -70,7 +70,7 @@ struct CnnFile {
 };
 
 // The network's description as a file stores it.
-NetworkSpec network_spec(const Network& net, const std::string& input);
+NetworkSpec network_spec(Network& net, const std::string& input);
 // Throws DataError naming `what` and the first layer where `file` and `net` differ ("layer 5
 // (fc1): the file has fc:256 (W 256 x 800, b 1 x 256), this network has fc:128 (...)").
 void check_same_network(const NetworkSpec& file, const NetworkSpec& net, const std::string& what);

@@ -28,6 +28,16 @@ Shape parse_shape(const std::string& s) {
   return sh;
 }
 
+// cnn.input, checked against the data (dense, D = input size).
+Shape checked_input(const CnnConfig& cfg, const io::Dataset& train) {
+  const Shape input = parse_shape(cfg.input);
+  SFB_CHECK(train.dim == input.size() && !train.sparse,
+            "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
+            train.dim, train.sparse ? "sparse" : "dense", cfg.input, input.size(),
+            train.dim == input.size() + 1 ? " (set data.bias = false)" : "");
+  return input;
+}
+
 // SGD with momentum and weight decay on the averaged gradients; one velocity per parameter matrix.
 class MomentumSgd {
  public:
@@ -101,11 +111,7 @@ void load_batch(const io::Dataset& data, const std::vector<int64_t>& rows, Matri
 }  // namespace
 
 Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
-  const Shape input = parse_shape(cfg.input);
-  SFB_CHECK(train.dim == input.size() && !train.sparse,
-            "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
-            train.dim, train.sparse ? "sparse" : "dense", cfg.input, input.size(),
-            train.dim == input.size() + 1 ? " (set data.bias = false)" : "");
+  const Shape input = checked_input(cfg, train);
   Network net(cfg.layers, input, parse_kernels(cfg.kernels));
   const int64_t outputs = net.layer(net.layers() - 1).out_shape().size();
   SFB_CHECK(outputs >= train.classes, "cnn.layers ends with {} outputs but the data has {} classes", outputs,
@@ -115,11 +121,7 @@ Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
 
 MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train) {
   // From the spec alone: an estimate that allocated the network would fail where it should warn.
-  const Shape input = parse_shape(cfg.cnn.input);
-  SFB_CHECK(train.dim == input.size() && !train.sparse,
-            "job.mode = \"mgwfbp\": the data has {} {} features per row, cnn.input {} needs {} dense features{}",
-            train.dim, train.sparse ? "sparse" : "dense", cfg.cnn.input, input.size(),
-            train.dim == input.size() + 1 ? " (set data.bias = false)" : "");
+  const Shape input = checked_input(cfg.cnn, train);
   const double batch = static_cast<double>(cfg.optimizer.minibatch);
   double acts = static_cast<double>(input.size()), cols = 0, params = 0;
   for (const LayerInfo& li : Network::plan(cfg.cnn.layers, input)) {

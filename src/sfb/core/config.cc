@@ -607,19 +607,15 @@ void check_mode_keys(const toml::table& root, const Origin& origin, const Config
         cnn ? "the CNN mode trains cnn.layers with momentum SGD and stops at stop.max_clocks / stop.max_epochs"
             : "cnn.*, mgwfbp.* and the trace and profile outputs belong to job.mode = \"mgwfbp\""));
   };
-  const auto check = [&](std::string_view key) {
-    if (key.ends_with('.')) {
-      const std::string section(key.substr(0, key.size() - 1));
-      if (const auto* t = root.get_as<toml::table>(section))
-        for (auto&& [k, v] : *t) refuse(section + "." + std::string(k.str()), v);
-      return;
+  // Every key the config sets (a section's keys, and model.params as one), against the mode's list.
+  for (auto&& [section, node] : root) {
+    const auto* t = node.as_table();
+    if (!t) continue;
+    for (auto&& [k, v] : *t) {
+      const std::string key = std::string(section.str()) + "." + std::string(k.str());
+      if (unused_by_mode(key, cfg.job.mode)) refuse(key, v);
     }
-    if (const auto node = root.at_path(key); node) refuse(std::string(key), *node.node());
-  };
-  if (cnn)
-    for (const char* k : kKeysNotInCnnMode) check(k);
-  else
-    for (const char* k : kKeysNotInSfbMode) check(k);
+  }
 }
 
 Config build(toml::table root, const std::string& name, const std::vector<std::string>& overrides) {
