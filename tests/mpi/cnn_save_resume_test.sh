@@ -17,6 +17,7 @@ OUT=$(mktemp -d)
 trap 'pkill -9 -f -- "$OUT" 2> /dev/null || true; rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$OUT/sup.log" ] && tail -20 "$OUT/sup.log"; exit 1; }
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 RUN="$SRC/apps/sfb-run"
 CFG=(--config "$SRC/configs/fashion_cnn_mgwfbp.toml" --set stop.max_clocks=120 --set eval.every=40
@@ -88,26 +89,12 @@ jq -en --argjson t "$tacc" --argjson a "$acc" '($t - $a | fabs) < 0.04' > /dev/n
 grep -q "profile:" "$OUT/two.log" || fail "on other ranks the resumed run does not profile again"
 echo "2 ranks: accuracy $tacc (4 ranks: $acc)"
 
-kill_rank() {  # <rank> <after this checkpoint iteration> <output dir> <attempt>
-  until grep -q "checkpoint at iteration $2 " "$3/sfb-run/attempt-$4.log" 2> /dev/null; do
-    kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before iteration $2"
-    sleep 0.02
-  done
-  local victim=""
-  for p in $(pgrep -f -- "output.dir=$3 "; pgrep -f -- "output.dir=$3\$"); do
-    [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
-    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then victim=$p; fi
-  done
-  [ -n "$victim" ] || fail "no process of rank $1"
-  kill -9 "$victim"
-  echo "killed rank $1 (pid $victim) after the checkpoint at iteration $2"
-}
 
 echo "== supervised: kill -9 of rank 0, then of rank 2"
 "$RUN" --max-restarts 3 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/sup" 2> "$OUT/sup.log" &
 sup=$!
-kill_rank 0 40 "$OUT/sup" 1
-kill_rank 2 80 "$OUT/sup" 2
+kill_rank 0 iteration 40 "$OUT/sup" 1
+kill_rank 2 iteration 80 "$OUT/sup" 2
 rc=0
 wait "$sup" || rc=$?
 cat "$OUT/sup.log"

@@ -11,6 +11,7 @@ PLAN=$4
 DATAGEN=$5
 PLUGIN=$6
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 OUT=$(mktemp -d)
 cleanup() {
@@ -26,23 +27,6 @@ passed=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 
-# expect NAME CODE LIMIT_S PATTERN -- command...: exit CODE within LIMIT_S seconds, PATTERN in the output.
-expect() {
-  local name=$1 code=$2 limit=$3 pattern=$4
-  shift 5
-  local t0 got out
-  t0=$(date +%s)
-  out=$(timeout -k 5 "$limit" "$@" 2>&1)
-  got=$?
-  if [ "$got" != "$code" ] || ! grep -qF -- "$pattern" <<< "$out"; then
-    fail "$name: exit $got (want $code) after $(($(date +%s) - t0))s, output:"
-    echo "$out" | tail -6 | cut -c1-300
-    echo "  wanted: $pattern"
-  else
-    ok "$name ($(($(date +%s) - t0))s): $(grep -F -- "$pattern" <<< "$out" | head -1 | cut -c1-160)"
-  fi
-  LAST_OUT=$out
-}
 
 echo "== 1. sfb-plot: nothing in a metrics file executes; a plot with nothing on it replaces nothing"
 pwned=/tmp/sfb-hostile3-pwned.$$

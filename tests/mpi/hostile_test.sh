@@ -10,6 +10,7 @@ SRC=$2
 PLUGIN=$3
 MODE=$4
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
 OUT=$(mktemp -d)
 cleanup() {
   pkill -CONT -f -- "--set output.dir=$OUT" 2>/dev/null
@@ -21,26 +22,6 @@ SMALL="$SRC/configs/test_fashion_small.toml"
 failures=0
 passed=0
 
-# expect NAME CODE LIMIT_S PATTERN -- command...: exit CODE within LIMIT_S seconds, PATTERN in the output.
-expect() {
-  local name=$1 code=$2 limit=$3 pattern=$4
-  shift 5
-  local t0 got out
-  t0=$(date +%s)
-  out=$(timeout -k 5 "$limit" "$@" 2>&1)
-  got=$?
-  local took=$(($(date +%s) - t0))
-  if [ "$got" != "$code" ] || ! grep -qF -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: exit $got (want $code) after ${took}s (limit ${limit}s), output:"
-    echo "$out" | tail -6 | cut -c1-300
-    echo "  wanted: $pattern"
-    failures=$((failures + 1))
-  else
-    echo "ok   $name (${took}s): $(grep -F -- "$pattern" <<<"$out" | head -1 | cut -c1-200)"
-    passed=$((passed + 1))
-  fi
-  LAST_OUT=$out
-}
 RUN2=("${SFB_MPIRUN[@]}" -np 2 "$SFBD" --config "$SMALL")
 RUN1=("${SFB_MPIRUN[@]}" -np 1 "$SFBD")
 finish() {

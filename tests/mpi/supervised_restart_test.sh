@@ -15,6 +15,7 @@ OUT=$(mktemp -d)
 trap 'pkill -9 -f -- "$OUT" 2> /dev/null || true; rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$OUT/sup.log" ] && tail -20 "$OUT/sup.log"; exit 1; }
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 RUN="$SRC/apps/sfb-run"
 CFG=(--config "$SRC/configs/test_fashion_small.toml" --set stop.max_clocks=3000 --set eval.every=100
@@ -34,26 +35,12 @@ wait_for() {  # <text> <file>: while the supervisor runs
     sleep 0.02
   done
 }
-kill_rank() {  # <rank> <after this checkpoint clock> <output dir> <attempt>
-  until grep -q "checkpoint at clock $2 " "$3/sfb-run/attempt-$4.log" 2> /dev/null; do
-    kill -0 "$sup" 2> /dev/null || fail "the supervisor ended before clock $2"
-    sleep 0.02
-  done
-  local victim=""
-  for p in $(pgrep -f -- "output.dir=$3 "; pgrep -f -- "output.dir=$3\$"); do
-    [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
-    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then victim=$p; fi
-  done
-  [ -n "$victim" ] || fail "no process of rank $1"
-  kill -9 "$victim"
-  echo "killed rank $1 (pid $victim) after the checkpoint at clock $2"
-}
 
 echo "== supervised, two ranks killed"
 "$RUN" --max-restarts 3 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/sup" 2> "$OUT/sup.log" &
 sup=$!
-kill_rank 0 400 "$OUT/sup" 1
-kill_rank 2 1400 "$OUT/sup" 2
+kill_rank 0 clock 400 "$OUT/sup" 1
+kill_rank 2 clock 1400 "$OUT/sup" 2
 wait_sup
 cat "$OUT/sup.log"
 [ $rc = 0 ] || fail "sfb-run exit code $rc"
@@ -82,7 +69,7 @@ diff <(jq -c '[.clock, .objective]' "$OUT/full/metrics.jsonl") <(jq -c '[.clock,
 echo "== --max-restarts 0 gives up at the first failure"
 "$RUN" --max-restarts 0 -- "${SFB_MPIRUN[@]}" -np 4 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/once" 2> "$OUT/sup.log" &
 sup=$!
-kill_rank 1 200 "$OUT/once" 1
+kill_rank 1 clock 200 "$OUT/once" 1
 wait_sup
 [ $rc = 5 ] || fail "exit code $rc, expected 5"
 grep -q "giving up: 1 failures, --max-restarts 0" "$OUT/sup.log" || fail "no giving-up line"
