@@ -36,9 +36,9 @@ int check(const std::string& config, const std::vector<std::string>& overrides,
         4.0 * 4 * static_cast<double>(model->rows()) * static_cast<double>(model->cols()));
   w.check(sfb::available_memory_bytes(1), "checking this model");
   const auto r = sfb::models::gradcheck(*model, data.train, opt);
-  fmt::print("model {} ({} x {}), {} {} rows of {}; loss {:.8g}, |G| {:.6g} (regulariser {:.6g})\n", model->name(),
-             model->rows(), model->cols(), r.samples, data.train.sparse ? "sparse" : "dense", data.train.name, r.loss,
-             r.gradient_norm, r.regulariser_norm);
+  fmt::print("model {} ({} x {}, {}), {} {} rows of {}; loss {:.8g}, |G| {:.6g} (regulariser {:.6g})\n", model->name(),
+             model->rows(), model->cols(), sfb::layout_name(model->layout()), r.samples,
+             data.train.sparse ? "sparse" : "dense", data.train.name, r.loss, r.gradient_norm, r.regulariser_norm);
   fmt::print("{:>9}  {:>16}  {:>16}  {:>10}  {:>8}\n", "direction", "finite diff", "from the SFs", "rel. error",
              "step");
   for (size_t k = 0; k < r.directions.size(); ++k) {

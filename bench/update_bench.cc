@@ -23,6 +23,7 @@
 
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/comm/sf_codec.h"
+#include "sfb/core/gathered_sum.h"
 #include "sfb/core/gemm.h"
 #include "sfb/core/tensor.h"
 #include "sfb/io/load_data.h"
@@ -122,16 +123,29 @@ SfBatch sparse_batch(int pk, int J, int D, double density, uint64_t seed) {
   return b;
 }
 
-// Distinct 64-byte lines of W touched by a sparse update: every row, the lines of its columns.
-double sparse_touched_bytes(const SfBatch& b) {
-  std::vector<char> line(static_cast<size_t>((b.D + 15) / 16), 0);
-  for (int32_t c : b.v_index) line[static_cast<size_t>(c / 16)] = 1;
-  double lines = 0;
-  for (char l : line) lines += l;
-  const double w_bytes = 2.0 * 64.0 * lines * b.J;  // read and write
+// The bytes a sparse update must move: read and write every touched 64-byte line of W once, plus U
+// and the sparse V. Row-major: every row, the lines of its touched columns. Feature-major: the
+// stored rows of the touched columns, whole.
+double sparse_touched_bytes(const SfBatch& b, sfb::Layout layout) {
+  double w_bytes = 0;
+  if (layout == sfb::Layout::kRowMajor) {
+    std::vector<char> line(static_cast<size_t>((b.D + 15) / 16), 0);
+    for (int32_t c : b.v_index) line[static_cast<size_t>(c / 16)] = 1;
+    double lines = 0;
+    for (char l : line) lines += l;
+    w_bytes = 2.0 * 64.0 * lines * b.J;  // read and write
+  } else {
+    std::vector<char> used(static_cast<size_t>(b.D), 0);
+    for (int32_t c : b.v_index) used[static_cast<size_t>(c)] = 1;
+    double cols = 0;
+    for (char u : used) cols += u;
+    w_bytes = 2.0 * 64.0 * cols * static_cast<double>((b.J + 15) / 16);
+  }
   const double sf_bytes = 4.0 * b.count * b.J + 8.0 * static_cast<double>(b.v_index.size());
   return w_bytes + sf_bytes;
 }
+
+sfb::Layout layout_arg(int64_t v) { return v ? sfb::Layout::kFeatureMajor : sfb::Layout::kRowMajor; }
 
 // merged = 1: all batches of the clock in one UpdateApplier call (one sweep over W, what the
 // worker does); 0: one call per batch.
@@ -150,8 +164,9 @@ void BM_DenseUpdate(benchmark::State& st) {
   const int J = static_cast<int>(st.range(0)), D = static_cast<int>(st.range(1)), pk = static_cast<int>(st.range(2));
   const int k = static_cast<int>(st.range(3));
   const bool merged = st.range(4) != 0;
-  Matrix W = Matrix::Zero(J, D);
-  sfb::runtime::UpdateApplier applier(threads());
+  const sfb::Layout layout = layout_arg(st.range(5));
+  Matrix W = Matrix::Zero(sfb::stored_rows(layout, J, D), sfb::stored_cols(layout, J, D));
+  sfb::runtime::UpdateApplier applier(threads(), layout);
   std::vector<SfBatch> batches;
   for (int i = 0; i < pk / k; ++i) batches.push_back(dense_batch(k, J, D));
   for (auto _ : st) {
@@ -164,15 +179,18 @@ void BM_DenseUpdate(benchmark::State& st) {
   st.counters["pct_of_peak"] =
       benchmark::Counter(100.0 * flops / 1e9 / peak, benchmark::Counter::kIsIterationInvariantRate);
 }
+// feature_major: W stored D x J, the update W^T += V^T U (the transposes folded into the GEMM).
 BENCHMARK(BM_DenseUpdate)
-    ->ArgNames({"J", "D", "PK", "K", "merged"})
-    ->Args({4096, 4096, 256, 256, 1})
-    ->Args({4096, 4096, 256, 32, 0})
-    ->Args({4096, 4096, 256, 32, 1})
-    ->Args({1024, 1024, 256, 32, 0})
-    ->Args({1024, 1024, 256, 32, 1})
-    ->Args({10, 785, 128, 32, 0})
-    ->Args({10, 785, 128, 32, 1})
+    ->ArgNames({"J", "D", "PK", "K", "merged", "feature_major"})
+    ->Args({4096, 4096, 256, 256, 1, 0})
+    ->Args({4096, 4096, 256, 256, 1, 1})
+    ->Args({4096, 4096, 256, 32, 0, 0})
+    ->Args({4096, 4096, 256, 32, 1, 0})
+    ->Args({4096, 4096, 256, 32, 1, 1})
+    ->Args({1024, 1024, 256, 32, 0, 0})
+    ->Args({1024, 1024, 256, 32, 1, 0})
+    ->Args({10, 785, 128, 32, 0, 0})
+    ->Args({10, 785, 128, 32, 1, 0})
     ->MinTime(1.0)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -182,14 +200,15 @@ void BM_SparseUpdate(benchmark::State& st) {
   const double density = static_cast<double>(st.range(3)) / 1000.0;
   const int k = static_cast<int>(st.range(4));
   const bool merged = st.range(5) != 0;
-  Matrix W = Matrix::Zero(J, D);
-  sfb::runtime::UpdateApplier applier(threads());
+  const sfb::Layout layout = layout_arg(st.range(6));
+  Matrix W = Matrix::Zero(sfb::stored_rows(layout, J, D), sfb::stored_cols(layout, J, D));
+  sfb::runtime::UpdateApplier applier(threads(), layout);
   std::vector<SfBatch> batches;
   double bytes = 0;
   for (int i = 0; i < pk / k; ++i) batches.push_back(sparse_batch(k, J, D, density, 7 + i));
   {
     SfBatch all = sparse_batch(pk, J, D, density, 99);  // same statistics, for the roofline
-    bytes = sparse_touched_bytes(all);
+    bytes = sparse_touched_bytes(all, layout);
   }
   for (auto _ : st) {
     apply_all(applier, W, batches, merged);
@@ -198,16 +217,22 @@ void BM_SparseUpdate(benchmark::State& st) {
   const double triad = stream_triad_gbs();
   st.counters["GB/s_roofline_bytes"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["stream_GB/s"] = triad;
+  st.SetLabel(std::string(sfb::simd_name(sfb::active_simd())));
   st.counters["pct_of_roofline"] =
       benchmark::Counter(100.0 * bytes / 1e9 / triad, benchmark::Counter::kIsIterationInvariantRate);
 }
+// feature_major 1: W stored D x J, each touched column one contiguous axpy pass (the layout the
+// sparse models use); 0: row-major with the tiled sweep (sparse codes of a dense model).
 BENCHMARK(BM_SparseUpdate)
-    ->ArgNames({"J", "D", "PK", "density_permille", "K", "merged"})
-    ->Args({4096, 4096, 256, 10, 256, 1})
-    ->Args({4096, 4096, 256, 10, 32, 0})
-    ->Args({4096, 4096, 256, 10, 32, 1})
-    ->Args({1024, 65536, 256, 1, 32, 0})
-    ->Args({1024, 65536, 256, 1, 32, 1})
+    ->ArgNames({"J", "D", "PK", "density_permille", "K", "merged", "feature_major"})
+    ->Args({4096, 4096, 256, 10, 256, 1, 1})
+    ->Args({4096, 4096, 256, 10, 256, 1, 0})
+    ->Args({4096, 4096, 256, 10, 32, 0, 1})
+    ->Args({4096, 4096, 256, 10, 32, 1, 1})
+    ->Args({4096, 4096, 256, 10, 32, 1, 0})
+    ->Args({1024, 65536, 256, 1, 32, 0, 1})
+    ->Args({1024, 65536, 256, 1, 32, 1, 1})
+    ->Args({1024, 65536, 256, 1, 32, 1, 0})
     ->MinTime(1.0)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -239,26 +264,36 @@ void BM_Deserialise(benchmark::State& st) {
 }
 BENCHMARK(BM_Deserialise)->ArgNames({"K", "J", "D"})->Args({32, 10, 785})->Args({64, 4096, 4096})->UseRealTime();
 
-// MLR's SF computation for a minibatch (matrix form: softmax over a K x J block).
+// MLR's SF computation for a minibatch (matrix form: softmax over a K x J block); sparse rows
+// (density < 1000 permille) read W in the model's layout: row by row row-major, or as the sum of
+// each non-zero's stored row feature-major.
 void BM_MlrComputeSf(benchmark::State& st) {
   const int K = static_cast<int>(st.range(0)), J = static_cast<int>(st.range(1)), D = static_cast<int>(st.range(2));
-  sfb::io::Dataset data = sfb::io::make_synthetic({K, D, J, 1.0, 0.0, 1, 0});
+  const double density = static_cast<double>(st.range(3)) / 1000.0;
+  const sfb::Layout layout = layout_arg(st.range(4));
+  sfb::io::Dataset data = sfb::io::make_synthetic({K, D, J, density, 0.0, 1, 0});
   std::vector<int64_t> rows(static_cast<size_t>(K));
   for (int i = 0; i < K; ++i) rows[static_cast<size_t>(i)] = i;
   sfb::api::MiniBatch mb;
   sfb::api::gather(data, rows, mb);
-  const Matrix W = Matrix::Random(J, D) * 0.01f;
-  sfb::models::Mlr model(J, D, false);
+  const Matrix W = sfb::from_row_major(Matrix::Random(J, D) * 0.01f, layout);
+  sfb::models::Mlr model(J, D, data.sparse, layout);
   sfb::SfBatchPtr keep;
   sfb::api::BatchSfWriter writer(J, D, [&keep](sfb::SfBatchPtr b) { keep = std::move(b); });
   for (auto _ : st) {
-    writer.begin(0, 0, K, -0.1f, false);
-    model.compute_sf(sfb::api::Weights{W}, mb, writer);
+    writer.begin(0, 0, K, -0.1f, data.sparse);
+    model.compute_sf(sfb::api::Weights{W, 1.0f, layout}, mb, writer);
     benchmark::DoNotOptimize(keep.get());
   }
   st.counters["samples/s"] = benchmark::Counter(K, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_MlrComputeSf)->ArgNames({"K", "J", "D"})->Args({32, 10, 785})->Args({64, 4096, 4096})->UseRealTime();
+BENCHMARK(BM_MlrComputeSf)
+    ->ArgNames({"K", "J", "D", "density_permille", "feature_major"})
+    ->Args({32, 10, 785, 1000, 0})
+    ->Args({64, 4096, 4096, 1000, 0})
+    ->Args({64, 4096, 4096, 10, 0})
+    ->Args({64, 4096, 4096, 10, 1})
+    ->UseRealTime();
 
 // End to end: 4 ranks as threads over the in-process transport, BSP, dense MLR. Also reports the
 // steady-state heap allocations per clock and rank: the difference between a run of 2N and one of

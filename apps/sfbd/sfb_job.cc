@@ -186,22 +186,26 @@ int evaluate_sfb(Job& job, const std::string& path) {
   if (!ok) return kExitBadInput;
   if (job.rank() != 0) return kExitOk;
   const bool test = data.test.n > 0;
+  // The file holds W row-major; the model reads it in its own layout, as in training.
+  const sfb::Matrix stored = sfb::from_row_major(W, model->layout());
+  const sfb::api::Weights Wl{stored, 1.0f, model->layout()};
   sfb::Json j = {{"model_file", path},
                  {"model", model->name()},
+                 {"layout", std::string(sfb::layout_name(model->layout()))},
                  {"J", W.rows()},
                  {"D", W.cols()},
                  {"train_rows", data.train.n},
-                 {"train_objective", sfb::sig(model->objective(W, data.train, 0), 8)},
+                 {"train_objective", sfb::sig(model->objective(Wl, data.train, 0), 8)},
                  {"objective_rows", data.eval_sample.n},
-                 {"sample_objective", sfb::sig(model->objective(W, data.eval_sample, 0), 8)},
+                 {"sample_objective", sfb::sig(model->objective(Wl, data.eval_sample, 0), 8)},
                  {"test_rows", data.test.n}};
   if (test) {
-    j["test_objective"] = sfb::sig(model->objective(W, data.test, 0), 8);
-    const double acc = model->accuracy(W, data.test);
+    j["test_objective"] = sfb::sig(model->objective(Wl, data.test, 0), 8);
+    const double acc = model->accuracy(Wl, data.test);
     j["test_accuracy"] = acc < 0 ? sfb::Json(nullptr) : sfb::Json(sfb::sig(acc, 8));
   }
   sfb::Json metrics = sfb::Json::object();
-  for (const auto& [k, v] : model->metrics(W, data.train, 0, test ? &data.test : nullptr)) metrics[k] = sfb::sig(v, 8);
+  for (const auto& [k, v] : model->metrics(Wl, data.train, 0, test ? &data.test : nullptr)) metrics[k] = sfb::sig(v, 8);
   j["metrics"] = metrics;
   fmt::print("{}", sfb::to_document(j));
   return kExitOk;

@@ -4,8 +4,15 @@
 // For sample (x, y) and p = softmax(W x), the loss is the cross-entropy against the smoothed target
 // t = (1 - eps) e_y + eps / J, whose gradient in W is (p - t) x^T: the sufficient factors are
 // u = p - t and v = x. With eps = 0 this is sfb's built-in "mlr".
+//
+// Layout (docs/plugins.md, "Row-major or feature-major"): the plugin keeps W feature-major (stored
+// D x J: each feature's J weights contiguous) on sparse data, where every non-zero v_d then updates
+// one contiguous stored row and a sparse row's logits add whole stored rows, and row-major (J x D)
+// on dense data, where the update is one GEMM either way. [model.params] layout = "row-major" or
+// "feature-major" overrides it. Every product below reads W.stored in W.layout.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include <sfb/api/plugin.h>
 
@@ -18,21 +25,26 @@ class SmoothedMlr : public sfb::api::Model {
       : J_(ctx.train().classes),
         D_(ctx.train().dim),
         sparse_(ctx.train().sparse),
-        eps_(ctx.param_double("label_smoothing", 0.0)) {}
+        eps_(ctx.param_double("label_smoothing", 0.0)) {
+    // "auto" (what an unset key reads as): feature-major on sparse data.
+    const std::string layout = ctx.param_string("layout", "auto");
+    if (layout != "auto" && layout != "row-major" && layout != "feature-major")
+      throw sfb::api::ConfigError("model.params.layout must be \"auto\", \"row-major\" or \"feature-major\", got \"" +
+                                  layout + "\"");
+    const bool feature_major = layout == "feature-major" || (layout == "auto" && sparse_);
+    layout_ = feature_major ? sfb::Layout::kFeatureMajor : sfb::Layout::kRowMajor;
+  }
 
   std::string name() const override { return "smoothed_mlr"; }
   int64_t rows() const override { return J_; }
   int64_t cols() const override { return D_; }
   bool reads_sparse_rows() const override { return true; }  // compute_sf and objective handle batch.sparse
   bool sparse_v() const override { return sparse_; }
+  sfb::Layout layout() const override { return layout_; }
 
   void compute_sf(const sfb::api::Weights& W, const sfb::api::MiniBatch& batch, sfb::api::SfWriter& out) override {
     // Logits for the whole minibatch at once (K x J), then u = p - t row by row.
-    sfb::Matrix p;
-    if (batch.sparse)
-      p.noalias() = batch.x_csr * W.stored.transpose();
-    else
-      p.noalias() = batch.x * W.stored.transpose();
+    sfb::Matrix p = batch.sparse ? logits(batch.x_csr, W) : logits(batch.x, W);
     p *= W.scale;
     softmax_rows(p);
     const float off = static_cast<float>(eps_ / static_cast<double>(J_));
@@ -54,7 +66,7 @@ class SmoothedMlr : public sfb::api::Model {
     out.commit();
   }
 
-  double objective(const sfb::Matrix& W, const sfb::io::Dataset& data, int64_t limit) const override {
+  double objective(const sfb::api::Weights& W, const sfb::io::Dataset& data, int64_t limit) const override {
     const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
     if (n == 0) return 0.0;
     const sfb::Matrix p = probabilities(W, data, n);
@@ -68,7 +80,7 @@ class SmoothedMlr : public sfb::api::Model {
     return loss / static_cast<double>(n);
   }
 
-  double accuracy(const sfb::Matrix& W, const sfb::io::Dataset& data) const override {
+  double accuracy(const sfb::api::Weights& W, const sfb::io::Dataset& data) const override {
     if (data.n == 0) return -1.0;
     const sfb::Matrix p = probabilities(W, data, data.n);
     int64_t right = 0;
@@ -88,12 +100,19 @@ class SmoothedMlr : public sfb::api::Model {
       row /= row.sum();
     }
   }
-  sfb::Matrix probabilities(const sfb::Matrix& W, const sfb::io::Dataset& data, int64_t n) const {
+  // X W^T (K x J, unscaled) for dense or sparse rows X: row-major stored is J x D, feature-major D x J.
+  template <typename Rows>
+  static sfb::Matrix logits(const Rows& x, const sfb::api::Weights& W) {
     sfb::Matrix z;
-    if (data.sparse)
-      z.noalias() = data.csr.topRows(n) * W.transpose();
+    if (W.row_major())
+      z.noalias() = x * W.stored.transpose();
     else
-      z.noalias() = data.dense.topRows(n) * W.transpose();
+      z.noalias() = x * W.stored;  // sparse x: each non-zero adds one contiguous stored row
+    return z;
+  }
+  sfb::Matrix probabilities(const sfb::api::Weights& W, const sfb::io::Dataset& data, int64_t n) const {
+    sfb::Matrix z = data.sparse ? logits(data.csr.topRows(n), W) : logits(data.dense.topRows(n), W);
+    z *= W.scale;
     softmax_rows(z);
     return z;
   }
@@ -101,6 +120,7 @@ class SmoothedMlr : public sfb::api::Model {
   int64_t J_, D_;
   bool sparse_;
   double eps_;
+  sfb::Layout layout_ = sfb::Layout::kRowMajor;
 };
 
 }  // namespace

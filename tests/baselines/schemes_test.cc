@@ -2,6 +2,7 @@
 // FMS (1 or 2 parameter servers) and the dense ring all-reduce compute the same W from the same
 // samples; Halton partial broadcast sends to exactly its Q out-neighbours; the ring all-reduce and
 // the parameter-server wire format on their own.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -98,13 +99,15 @@ SchemeRun expect_same_w(int P, const Config& cfg, const Matrix& ref, const std::
   return run;
 }
 
-class BspSchemes : public ::testing::TestWithParam<bool> {};
+// (sparse v, model.layout): every scheme in either layout; FMS shards and the all-reduce blocks
+// are the stored matrix's rows (the features under feature-major).
+class BspSchemes : public ::testing::TestWithParam<std::tuple<bool, std::string>> {};
 
 TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
   Config cfg = small_config();
-  if (GetParam()) {  // sparse v on the wire
-    cfg.data.synthetic_density = 0.2;
-  }
+  const auto [sparse, layout] = GetParam();
+  if (sparse) cfg.data.synthetic_density = 0.2;  // sparse v on the wire
+  cfg.model.layout = layout;
   const int P = 3;
   const auto sfb = run_scheme(P, cfg);
   for (const auto& w : sfb.workers) ASSERT_EQ(w.self.checksum, sfb.workers[0].self.checksum);
@@ -114,12 +117,74 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
     Config c = cfg;
     c.comm.scheme = scheme.substr(0, scheme.find_first_of("12"));
     if (scheme == "fms2") c.fms.servers = 2;
-    const auto run = expect_same_w(P, c, ref, scheme);
+    const auto run = expect_same_w(P, c, ref, scheme + " " + layout);
     for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.stop.max_clocks) << scheme;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(DenseAndSparse, BspSchemes, ::testing::Values(false, true));
+INSTANTIATE_TEST_SUITE_P(DenseAndSparse, BspSchemes,
+                         ::testing::Combine(::testing::Values(false, true),
+                                            ::testing::Values("row-major", "feature-major")));
+
+// The same BSP run with W kept row-major and feature-major (WorkerResult::W is row-major either
+// way). Sparse data: the same bits, for every solver (the sparse update and the sparse logits add
+// the same floats in the same order, core/gathered_sum.h). Dense data: the GEMMs have other shapes,
+// so within float rounding.
+class BothLayouts : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BothLayouts, TrainTheSameW) {
+  for (const bool sparse : {true, false}) {
+    Config cfg = small_config();
+    const std::string model = GetParam();
+    cfg.model.name = model.substr(0, model.find(':'));
+    if (model == "l2mlr:sdca") cfg.model.solver = "sdca";
+    cfg.model.lambda = 0.01;
+    if (sparse) cfg.data.synthetic_density = 0.2;
+    const int P = 3;
+    cfg.model.layout = "row-major";
+    const auto rows = run_scheme(P, cfg);
+    cfg.model.layout = "feature-major";
+    const auto features = run_scheme(P, cfg);
+    const Matrix& ref = rows.workers[0].W;
+    ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f) << model;
+    for (int r = 0; r < P; ++r) {
+      const Matrix& W = features.workers[static_cast<size_t>(r)].W;
+      ASSERT_EQ(W.rows(), ref.rows());
+      if (sparse) {
+        EXPECT_EQ(W, ref) << model << " rank " << r << ": max difference " << (W - ref).cwiseAbs().maxCoeff();
+        EXPECT_EQ(features.workers[static_cast<size_t>(r)].self.checksum, rows.workers[0].self.checksum);
+      } else {
+        EXPECT_LT((W - ref).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, ref.cwiseAbs().maxCoeff())) << model;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, BothLayouts, ::testing::Values("mlr", "l2mlr", "l2mlr:sdca"), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), ':', '_');
+  return n;
+});
+
+TEST(BothLayouts, ModelsThatReadWByRowsRefuseFeatureMajor) {
+  for (const std::string name : {"dml", "sparse_coding"}) {
+    Config cfg = small_config();
+    cfg.model.name = name;
+    cfg.model.layout = "feature-major";
+    const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
+    try {
+      models::make_model(cfg, data.train, data.total_train, 0, 1);
+      FAIL() << name << " accepted model.layout = feature-major";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("model.layout = \"feature-major\"")) << e.what();
+      EXPECT_THAT(e.what(), HasSubstr(name));
+    }
+    cfg.model.layout = "auto";
+    cfg.data.synthetic_density = 0.2;
+    const auto sparse = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
+    EXPECT_EQ(models::make_model(cfg, sparse.train, sparse.total_train, 0, 1)->layout(), Layout::kRowMajor) << name;
+  }
+}
 
 // The servers apply the model's proximal step as an SFB worker does after each sender's batch:
 // L2-MLR's shrinkage (row-separable) and sparse coding's column projection (spans every server's
@@ -475,7 +540,7 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   for (int c = 0; c < 3; ++c) {
     auto b = std::make_shared<SfBatch>(
         testing::dense_sf_batch(0, c, Matrix::Constant(1, 2, 1.0f + c), Matrix::Constant(1, 3, 0.5f)));
-    dense_update(*b, own[c]);
+    dense_update(*b, Layout::kRowMajor, own[c]);
     ex.send_own(b);
     ASSERT_EQ(got.size(), static_cast<size_t>(c + 1));
     EXPECT_EQ(got.back()->kind, SfBatch::Kind::kOwnDense);

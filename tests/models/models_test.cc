@@ -137,8 +137,8 @@ class ShrinkOnly : public api::Model {
     out.commit();
   }
   double prox_scale(double step) const override { return 1.0 / (1.0 + step * lambda_); }
-  double objective(const Matrix& W, const io::Dataset&, int64_t) const override { return W.squaredNorm(); }
-  double accuracy(const Matrix&, const io::Dataset&) const override { return -1; }
+  double objective(const api::Weights& W, const io::Dataset&, int64_t) const override { return W.stored.squaredNorm(); }
+  double accuracy(const api::Weights&, const io::Dataset&) const override { return -1; }
 
  private:
   int64_t J_, D_;
@@ -571,10 +571,10 @@ class ScaledU final : public api::Model {
     Writer w(out, factor_);
     inner_->compute_sf(W, batch, w);
   }
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override {
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override {
     return inner_->objective(W, data, limit);
   }
-  double accuracy(const Matrix& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
+  double accuracy(const api::Weights& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
 
  private:
   ModelPtr inner_;
@@ -604,14 +604,15 @@ class ReadsStoredOnly final : public api::Model {
   int64_t cols() const override { return inner_->cols(); }
   bool reads_sparse_rows() const override { return true; }
   bool sparse_v() const override { return inner_->sparse_v(); }
+  Layout layout() const override { return inner_->layout(); }
   double prox_scale(double t) const override { return inner_->prox_scale(t); }
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override {
-    inner_->compute_sf(api::Weights{W.stored, 1.0f}, batch, out);
+    inner_->compute_sf(api::Weights{W.stored, 1.0f, W.layout}, batch, out);
   }
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override {
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override {
     return inner_->objective(W, data, limit);
   }
-  double accuracy(const Matrix& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
+  double accuracy(const api::Weights& W, const io::Dataset& data) const override { return inner_->accuracy(W, data); }
 
  private:
   ModelPtr inner_;

@@ -79,5 +79,59 @@ INSTANTIATE_TEST_SUITE_P(UpdateApplier, Shapes,
                          ::testing::Combine(::testing::Values(1, 4, 7, 8, 20), ::testing::Values(1, 9, 300),
                                             ::testing::Values(1, 2), ::testing::Values(0, 1, 2)));
 
+// The same batches in both layouts: feature-major keeps W^T. Sparse v gives the same bits (both
+// kernels accumulate every element from 0 over its column's entries in order, then add once), with
+// per-batch multipliers too; dense v goes through GEMMs of other shapes (within float rounding).
+class Layouts : public ::testing::TestWithParam<std::tuple<int, int, int, int>> {};
+
+TEST_P(Layouts, FeatureMajorIsTheTransposeOfRowMajor) {
+  auto [J, D, threads, kind] = GetParam();  // kind: 0 dense, 1 sparse, 2 mixed
+  std::mt19937 rng(J * 7 + D);
+  std::vector<SfBatch> batches;
+  for (int n = 0; n < 4; ++n)
+    batches.push_back(make_batch(n == 1 ? 0 : 3 + n, J, D, kind == 1 || (kind == 2 && n >= 2), rng));
+  std::vector<const SfBatch*> ptrs;
+  for (const auto& b : batches) ptrs.push_back(&b);
+  const std::vector<float> alpha = {1.0f, 0.5f, 1.0f / 3.0f, 2.0f};
+  const Matrix W0 = Matrix::Random(J, D);
+  UpdateApplier rows(threads, Layout::kRowMajor), features(threads, Layout::kFeatureMajor);
+  EXPECT_EQ(features.layout(), Layout::kFeatureMajor);
+  for (const bool scaled : {false, true}) {
+    Matrix R = W0, F = W0.transpose();
+    rows.apply(R, ptrs, scaled ? std::span<const float>(alpha) : std::span<const float>());
+    features.apply(F, ptrs, scaled ? std::span<const float>(alpha) : std::span<const float>());
+    ASSERT_EQ(F.rows(), D);
+    const Matrix back = F.transpose();
+    if (kind == 1)
+      EXPECT_EQ(back, R) << "J " << J << " D " << D << " scaled " << scaled;
+    else
+      EXPECT_LT((back - R).cwiseAbs().maxCoeff(), 1e-4f) << "J " << J << " D " << D;
+    // One batch at a time (the in-place path for a lone unscaled batch) agrees too.
+    Matrix R1 = W0, F1 = W0.transpose();
+    for (const auto& b : batches) {
+      rows.apply(R1, b);
+      features.apply(F1, b);
+    }
+    if (kind == 1) EXPECT_EQ(Matrix(F1.transpose()), R1);
+  }
+}
+
+TEST(UpdateApplier, RefusesWOfTheOtherLayoutsShape) {
+  std::mt19937 rng(3);
+  const SfBatch b = make_batch(2, 5, 9, true, rng);
+  UpdateApplier features(1, Layout::kFeatureMajor);
+  Matrix W = Matrix::Zero(5, 9);  // J x D: row-major's shape
+  try {
+    features.apply(W, b);
+    FAIL() << "a J x D W was accepted as feature-major";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("feature-major"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(UpdateApplier, Layouts,
+                         ::testing::Combine(::testing::Values(1, 8, 70, 129), ::testing::Values(1, 9, 300),
+                                            ::testing::Values(1, 2), ::testing::Values(0, 1, 2)));
+
 }  // namespace
 }  // namespace sfb::runtime

@@ -45,16 +45,18 @@ void AllreduceExchange::gemm_loop() {
       blocks_.push(nullptr);
       return;  // finish()
     }
-    auto sum = std::make_shared<Matrix>(b->J, b->D);
+    // Blocks of the stored matrix's rows (the workers' layout).
+    const int64_t R = host_.rows(), C = host_.cols();
+    auto sum = std::make_shared<Matrix>(R, C);
     // The first block is small: nothing is on the wire until it is formed.
-    const int64_t rows = std::max<int64_t>(1, kBlockBytes / (4 * std::max<int32_t>(1, b->D)));
+    const int64_t rows = std::max<int64_t>(1, kBlockBytes / (4 * std::max<int64_t>(1, C)));
     std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
-    for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < b->J; r0 += n, n = rows)
-      cuts.emplace_back(r0, std::min<int64_t>(n, b->J - r0));
+    for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < R; r0 += n, n = rows)
+      cuts.emplace_back(r0, std::min<int64_t>(n, R - r0));
     const auto count = static_cast<int64_t>(cuts.size());
     for (int64_t k = 0; k < count; ++k) {
       const auto [r0, n] = cuts[static_cast<size_t>(k)];
-      dense_update_rows(*b, r0, n, *sum);
+      dense_update_rows(*b, host_.layout, r0, n, *sum);
       blocks_.push(std::make_shared<Block>(Block{b, sum, k, count, r0, n}));
     }
   }

@@ -4,40 +4,37 @@
 
 namespace sfb::baselines {
 
-void dense_update(const SfBatch& b, Matrix& out) {
-  out.resize(b.J, b.D);
-  if (b.count == 0) {
-    out.setZero();
-    return;
-  }
-  if (!b.sparse_v) {
-    gemm(Op::kTranspose, b.u, Op::kNone, b.v, out);
-    return;
-  }
-  out.setZero();
-  for (int32_t i = 0; i < b.count; ++i) {
-    for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k)
-      out.col(b.v_index[static_cast<size_t>(k)]) += b.v_value[static_cast<size_t>(k)] * b.u.row(i).transpose();
-  }
+void dense_update(const SfBatch& b, Layout layout, Matrix& out) {
+  out.resize(stored_rows(layout, b.J, b.D), stored_cols(layout, b.J, b.D));
+  dense_update_rows(b, layout, 0, out.rows(), out);
 }
 
-void dense_update_rows(const SfBatch& b, int64_t row_begin, int64_t rows, Matrix& out) {
+void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64_t rows, Matrix& out) {
   auto block = out.middleRows(row_begin, rows);
   if (b.count == 0 || rows == 0) {
     block.setZero();
     return;
   }
+  const bool row_major = layout == Layout::kRowMajor;
   if (!b.sparse_v) {
-    // op(A) = U[:, rows]^T (rows x K, read from U's columns), B = V (K x D).
-    gemm(Op::kTranspose, Op::kNone, rows, b.D, b.count, 1.0f, b.u.data() + row_begin, b.J, b.v.data(), b.D, 0.0f,
-         out.data() + row_begin * b.D, b.D);
+    if (row_major)  // op(A) = U[:, rows]^T (rows x K, read from U's columns), B = V (K x D).
+      gemm(Op::kTranspose, Op::kNone, rows, b.D, b.count, 1.0f, b.u.data() + row_begin, b.J, b.v.data(), b.D, 0.0f,
+           out.data() + row_begin * b.D, b.D);
+    else  // op(A) = V[:, rows]^T (rows x K), B = U (K x J).
+      gemm(Op::kTranspose, Op::kNone, rows, b.J, b.count, 1.0f, b.v.data() + row_begin, b.D, b.u.data(), b.J, 0.0f,
+           out.data() + row_begin * b.J, b.J);
     return;
   }
   block.setZero();
   for (int32_t i = 0; i < b.count; ++i) {
-    const auto u = b.u.row(i).segment(row_begin, rows).transpose();
-    for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k)
-      block.col(b.v_index[static_cast<size_t>(k)]) += b.v_value[static_cast<size_t>(k)] * u;
+    for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k) {
+      const int32_t d = b.v_index[static_cast<size_t>(k)];
+      const float v = b.v_value[static_cast<size_t>(k)];
+      if (row_major)
+        block.col(d) += v * b.u.row(i).segment(row_begin, rows).transpose();
+      else if (d >= row_begin && d < row_begin + rows)  // stored row d: contiguous
+        out.row(d) += v * b.u.row(i);
+    }
   }
 }
 

@@ -14,7 +14,7 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
   next_version_ = host.start_clock + 1;
   int64_t total = 0;
   for (int s = 0; s < S_; ++s) {
-    blocks_.push_back(ps_blocks(host.J, host.D, s, S_));
+    blocks_.push_back(ps_blocks(host.rows(), host.cols(), s, S_));
     first_block_.push_back(total);
     total += blocks_.back().count();
   }
@@ -22,17 +22,18 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
   // Rank 0 seeds the servers with the initial W (model.init or the checkpoint).
   if (rank_ == 0) {
     for (int s = 0; s < S_; ++s) {
-      const int64_t b = shard_begin(host.J, s, S_), e = shard_begin(host.J, s + 1, S_);
+      // Shards of the stored matrix's rows: the major dimension of the workers' layout.
+      const int64_t b = shard_begin(host.rows(), s, S_), e = shard_begin(host.rows(), s + 1, S_);
       host.transport->send(
           host.workers + s, comm::kTagPs,
-          encode_ps(PsType::kInit, host.start_clock, b, e - b, host.D, host.initial_W->data() + b * host.D));
+          encode_ps(PsType::kInit, host.start_clock, b, e - b, host.cols(), host.initial_W->data() + b * host.cols()));
     }
   }
 }
 
 void FmsExchange::send_own(const SfBatchPtr& batch) {
   auto dW = std::make_shared<Matrix>();
-  dense_update(*batch, *dW);
+  dense_update(*batch, host_.layout, *dW);
   std::shared_ptr<const Matrix> update = std::move(dW);
   if (rmw_) {
     const auto& own = update;
@@ -67,7 +68,7 @@ void FmsExchange::pump() {
         if (flying >= kWindow && !whole_clocks_) break;
         const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
         host_.transport->send(host_.workers + s, comm::kTagPs,
-                              encode_ps(PsType::kPush, o.clock, r0, n, host_.D, o.dW->data() + r0 * host_.D));
+                              encode_ps(PsType::kPush, o.clock, r0, n, host_.cols(), o.dW->data() + r0 * host_.cols()));
         ++k;
         ++flying;
         sent = true;
@@ -92,7 +93,7 @@ void FmsExchange::on_message(comm::Message&& m) {
                                 rank_, m.src, host_.workers, host_.workers + S_ - 1));
   const PsHeader h = decode_ps_header(m.data, m.src);
   const PsBlocks& bl = blocks_[static_cast<size_t>(s)];
-  const int64_t k = h.type == PsType::kPull && h.cols == host_.D ? bl.block_of(h.row_begin, h.rows) : -1;
+  const int64_t k = h.type == PsType::kPull && h.cols == host_.cols() ? bl.block_of(h.row_begin, h.rows) : -1;
   auto& a = versions_[std::max(h.clock, next_version_)];
   if (a.block.empty()) a.block.assign(static_cast<size_t>(first_block_.back() + blocks_.back().count()), 0);
   const auto slot = static_cast<size_t>(first_block_[static_cast<size_t>(s)] + k);
@@ -101,10 +102,10 @@ void FmsExchange::on_message(comm::Message&& m) {
         fmt::format("rank {}: from server rank {}: type {} rows [{}, {}) x {} version {}; expected a PULL of a "
                     "block of {} rows of [{}, {}) x {}, once, of version >= {}",
                     rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols, h.clock,
-                    bl.rows_per_block, bl.begin, bl.end, host_.D, next_version_));
+                    bl.rows_per_block, bl.begin, bl.end, host_.cols(), next_version_));
   a.block[slot] = 1;
-  if (!a.W) a.W = std::make_shared<Matrix>(host_.J, host_.D);
-  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + h.row_begin * host_.D);
+  if (!a.W) a.W = std::make_shared<Matrix>(host_.rows(), host_.cols());
+  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + h.row_begin * host_.cols());
   a.rows += h.rows;
   --in_flight_[static_cast<size_t>(s)];
   pump();
@@ -114,7 +115,8 @@ void FmsExchange::on_message(comm::Message&& m) {
 // Versions complete in order: every server sends them in order. With read-my-writes each carries
 // the own updates it does not include yet.
 void FmsExchange::deliver_complete_versions() {
-  while (!versions_.empty() && versions_.begin()->first == next_version_ && versions_.begin()->second.rows == host_.J) {
+  while (!versions_.empty() && versions_.begin()->first == next_version_ &&
+         versions_.begin()->second.rows == host_.rows()) {
     own_.erase(own_.begin(), own_.lower_bound(next_version_));  // clocks < next_version_ are in it
     for (const auto& [clock, dW] : own_) *versions_.begin()->second.W += *dW;
     auto item = std::make_shared<SfBatch>();

@@ -220,6 +220,12 @@ const std::vector<Field>& schema() {
                              "Warm start: a model file (output.model of an earlier run, docs/formats.md) whose W "
                              "replaces the model's initialisation; its shape must match. Relative to the working "
                              "directory, like the data paths. --resume takes precedence (it continues a run)."));
+    f.push_back(string_field("model.layout", &Config::model, &ModelConfig::layout,
+                             {"auto", "row-major", "feature-major"},
+                             "How the built-in models keep W in memory: \"auto\" (mlr and l2mlr feature-major on "
+                             "sparse data, where each non-zero of v updates one contiguous run of J floats; "
+                             "row-major otherwise), \"row-major\" (J x D) or \"feature-major\" (D x J; mlr and "
+                             "l2mlr only). Files hold W row-major either way. A plugin declares its own."));
     f.push_back(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
                             "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
     f.push_back(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
@@ -532,9 +538,9 @@ void resolve_plugin_path(Config& cfg, const Origin& origin) {
 
 // With model.plugin the built-in models' keys would be silently unused: the plugin gets its
 // settings from [model.params] only, so setting one of them is a mistake worth naming.
-constexpr const char* kBuiltInModelKeys[] = {"model.name",  "model.lambda",     "model.solver",     "model.sdca_sigma",
-                                             "model.dim",   "model.margin",     "model.eval_pairs", "model.atoms",
-                                             "model.gamma", "model.lasso_steps"};
+constexpr const char* kBuiltInModelKeys[] = {"model.name",       "model.layout", "model.lambda",     "model.solver",
+                                             "model.sdca_sigma", "model.dim",    "model.margin",     "model.eval_pairs",
+                                             "model.atoms",      "model.gamma",  "model.lasso_steps"};
 
 bool is_built_in_model_key(const std::string& key) {
   for (const char* k : kBuiltInModelKeys)
@@ -558,6 +564,7 @@ void check_plugin_keys(const toml::table& root, const Origin& origin, const Conf
 // the key and the mode, never silently dropped. A key ending in '.' stands for its whole section.
 constexpr const char* kKeysNotInCnnMode[] = {"model.name",
                                              "model.plugin",
+                                             "model.layout",
                                              "model.lambda",
                                              "model.solver",
                                              "model.sdca_sigma",
@@ -732,6 +739,9 @@ uint64_t Config::model_fingerprint() const {
   std::string out;
   for (const auto& [key, value] : settings()) {
     const std::string section = key.substr(0, key.find('.'));  // model.params.* are in "model"
+    // model.layout is how W is kept in memory, not what is learned: files hold W in one order, so
+    // a checkpoint resumes in either layout.
+    if (key == "model.layout") continue;
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
       out += key + "=" + value + "\n";
   }

@@ -47,17 +47,18 @@ struct DataConfig {
 
 struct ModelConfig {
   std::string name = "mlr";
-  std::string plugin;          // shared library; when set, name is not used
-  std::string init;            // model file to start from ("": the model's own init())
-  double lambda = 1e-4;        // l2mlr: L2 weight
-  std::string solver = "sgd";  // l2mlr: sgd (proximal SGD) | sdca
-  double sdca_sigma = 0.0;     // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
-  int64_t dim = 32;            // dml: rows of L (projection dimension)
-  double margin = 1.0;         // dml: dissimilar pairs are pushed past this squared distance
-  int64_t eval_pairs = 2000;   // dml: pairs drawn for objective, accuracy and AUC
-  int64_t atoms = 64;          // sparse_coding: dictionary size
-  double gamma = 0.1;          // sparse_coding: l1 weight of the codes
-  int64_t lasso_steps = 30;    // sparse_coding: FISTA iterations per code
+  std::string plugin;           // shared library; when set, name is not used
+  std::string init;             // model file to start from ("": the model's own init())
+  std::string layout = "auto";  // built-in models' W in memory: auto | row-major | feature-major
+  double lambda = 1e-4;         // l2mlr: L2 weight
+  std::string solver = "sgd";   // l2mlr: sgd (proximal SGD) | sdca
+  double sdca_sigma = 0.0;      // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
+  int64_t dim = 32;             // dml: rows of L (projection dimension)
+  double margin = 1.0;          // dml: dissimilar pairs are pushed past this squared distance
+  int64_t eval_pairs = 2000;    // dml: pairs drawn for objective, accuracy and AUC
+  int64_t atoms = 64;           // sparse_coding: dictionary size
+  double gamma = 0.1;           // sparse_coding: l1 weight of the codes
+  int64_t lasso_steps = 30;     // sparse_coding: FISTA iterations per code
   // [model.params]: a plugin's own keys, kept as TOML text with where they were set.
   struct Param {
     std::string key;

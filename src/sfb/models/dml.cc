@@ -57,7 +57,8 @@ std::vector<std::vector<int64_t>> rows_by_class(const io::Dataset& data, int64_t
 }  // namespace
 
 Dml::Dml(const api::ModelContext& ctx)
-    : ShapedModel("dml", ctx.param_int("dim", 32), ctx.train().dim, ctx.train().sparse),
+    : ShapedModel("dml", ctx.param_int("dim", 32), ctx.train().dim, ctx.train().sparse,
+                  model_layout(ctx, "dml", false)),
       train_(ctx.train()),
       margin_(ctx.param_double("margin", 1.0)),
       eval_pairs_(ctx.param_int("eval_pairs", 2000)),
@@ -100,7 +101,8 @@ double Dml::pair_loss(const Matrix& L, const io::Dataset& data, const std::vecto
   return loss / static_cast<double>(pairs.size());
 }
 
-double Dml::batch_loss(const Matrix& W, const api::MiniBatch& batch) const {
+double Dml::batch_loss(const api::Weights& weights, const api::MiniBatch& batch) const {
+  const Matrix& W = row_major_only(weights, name());
   return pair_loss(W, train_, batch_pairs(batch));
 }
 
@@ -114,7 +116,7 @@ void Dml::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::Sf
     sign[static_cast<size_t>(i)] = pairs[static_cast<size_t>(i)].similar ? 1.0f : -1.0f;
   }
   Matrix z;
-  gemm(Op::kNone, d, Op::kTranspose, W.stored, z);  // K x J: rows are (L d_i)^T
+  gemm(Op::kNone, d, Op::kTranspose, row_major_only(W, name()), z);  // K x J: rows are (L d_i)^T
   if (W.scale != 1.0f) z *= W.scale;
   for (int64_t i = 0; i < k; ++i) {
     const double dist = z.row(i).squaredNorm();
@@ -161,11 +163,13 @@ std::vector<double> Dml::distances(const Matrix& L, const io::Dataset& data, con
   return out;
 }
 
-double Dml::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
+double Dml::objective(const api::Weights& weights, const io::Dataset& data, int64_t limit) const {
+  const Matrix& W = row_major_only(weights, name());
   return pair_loss(W, data, draw_pairs(data, limit, eval_pairs_, seed_));
 }
 
-double Dml::accuracy(const Matrix& W, const io::Dataset& data) const {
+double Dml::accuracy(const api::Weights& weights, const io::Dataset& data) const {
+  const Matrix& W = row_major_only(weights, name());
   const auto pairs = draw_pairs(data, 0, eval_pairs_, seed_ + 1);
   if (pairs.empty()) return -1.0;
   const auto dist = distances(W, data, pairs);
@@ -174,7 +178,9 @@ double Dml::accuracy(const Matrix& W, const io::Dataset& data) const {
   return static_cast<double>(right) / static_cast<double>(pairs.size());
 }
 
-api::NamedValues Dml::metrics(const Matrix& W, const io::Dataset& train, int64_t limit, const io::Dataset* test) const {
+api::NamedValues Dml::metrics(const api::Weights& weights, const io::Dataset& train, int64_t limit,
+                              const io::Dataset* test) const {
+  const Matrix& W = row_major_only(weights, name());
   const io::Dataset& data = test && test->n > 1 ? *test : train;
   const auto pairs = draw_pairs(data, test && test->n > 1 ? 0 : limit, eval_pairs_, seed_ + 1);
   const auto dist = distances(W, data, pairs);

@@ -21,11 +21,11 @@ class Dml : public ShapedModel {
  public:
   explicit Dml(const api::ModelContext& ctx);
   void init(MatrixMap W, Rng& rng) override;
-  double batch_loss(const Matrix& W, const api::MiniBatch& batch) const override;
+  double batch_loss(const api::Weights& W, const api::MiniBatch& batch) const override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
-  double accuracy(const Matrix& W, const io::Dataset& data) const override;
-  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const api::Weights& W, const io::Dataset& data) const override;
+  api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 
   struct Pair {

@@ -29,8 +29,8 @@ io::Dataset dataset_of(const io::Dataset& data, const api::MiniBatch& batch) {
   return d;
 }
 
-// (1/K) sum_i u_i v_i^T of a committed batch.
-Matrix sf_gradient(const SfBatch& b) {
+// (1/K) sum_i u_i v_i^T of a committed batch, in `layout` (D x J feature-major).
+Matrix sf_gradient(const SfBatch& b, Layout layout) {
   Matrix G = Matrix::Zero(b.J, b.D);
   if (!b.sparse_v) {
     G.noalias() = b.u.transpose() * b.v;
@@ -39,7 +39,7 @@ Matrix sf_gradient(const SfBatch& b) {
       for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k)
         G.col(b.v_index[static_cast<size_t>(k)]) += b.u.row(i).transpose() * b.v_value[static_cast<size_t>(k)];
   }
-  return G / static_cast<float>(std::max(1, b.count));
+  return from_row_major(G / static_cast<float>(std::max(1, b.count)), layout);
 }
 
 // The regulariser's gradient as the proximal steps see it: (W - prox_t(W)) / t for a small t.
@@ -55,9 +55,11 @@ Matrix regulariser_gradient(api::Model& model, const Matrix& W) {
   return R;
 }
 
-// The model's own init() plus a random perturbation, made feasible by its proximal step.
+// The model's own init() plus a random perturbation, made feasible by its proximal step; stored in
+// the model's layout, as the runtime keeps it.
 Matrix starting_point(api::Model& model, Rng& rng) {
-  Matrix W = Matrix::Zero(model.rows(), model.cols());
+  const Layout l = model.layout();
+  Matrix W = Matrix::Zero(stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()));
   model.init(view(W), rng);
   const double rms = W.size() ? std::sqrt(static_cast<double>(W.squaredNorm()) / static_cast<double>(W.size())) : 0;
   std::normal_distribution<float> g(0.0f, static_cast<float>(rms > 0 ? 0.1 * rms : 0.01));
@@ -94,17 +96,18 @@ GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const Grad
     api::BatchSfWriter writer(static_cast<int32_t>(model.rows()), static_cast<int32_t>(model.cols()),
                               [&](SfBatchPtr b) { sfs = std::move(b); });
     writer.begin(0, batch.clock, static_cast<int32_t>(batch.size()), 1.0f, model.sparse_v());
-    model.compute_sf(api::Weights{stored, scale}, batch, writer);
+    model.compute_sf(api::Weights{stored, scale, model.layout()}, batch, writer);
     SFB_CHECK(sfs, "model \"{}\": compute_sf() returned without commit()", model.name());
     return sfs;
   };
   const SfBatchPtr sfs = sfs_at(W, 1.0f);
   const auto loss = [&](const Matrix& at) {
-    const double l = model.batch_loss(at, batch);
-    return std::isnan(l) ? model.objective(at, rows, 0) : l;
+    const api::Weights w{at, 1.0f, model.layout()};
+    const double l = model.batch_loss(w, batch);
+    return std::isnan(l) ? model.objective(w, rows, 0) : l;
   };
   const Matrix R = regulariser_gradient(model, W);
-  const Matrix G = sf_gradient(*sfs) + R;
+  const Matrix G = sf_gradient(*sfs, model.layout()) + R;
   GradcheckResult res;
   res.samples = batch.size();
   res.loss = loss(W);
@@ -137,7 +140,7 @@ GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const Grad
   if (model.prox_scale(1e-4) != 1.0) {
     // The same W as 0.5 * (2 W): exact in floats, so only a model that reads `stored` alone differs.
     const Matrix twice = W * 2.0f;
-    const Matrix G2 = sf_gradient(*sfs_at(twice, 0.5f)) + R;
+    const Matrix G2 = sf_gradient(*sfs_at(twice, 0.5f), model.layout()) + R;
     res.scale_error = static_cast<double>((G2 - G).norm()) / std::max(static_cast<double>(G.norm()), 1e-30);
     res.passed = res.passed && res.scale_error <= opt.tolerance;
   }

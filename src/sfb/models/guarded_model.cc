@@ -42,6 +42,10 @@ GuardedModel::GuardedModel(ModelPtr inner, std::string path) : inner_(std::move(
   reads_sparse_rows_ = call("reads_sparse_rows()", [&] { return inner_->reads_sparse_rows(); });
   sparse_v_ = call("sparse_v()", [&] { return inner_->sparse_v(); });
   has_prox_ = call("has_prox()", [&] { return inner_->has_prox(); });
+  layout_ = call("layout()", [&] { return inner_->layout(); });
+  SFB_CHECK(layout_ == Layout::kRowMajor || layout_ == Layout::kFeatureMajor,
+            "model.plugin {}: layout() returned {}, neither Layout::kRowMajor nor kFeatureMajor", path_,
+            static_cast<int>(layout_));
 }
 
 std::string GuardedModel::name() const {
@@ -73,19 +77,19 @@ double GuardedModel::prox_scale(double step) const {
   return c;
 }
 
-double GuardedModel::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
+double GuardedModel::objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const {
   return call("objective()", [&] { return inner_->objective(W, data, limit); });
 }
 
-double GuardedModel::accuracy(const Matrix& W, const io::Dataset& data) const {
+double GuardedModel::accuracy(const api::Weights& W, const io::Dataset& data) const {
   return call("accuracy()", [&] { return inner_->accuracy(W, data); });
 }
 
-double GuardedModel::batch_loss(const Matrix& W, const api::MiniBatch& batch) const {
+double GuardedModel::batch_loss(const api::Weights& W, const api::MiniBatch& batch) const {
   return call("batch_loss()", [&] { return inner_->batch_loss(W, batch); });
 }
 
-api::NamedValues GuardedModel::metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+api::NamedValues GuardedModel::metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                                        const io::Dataset* test) const {
   return call("metrics()", [&] { return inner_->metrics(W, train, limit, test); });
 }

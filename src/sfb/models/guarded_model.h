@@ -27,12 +27,13 @@ class GuardedModel final : public api::Model {
   bool sparse_v() const override { return sparse_v_; }
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return has_prox_; }
+  Layout layout() const override { return layout_; }
   void prox(MatrixMap W, double step) override;
   double prox_scale(double step) const override;
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
-  double accuracy(const Matrix& W, const io::Dataset& data) const override;
-  double batch_loss(const Matrix& W, const api::MiniBatch& batch) const override;
-  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const api::Weights& W, const io::Dataset& data) const override;
+  double batch_loss(const api::Weights& W, const api::MiniBatch& batch) const override;
+  api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 
  private:
@@ -43,6 +44,7 @@ class GuardedModel final : public api::Model {
   std::string path_;
   int64_t rows_ = 0, cols_ = 0;  // asked once: fixed for the model's life
   bool reads_sparse_rows_ = false, sparse_v_ = false, has_prox_ = false;
+  Layout layout_ = Layout::kRowMajor;
 };
 
 // Runs a plugin call outside a model (its factory): the same translation of what it throws.

@@ -9,7 +9,7 @@
 namespace sfb::models {
 
 L2Mlr::L2Mlr(const api::ModelContext& ctx)
-    : ShapedModel("l2mlr", ctx.train().classes, ctx.train().dim, ctx.train().sparse),
+    : ShapedModel("l2mlr", ctx.train().classes, ctx.train().dim, ctx.train().sparse, model_layout(ctx, "l2mlr", true)),
       train_(ctx.train()),
       lambda_(ctx.param_double("lambda", 1e-4)) {
   const std::string solver = ctx.param_string("solver", "sgd");
@@ -52,12 +52,13 @@ void L2Mlr::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::
   out.commit();
 }
 
-double L2Mlr::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
-  return Mlr::cross_entropy(W, data, limit) + 0.5 * lambda_ * static_cast<double>(W.squaredNorm());
+double L2Mlr::objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const {
+  const double sq = static_cast<double>(W.stored.squaredNorm()) * W.scale * W.scale;  // either layout
+  return Mlr::cross_entropy(W, data, limit) + 0.5 * lambda_ * sq;
 }
 
-double L2Mlr::accuracy(const Matrix& W, const io::Dataset& data) const {
-  return Mlr(rows(), cols(), sparse_v()).accuracy(W, data);
+double L2Mlr::accuracy(const api::Weights& W, const io::Dataset& data) const {
+  return Mlr(rows(), cols(), sparse_v(), layout()).accuracy(W, data);
 }
 
 Matrix L2Mlr::alpha() const {
@@ -79,7 +80,7 @@ double L2Mlr::mean_dual_entropy(int64_t limit) const {
   return h / static_cast<double>(n);
 }
 
-double L2Mlr::duality_gap(const Matrix& W, const io::Dataset& train, int64_t limit) const {
+double L2Mlr::duality_gap(const api::Weights& W, const io::Dataset& train, int64_t limit) const {
   SFB_ENFORCE(&train == &train_ || train.n <= train_.n, "duality gap on rows outside this rank's partition");
   const int64_t n = (limit <= 0 || limit > train.n) ? train.n : limit;
   if (n == 0) return 0.0;
@@ -95,8 +96,9 @@ double L2Mlr::duality_gap(const Matrix& W, const io::Dataset& train, int64_t lim
   return gap / static_cast<double>(n);
 }
 
-api::NamedValues L2Mlr::metrics(const Matrix& W, const io::Dataset& train, int64_t limit, const io::Dataset*) const {
-  api::NamedValues v{{"w_norm", static_cast<double>(W.norm())}};
+api::NamedValues L2Mlr::metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
+                                const io::Dataset*) const {
+  api::NamedValues v{{"w_norm", static_cast<double>(W.stored.norm()) * W.scale}};
   // The dual variables are this rank's partition's: the gap is on them, whatever rows the
   // objective is evaluated on.
   (void)train;

@@ -31,16 +31,16 @@ class L2Mlr : public ShapedModel {
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double prox_scale(double step) const override { return sdca_ ? 1.0 : 1.0 / (1.0 + step * lambda_); }
   // Primal objective: mean cross-entropy + (lambda/2) ||W||^2.
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
-  double accuracy(const Matrix& W, const io::Dataset& data) const override;
-  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const api::Weights& W, const io::Dataset& data) const override;
+  api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 
   bool sdca() const { return sdca_; }
   // SDCA: the dual objective's per-sample part, (1/n_rows) sum over the first `limit` rows of
   // this rank's data of H(q_i) (entropy), and the gap estimate mean KL(q_i || p_i(W)).
   double mean_dual_entropy(int64_t limit) const;
-  double duality_gap(const Matrix& W, const io::Dataset& train, int64_t limit) const;
+  double duality_gap(const api::Weights& W, const io::Dataset& train, int64_t limit) const;
   // Copy of the dual variables (rows of this rank's partition x J).
   Matrix alpha() const;
 

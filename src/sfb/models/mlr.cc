@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sfb/core/error.h"
+#include "sfb/core/gathered_sum.h"
 #include "sfb/core/gemm.h"
 
 namespace sfb::models {
@@ -21,23 +22,34 @@ void softmax_rows(Matrix& logits) {
 
 constexpr int64_t kEvalBlock = 4096;
 
-// logits = X W^T for sparse rows X and row-major W, row of W by row of W. Eigen's sparse x dense
+// logits = X W^T for sparse rows X. Row-major W: row of W by row of W. Eigen's sparse x dense
 // product walks a column of W^T (a column of W: stride D floats, a new page per element when D is
 // large) per non-zero; here each row of W is read once for all K samples, so the accesses stay in
-// one row (measured 5x faster for J = 2,000, D = 20,000, 1% density).
+// one row (measured 5x faster for J = 2,000, D = 20,000, 1% density). Feature-major W: a sample's
+// logits are the sum of its non-zeros' stored rows (contiguous, core/gathered_sum.h). Both
+// accumulate each logit from 0 over the row's non-zeros in order: the same floats.
 template <typename Rows>
-void sparse_logits(const Rows& x, const Matrix& W, Matrix& out) {
+void sparse_logits(const Rows& x, const api::Weights& W, Matrix& out) {
   const int64_t k = x.rows();
-  out.resize(k, W.rows());
+  const int64_t J = W.rows();
+  out.resize(k, J);
   const auto* outer = x.outerIndexPtr();
   const auto* inner = x.innerIndexPtr();
   const auto* value = x.valuePtr();
-  const int64_t J = W.rows();
+  const Matrix& S = W.stored;
+  if (!W.row_major()) {
+    static_assert(sizeof(*inner) == sizeof(int32_t), "CSR indices are int32");
+    out.setZero();
+    for (int64_t i = 0; i < k; ++i)
+      add_gathered(J, outer[i + 1] - outer[i], value + outer[i], reinterpret_cast<const int32_t*>(inner + outer[i]),
+                   S.data(), J, out.data() + i * J);
+    return;
+  }
   // Blocks of 64 samples keep their non-zeros in L2 while every row of W passes by.
   for (int64_t i0 = 0; i0 < k; i0 += 64) {
     const int64_t i1 = std::min(k, i0 + 64);
     for (int64_t j = 0; j < J; ++j) {
-      const float* w = W.data() + j * W.cols();
+      const float* w = S.data() + j * S.cols();
       for (int64_t i = i0; i < i1; ++i) {
         float acc = 0.0f;
         for (auto e = outer[i]; e < outer[i + 1]; ++e) acc += value[e] * w[inner[e]];
@@ -47,14 +59,22 @@ void sparse_logits(const Rows& x, const Matrix& W, Matrix& out) {
   }
 }
 
+// logits = X W^T for `k` dense rows x (k x D, row-major): one GEMM in either layout.
+void dense_logits(const float* x, int64_t k, const api::Weights& W, Matrix& out) {
+  const int64_t J = W.rows(), D = W.cols();
+  out.resize(k, J);
+  gemm(Op::kNone, W.row_major() ? Op::kTranspose : Op::kNone, k, J, D, 1.0f, x, D, W.stored.data(), W.stored.cols(),
+       0.0f, out.data(), J);
+}
+
 }  // namespace
 
 Matrix Mlr::probabilities(const api::Weights& W, const api::MiniBatch& batch) {
   Matrix p;
   if (batch.sparse)
-    sparse_logits(batch.x_csr, W.stored, p);
+    sparse_logits(batch.x_csr, W, p);
   else
-    gemm(Op::kNone, batch.x, Op::kTranspose, W.stored, p);  // K x J logits
+    dense_logits(batch.x.data(), batch.size(), W, p);  // K x J logits
   if (W.scale != 1.0f) p *= W.scale;
   softmax_rows(p);
   return p;
@@ -81,23 +101,21 @@ void Mlr::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::Sf
   out.commit();
 }
 
-Matrix Mlr::probabilities(const Matrix& W, const io::Dataset& data, int64_t begin, int64_t end, float scale) {
+Matrix Mlr::probabilities(const api::Weights& W, const io::Dataset& data, int64_t begin, int64_t end) {
   SFB_ENFORCE(W.cols() == data.dim, "W has {} columns, data {} features", W.cols(), data.dim);
   Matrix logits;
   if (data.sparse) {
     const io::SparseRows block = data.csr.middleRows(begin, end - begin);
     sparse_logits(block, W, logits);
   } else {
-    logits.resize(end - begin, W.rows());
-    gemm(Op::kNone, Op::kTranspose, end - begin, W.rows(), data.dim, 1.0f, data.dense.data() + begin * data.dim,
-         data.dim, W.data(), W.cols(), 0.0f, logits.data(), logits.cols());
+    dense_logits(data.dense.data() + begin * data.dim, end - begin, W, logits);
   }
-  if (scale != 1.0f) logits *= scale;
+  if (W.scale != 1.0f) logits *= W.scale;
   softmax_rows(logits);
   return logits;
 }
 
-double Mlr::cross_entropy(const Matrix& W, const io::Dataset& data, int64_t limit) {
+double Mlr::cross_entropy(const api::Weights& W, const io::Dataset& data, int64_t limit) {
   const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
   if (n == 0) return 0.0;
   double loss = 0.0;
@@ -109,11 +127,11 @@ double Mlr::cross_entropy(const Matrix& W, const io::Dataset& data, int64_t limi
   return loss / static_cast<double>(n);
 }
 
-double Mlr::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
+double Mlr::objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const {
   return cross_entropy(W, data, limit);
 }
 
-double Mlr::accuracy(const Matrix& W, const io::Dataset& data) const {
+double Mlr::accuracy(const api::Weights& W, const io::Dataset& data) const {
   if (data.n == 0) return -1.0;
   int64_t correct = 0;
   for (int64_t b = 0; b < data.n; b += kEvalBlock) {

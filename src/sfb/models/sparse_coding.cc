@@ -34,7 +34,8 @@ float top_eigenvalue(const Matrix& G) {
 }  // namespace
 
 SparseCoding::SparseCoding(const api::ModelContext& ctx)
-    : ShapedModel("sparse_coding", ctx.train().dim, ctx.param_int("atoms", 64), true),
+    : ShapedModel("sparse_coding", ctx.train().dim, ctx.param_int("atoms", 64), true,
+                  model_layout(ctx, "sparse_coding", false)),
       gamma_(ctx.param_double("gamma", 0.1)),
       steps_(ctx.param_int("lasso_steps", 30)) {
   SFB_CHECK(cols() >= 1, "model.atoms must be >= 1, got {}", cols());
@@ -78,7 +79,7 @@ Matrix SparseCoding::encode(const Matrix& B, const Matrix& X) const {
 void SparseCoding::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) {
   SFB_ENFORCE(W.scale == 1.0f, "sparse coding has no scaling prox, scale {}", W.scale);
   const Matrix X = batch.sparse ? Matrix(batch.x_csr) : batch.x;
-  const Matrix A = encode(W.stored, X);
+  const Matrix A = encode(row_major_only(W, name()), X);
   Matrix R;
   gemm(Op::kNone, A, Op::kTranspose, W.stored, R);  // K x dim: rows are (B a_i)^T
   R -= X;
@@ -126,12 +127,14 @@ SparseCoding::Eval SparseCoding::evaluate_uncached(const Matrix& B, const io::Da
   return e;
 }
 
-double SparseCoding::objective(const Matrix& W, const io::Dataset& data, int64_t limit) const {
+double SparseCoding::objective(const api::Weights& weights, const io::Dataset& data, int64_t limit) const {
+  const Matrix& W = row_major_only(weights, name());
   return evaluate(W, data, limit).objective;
 }
 
-api::NamedValues SparseCoding::metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+api::NamedValues SparseCoding::metrics(const api::Weights& weights, const io::Dataset& train, int64_t limit,
                                        const io::Dataset*) const {
+  const Matrix& W = row_major_only(weights, name());
   const Eval e = evaluate(W, train, limit);
   double max_norm = 0;
   for (Eigen::Index c = 0; c < W.cols(); ++c) max_norm = std::max(max_norm, static_cast<double>(W.col(c).norm()));

@@ -23,9 +23,9 @@ class SparseCoding : public ShapedModel {
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return true; }
   void prox(MatrixMap W, double step) override;
-  double objective(const Matrix& W, const io::Dataset& data, int64_t limit) const override;
-  double accuracy(const Matrix&, const io::Dataset&) const override { return -1.0; }
-  api::NamedValues metrics(const Matrix& W, const io::Dataset& train, int64_t limit,
+  double objective(const api::Weights& W, const io::Dataset& data, int64_t limit) const override;
+  double accuracy(const api::Weights&, const io::Dataset&) const override { return -1.0; }
+  api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 
   // Codes of the rows of X (N x dim) for dictionary B (dim x atoms): N x atoms.

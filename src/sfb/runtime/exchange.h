@@ -21,6 +21,11 @@ struct ExchangeHost {
   comm::Transport* transport = nullptr;
   int workers = 0;  // ranks 0 .. workers-1 train; any further ranks serve
   int32_t J = 0, D = 0;
+  // The workers' layout of W: the dense items the exchange delivers, initial_W and whatever it
+  // shards are stored matrices in this layout (rows() x cols(): J x D, or D x J feature-major).
+  Layout layout = Layout::kRowMajor;
+  int64_t rows() const { return stored_rows(layout, J, D); }
+  int64_t cols() const { return stored_cols(layout, J, D); }
   int64_t start_clock = 0;
   const Matrix* initial_W = nullptr;        // valid during start()
   std::function<void(SfBatchPtr)> deliver;  // to the update thread, in clock order

@@ -88,9 +88,10 @@ EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
     r.accuracy = std::numeric_limits<double>::quiet_NaN();
     return r;
   }
-  r.objective = model_.objective(s.W, train_, eval_.train_sample);
-  r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(s.W, *test_) : -1.0;
-  r.extra = model_.metrics(s.W, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
+  const api::Weights W{s.W, 1.0f, model_.layout()};
+  r.objective = model_.objective(W, train_, eval_.train_sample);
+  r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(W, *test_) : -1.0;
+  r.extra = model_.metrics(W, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
@@ -136,7 +137,9 @@ void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
   // the previous one stays whole under its name (write_checkpoint writes a temporary and renames
   // it), training goes on and the next checkpoint tries again.
   try {
-    io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, s.record.clock, out_.ranks, s.W});
+    // Files hold W in row-major order whatever the layout (the transpose runs here, on the monitor).
+    io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, s.record.clock, out_.ranks,
+                                           to_row_major(s.W, model_.layout())});
   } catch (const Error& e) {
     spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", s.record.clock, e.what(),
                   last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)

@@ -24,7 +24,7 @@ namespace sfb::runtime {
 
 struct Snapshot {
   EvalRecord record;  // everything but objective and accuracy filled in
-  Matrix W;
+  Matrix W;           // the true parameters (scale folded in), stored in the model's layout
   bool final = false;
   bool evaluate = true;     // compute the objective and accuracy, write a metrics line
   bool checkpoint = false;  // write it as the checkpoint (checkpoint.path)

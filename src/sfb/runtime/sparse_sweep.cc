@@ -32,26 +32,9 @@ void sweep_scattered(const SparseSweep& s, int64_t blk) {
 }
 
 #if defined(__x86_64__)
-// Baseline x86-64: buf[(c - c0) * 8 + q] = rows[q * D + c] with 4 x 4 SSE transposes.
-void pack_tile_sse(const float* rows, int64_t D, int64_t c0, int64_t c1, float* buf) {
-  int64_t c = c0;
-  for (; c + 4 <= c1; c += 4) {
-    for (int q0 = 0; q0 < kRows; q0 += 4) {
-      __m128 r0 = _mm_loadu_ps(rows + (q0 + 0) * D + c), r1 = _mm_loadu_ps(rows + (q0 + 1) * D + c);
-      __m128 r2 = _mm_loadu_ps(rows + (q0 + 2) * D + c), r3 = _mm_loadu_ps(rows + (q0 + 3) * D + c);
-      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      float* b = buf + (c - c0) * kRows + q0;
-      _mm_storeu_ps(b, r0);
-      _mm_storeu_ps(b + kRows, r1);
-      _mm_storeu_ps(b + 2 * kRows, r2);
-      _mm_storeu_ps(b + 3 * kRows, r3);
-    }
-  }
-  for (; c < c1; ++c)
-    for (int q = 0; q < kRows; ++q) buf[(c - c0) * kRows + q] = rows[q * D + c];
-}
-
-void unpack_tile_sse(const float* buf, int64_t c0, int64_t c1, float* rows, int64_t D) {
+// rows[q * D + c] += buf[(c - c0) * 8 + q] with 4 x 4 SSE transposes: the accumulated increments
+// of the tile are added to W once, as sweep_scattered adds them.
+void add_tile_sse(const float* buf, int64_t c0, int64_t c1, float* rows, int64_t D) {
   int64_t c = c0;
   for (; c + 4 <= c1; c += 4) {
     for (int q0 = 0; q0 < kRows; q0 += 4) {
@@ -59,14 +42,15 @@ void unpack_tile_sse(const float* buf, int64_t c0, int64_t c1, float* rows, int6
       __m128 r0 = _mm_loadu_ps(b), r1 = _mm_loadu_ps(b + kRows), r2 = _mm_loadu_ps(b + 2 * kRows),
              r3 = _mm_loadu_ps(b + 3 * kRows);
       _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      _mm_storeu_ps(rows + (q0 + 0) * D + c, r0);
-      _mm_storeu_ps(rows + (q0 + 1) * D + c, r1);
-      _mm_storeu_ps(rows + (q0 + 2) * D + c, r2);
-      _mm_storeu_ps(rows + (q0 + 3) * D + c, r3);
+      float* w = rows + q0 * D + c;
+      _mm_storeu_ps(w, _mm_add_ps(_mm_loadu_ps(w), r0));
+      _mm_storeu_ps(w + D, _mm_add_ps(_mm_loadu_ps(w + D), r1));
+      _mm_storeu_ps(w + 2 * D, _mm_add_ps(_mm_loadu_ps(w + 2 * D), r2));
+      _mm_storeu_ps(w + 3 * D, _mm_add_ps(_mm_loadu_ps(w + 3 * D), r3));
     }
   }
   for (; c < c1; ++c)
-    for (int q = 0; q < kRows; ++q) rows[q * D + c] = buf[(c - c0) * kRows + q];
+    for (int q = 0; q < kRows; ++q) rows[q * D + c] += buf[(c - c0) * kRows + q];
 }
 
 void sweep_tiled_sse(const SparseSweep& s, int64_t blk) {
@@ -76,7 +60,7 @@ void sweep_tiled_sse(const SparseSweep& s, int64_t blk) {
   for (int64_t c0 = 0; c0 < s.D; c0 += kTile) {
     const int64_t c1 = std::min(s.D, c0 + kTile);
     if (s.col_ptr[c0] == s.col_ptr[c1]) continue;
-    pack_tile_sse(row, s.D, c0, c1, buf);
+    std::fill(buf, buf + (c1 - c0) * kRows, 0.0f);
     // One flat pass over the tile's entries (sorted by column, pair order within a column).
     for (int64_t e = s.col_ptr[c0]; e < s.col_ptr[c1]; ++e) {
       const __m128 v = _mm_set1_ps(s.entry_v[e]);
@@ -85,7 +69,7 @@ void sweep_tiled_sse(const SparseSweep& s, int64_t blk) {
       _mm_store_ps(b, _mm_add_ps(_mm_load_ps(b), _mm_mul_ps(v, _mm_loadu_ps(u))));
       _mm_store_ps(b + 4, _mm_add_ps(_mm_load_ps(b + 4), _mm_mul_ps(v, _mm_loadu_ps(u + 4))));
     }
-    unpack_tile_sse(buf, c0, c1, row, s.D);
+    add_tile_sse(buf, c0, c1, row, s.D);
   }
 }
 

@@ -23,9 +23,11 @@ struct SparseSweep {
   int64_t pairs = 0;
 };
 
-// Block `blk` covers rows [8 blk, 8 blk + 8), the last one possibly partial. `tiled`: copy tiles
-// of the rows into a [column][8] buffer (when most columns are touched); otherwise update W's
-// columns in place.
+// Block `blk` covers rows [8 blk, 8 blk + 8), the last one possibly partial. Every element's
+// increment is accumulated from 0 over its column's entries in order, then added to W once (the
+// order the feature-major kernel uses too, core/gathered_sum.h). `tiled`: accumulate a tile's
+// increments in a [column][8] buffer and add it to the rows with transposes (when most columns are
+// touched); otherwise add each touched column's 8 increments in place.
 void sweep_block(const SparseSweep& s, int64_t blk, bool tiled);
 
 }  // namespace sfb::runtime

@@ -92,7 +92,8 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
       exchange(ex),
       rank(tr.rank()),
       P(worker_count(c, tr.size())),
-      topo(make_topology(c, P)) {}
+      topo(make_topology(c, P)),
+      weights(m.rows(), m.cols(), m.layout()) {}
 
 // SSP rule (docs/design.md): clock c may start once every in-neighbour's batches of clocks
 // < c - s are applied. A worker always reads its own writes (as in Petuum's SSP): its own
@@ -136,12 +137,6 @@ std::string Worker::State::waiting_for(int64_t c) const {
   return fmt::format("no progress from {}{}; is it alive?", fmt::join(late, ", "), via);
 }
 
-void Worker::State::fold_scale() {
-  if (w_scale == 1.0f) return;
-  W *= w_scale;
-  w_scale = 1.0f;
-}
-
 RankStats Worker::State::collect_stats() {
   RankStats s;
   s.rank = rank;
@@ -150,7 +145,7 @@ RankStats Worker::State::collect_stats() {
   s.v_nonzeros_sent = v_nonzeros_sent;
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
-  s.checksum = matrix_checksum(materialized());
+  s.checksum = matrix_checksum(weights.row_major());  // the same in either layout
   for (int q = P; q < t.size(); ++q) s.bytes_from_servers += t.counters(q).bytes_received;
   fill_traffic_and_times(s);
   s.max_lead = max_lead;
@@ -201,8 +196,8 @@ void Worker::State::compute_loop() {
     batch.clock = c;
     writer.begin(rank, c, K, gradient ? -step(c) / static_cast<float>(K) : 1.0f, sparse_v);
     try {
-      std::shared_lock lock(w_mu);
-      model.compute_sf(api::Weights{W, w_scale}, batch, writer);
+      const auto w = weights.read();
+      model.compute_sf(w.weights(), batch, writer);
     } catch (const InvalidArgument& e) {
       // A contract error of the writer (write_u / write_v / commit) names the plugin and the call.
       throw InvalidArgument(fmt::format("model \"{}\"{}: compute_sf() at clock {}: {}", model.name(),
@@ -232,20 +227,23 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   SFB_CHECK((cfg.comm.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.comm.scheme,
             exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
   SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
-  s.applier = std::make_unique<UpdateApplier>(std::max<int>(1, static_cast<int>(cfg.runtime.threads)));
+  s.applier =
+      std::make_unique<UpdateApplier>(std::max<int>(1, static_cast<int>(cfg.runtime.threads)), s.weights.layout());
   s.J = static_cast<int32_t>(model.rows());
   s.D = static_cast<int32_t>(model.cols());
   s.scaling_prox = has_scaling_prox(cfg, model);
   s.K = static_cast<int32_t>(cfg.optimizer.minibatch);
-  if (start.W) {
-    SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
-              "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
-              start.W->cols(), model.name(), s.J, s.D);
-    s.W = *start.W;
-  } else {
-    s.W = Matrix::Zero(s.J, s.D);
-    Rng init_rng = make_rng(cfg.job.seed, 0x1417);
-    model.init(view(s.W), init_rng);
+  {
+    auto w = s.weights.write();  // no other thread yet
+    if (start.W) {
+      SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
+                "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
+                start.W->cols(), model.name(), s.J, s.D);
+      w.assign_row_major(*start.W);
+    } else {
+      Rng init_rng = make_rng(cfg.job.seed, 0x1417);
+      model.init(w.view(), init_rng);  // in the model's layout
+    }
   }
   SFB_CHECK(start.clock >= 0 && start.clock < cfg.stop.max_clocks,
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",
@@ -269,7 +267,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     s.monitor = std::make_unique<ObjectiveMonitor>(
         cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
         start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test);
-  s.sketcher = std::make_unique<DriftSketcher>(s.J, s.D, cfg.job.seed);
+  s.sketcher = std::make_unique<DriftSketcher>(s.weights.stored_unlocked().rows(), s.weights.stored_unlocked().cols(),
+                                               cfg.job.seed);
   s.reconciled = s.start_clock;
   if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
     const int q = s.topo.receivers_per_clock();
@@ -280,7 +279,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     s.reconcile_ch = std::make_unique<comm::QueueChannel>(transport, comm::kTagReconcile);
     s.reconciler = std::make_unique<Reconciler>(*s.reconcile_ch, s.P, q + 1,
                                                 mode == "sum" ? Reconciler::Mode::kSum : Reconciler::Mode::kMean,
-                                                s.reconcile_every, s.start_clock, s.W);
+                                                s.reconcile_every, s.start_clock, s.weights.stored_unlocked());
     if (s.rank == 0)
       spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
                    s.reconcile_every);
@@ -327,8 +326,7 @@ WorkerResult Worker::run() {
   WorkerResult r;
   r.seconds = s.since_start.seconds();
   r.self = s.collect_stats();
-  s.fold_scale();
-  r.W = std::move(s.W);
+  r.W = s.weights.take_row_major();
   r.pairs_sent_to = s.pairs_sent_to;
   r.pairs_applied_from = s.pairs_applied_from;
   r.start_clock = s.start_clock;

@@ -37,8 +37,10 @@ void Worker::State::start_exchange() {
   host.workers = P;
   host.J = J;
   host.D = D;
+  host.layout = weights.layout();
   host.start_clock = start_clock;
-  host.initial_W = &W;  // the update thread has not started to write it (it waits for batches)
+  // The update thread has not started to write it (it waits for batches).
+  host.initial_W = &weights.stored_unlocked();
   host.deliver = [this](SfBatchPtr item) { in_q.push(std::move(item)); };
   host.fail = [this](std::exception_ptr e) { threads.fail(e); };
   exchange->start(host);

@@ -20,6 +20,7 @@
 #include "sfb/runtime/objective_monitor.h"
 #include "sfb/runtime/reconciler.h"
 #include "sfb/runtime/replica_drift.h"
+#include "sfb/runtime/shared_weights.h"
 #include "sfb/runtime/stop_protocol.h"
 #include "sfb/runtime/topology.h"
 #include "sfb/runtime/update_applier.h"
@@ -49,15 +50,14 @@ struct Worker::State {
   int32_t J = 0, D = 0, K = 0;
   bool scaling_prox = false;  // the model's prox_scale is not constantly 1
 
-  // W and its lock: shared by the compute thread (reads), exclusive for the update thread.
-  // The true parameters are w_scale * W: a model whose prox is a pure shrinkage (L2) has it
-  // applied in O(1) to w_scale (Model::prox_scale); for every other model w_scale stays 1.
-  Matrix W;
-  float w_scale = 1.0f;
-  std::shared_mutex w_mu;
+  // The replica of W (shared_weights.h): read by the compute thread under read(), written by the
+  // update thread under write(). The true parameters are scale * stored: a model whose prox is a
+  // pure shrinkage (L2) has it applied in O(1) to the scale (Model::prox_scale); for every other
+  // model the scale stays 1.
+  SharedWeights weights;
   std::unique_ptr<UpdateApplier> applier;  // update thread only
   std::vector<const SfBatch*> apply_raw;   // update thread only: reused by apply()
-  std::vector<float> apply_alpha;          // update thread: per batch multiplier 1 / w_scale
+  std::vector<float> apply_alpha;          // update thread: per batch multiplier 1 / scale
 
   // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
   // A null pointer in in_q only wakes the update thread.
@@ -124,15 +124,6 @@ struct Worker::State {
     r.update_s = to_s(update_ns);
     r.wait_s = to_s(wait_ns);
   }
-  // The true parameters w_scale * W as a new matrix (a copy of W when w_scale is 1).
-  Matrix materialized() const { return w_scale == 1.0f ? W : Matrix(w_scale * W); }
-  // Folds w_scale into W. Called with w_mu held exclusively (or after the threads have ended).
-  void fold_scale();
-  // Keeps W's magnitude in float range: folds w_scale in once it leaves [1e-3, 1e3] (rarely, so
-  // the prox stays O(1) per batch).
-  void fold_scale_if_far() {
-    if (w_scale < 1e-3f || w_scale > 1e3f) fold_scale();
-  }
   RankStats collect_stats();
 
   // SF-compute thread (worker.cc).
@@ -141,7 +132,7 @@ struct Worker::State {
   // Update thread (worker_update.cc).
   void update_loop();
   void apply(std::span<const SfBatchPtr> batches);
-  void apply_scaled(std::span<const SfBatch* const> raw);
+  void apply_scaled(SharedWeights::Writer& w, std::span<const SfBatch* const> raw);
   void apply_dense(const SfBatch& item);
   void count_applied(std::span<const SfBatch* const> raw);
   void clock_applied(int64_t clock);

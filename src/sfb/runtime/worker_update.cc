@@ -15,39 +15,39 @@ void Worker::State::apply(std::span<const SfBatchPtr> batches) {
   for (const auto& b : batches) raw.push_back(b.get());
   Stopwatch sw;
   {
-    std::unique_lock lock(w_mu);
+    auto w = weights.write();
     if (!scaling_prox) {
       // One sweep over W for all of them (update_applier.h), then each batch's proximal step.
-      applier->apply(W, raw);
+      applier->apply(w.stored(), raw);
       if (model.has_prox())
         for (const SfBatch* b : raw)
-          if (b->count > 0) model.prox(view(W), step(b->clock));  // a clock marker is no step
+          if (b->count > 0) model.prox(w.view(), step(b->clock));  // a clock marker is no step
     } else {
-      apply_scaled(raw);
+      apply_scaled(w, raw);
     }
   }
   update_ns += to_ns(sw.seconds());
   count_applied(raw);
 }
 
-// W_true = w_scale * W. Batch b adds dW_b, then shrinks by c_b = prox_scale(eta_b):
-// W += dW_b / w_scale; w_scale *= c_b. All batches still go in one sweep, each with its own
-// multiplier; W is rescaled only when w_scale drifts far from 1 (rarely), so a prox step is O(1).
-// Called with w_mu held exclusively.
-void Worker::State::apply_scaled(std::span<const SfBatch* const> raw) {
+// W_true = scale * stored. Batch b adds dW_b, then shrinks by c_b = prox_scale(eta_b):
+// stored += dW_b / scale; scale *= c_b. All batches still go in one sweep, each with its own
+// multiplier; stored is rescaled only when the scale drifts far from 1 (rarely), so a prox step is
+// O(1).
+void Worker::State::apply_scaled(SharedWeights::Writer& w, std::span<const SfBatch* const> raw) {
   apply_alpha.clear();
-  float s = w_scale;
+  float s = w.scale();
   for (const SfBatch* b : raw) {
     apply_alpha.push_back(1.0f / s);
     if (b->count > 0) s *= static_cast<float>(model.prox_scale(step(b->clock)));
   }
-  applier->apply(W, raw, apply_alpha);
-  w_scale = s;
-  fold_scale_if_far();
+  applier->apply(w.stored(), raw, apply_alpha);
+  w.set_scale(s);
+  w.fold_scale_if_far();
   if (model.has_prox()) {
-    fold_scale();
+    w.fold_scale();
     for (const SfBatch* b : raw)
-      if (b->count > 0) model.prox(view(W), step(b->clock));
+      if (b->count > 0) model.prox(w.view(), step(b->clock));
   }
 }
 
@@ -66,18 +66,22 @@ void Worker::State::count_applied(std::span<const SfBatch* const> raw) {
 }
 
 void Worker::State::apply_dense(const SfBatch& item) {
-  SFB_ENFORCE(item.dense && item.dense->rows() == J && item.dense->cols() == D, "dense item of clock {}", item.clock);
+  // Dense items are in the stored layout (the baselines form and shard them that way).
+  SFB_ENFORCE(item.dense && item.dense->rows() == weights.stored_unlocked().rows() &&
+                  item.dense->cols() == weights.stored_unlocked().cols(),
+              "dense item of clock {}", item.clock);
   Stopwatch sw;
   {
-    std::unique_lock lock(w_mu);
+    auto w = weights.write();
+    Matrix& W = w.stored();
     if (item.kind == SfBatch::Kind::kOwnDense) {
       // Read-my-writes: the raw update, no proximal step (the servers apply it when they apply the
       // update; the next PULL replaces W).
-      W += (1.0f / w_scale) * *item.dense;
+      W += (1.0f / w.scale()) * *item.dense;
     } else if (item.kind == SfBatch::Kind::kReplaceW) {
       // The parameter servers' W after every worker's clock item.clock.
       W = *item.dense;
-      w_scale = 1.0f;
+      w.set_scale(1.0f);
     } else {
       // The sum of every worker's update of the clock, then one proximal step per worker's batch
       // (as SFB applies one per batch).
@@ -85,13 +89,15 @@ void Worker::State::apply_dense(const SfBatch& item) {
       if (!scaling_prox) {
         W += *item.dense;
       } else {
-        W += (1.0f / w_scale) * *item.dense;
-        for (int q = 0; q < P; ++q) w_scale *= static_cast<float>(model.prox_scale(eta));
-        fold_scale_if_far();
+        W += (1.0f / w.scale()) * *item.dense;
+        float scale = w.scale();
+        for (int q = 0; q < P; ++q) scale *= static_cast<float>(model.prox_scale(eta));
+        w.set_scale(scale);
+        w.fold_scale_if_far();
       }
       if (model.has_prox()) {
-        fold_scale();
-        for (int q = 0; q < P; ++q) model.prox(view(W), eta);
+        w.fold_scale();
+        for (int q = 0; q < P; ++q) model.prox(w.view(), eta);
       }
     }
   }
@@ -117,8 +123,7 @@ void Worker::State::apply_dense(const SfBatch& item) {
 
 void Worker::State::clock_applied(int64_t clock) {
   if (!hooks.on_clock_applied) return;
-  std::shared_lock lock(w_mu);
-  hooks.on_clock_applied(clock, W);
+  hooks.on_clock_applied(clock, weights.stored_unlocked());  // this thread is the only writer
 }
 
 // BSP: applies every clock from next_clock on whose batches from all sources are here, in
@@ -148,12 +153,12 @@ bool Worker::State::reconcile(int64_t clock) {
   maybe_sketch();
   Stopwatch sw;
   try {
-    std::unique_lock lock(w_mu);
-    fold_scale();
-    reconciler->reconcile(W, clock);
+    auto w = weights.write();
+    w.fold_scale();
+    reconciler->reconcile(w.stored(), clock);  // element-wise: either layout
     // A sum of prox-feasible replicas may leave the feasible set: one proximal step puts it back.
     if (model.has_prox() && !scaling_prox && reconciler->mode() == Reconciler::Mode::kSum)
-      model.prox(view(W), step(clock - 1));
+      model.prox(w.view(), step(clock - 1));
   } catch (const comm::QueueChannel::Closed&) {
     return false;
   }
@@ -168,7 +173,7 @@ bool Worker::State::reconcile(int64_t clock) {
 void Worker::State::submit_start_snapshot() {
   if (rank != 0 || !monitor) return;
   auto snap = std::make_unique<Snapshot>();
-  snap->W = materialized();
+  snap->W = weights.materialized();
   snap->record.clock = start_clock;
   fill_traffic_and_times(snap->record);
   monitor->submit(std::move(snap));
@@ -203,7 +208,7 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
   s->final = final;
   s->evaluate = evaluate;
   s->checkpoint = checkpoint;
-  s->W = materialized();
+  s->W = weights.materialized();
   auto& r = s->record;
   r.clock = done;
   r.seconds = since_start.seconds();
@@ -221,7 +226,8 @@ void Worker::State::maybe_sketch() {
   if (done < next_drift) return;
   const int64_t clock = done / cfg.eval.every * cfg.eval.every;
   next_drift = clock + cfg.eval.every;
-  auto s = sketcher->sketch(W, w_scale);  // only this thread writes W
+  // Of the stored matrix: every replica has the same layout. Only this thread writes W.
+  auto s = sketcher->sketch(weights.stored_unlocked(), weights.scale_unlocked());
   std::lock_guard lock(mu);
   drift_out.emplace_back(clock, std::move(s));
 }

@@ -48,10 +48,10 @@ class Hostile : public sfb::api::Model {
     out.commit();
   }
   double prox_scale(double) const override { return fault_ == "bad_scale" ? 0.0 : 1.0; }
-  double objective(const sfb::Matrix& W, const sfb::io::Dataset&, int64_t) const override {
-    return W.allFinite() ? 1.0 : std::nan("");
+  double objective(const sfb::api::Weights& W, const sfb::io::Dataset&, int64_t) const override {
+    return W.stored.allFinite() ? 1.0 : std::nan("");
   }
-  double accuracy(const sfb::Matrix&, const sfb::io::Dataset&) const override { return -1.0; }
+  double accuracy(const sfb::api::Weights&, const sfb::io::Dataset&) const override { return -1.0; }
 
  private:
   int64_t J_, D_;
