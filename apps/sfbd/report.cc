@@ -139,6 +139,7 @@ Json sfb_summary(const SfbRun& run) {
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
           {"J", run.J},
           {"D", run.D},
+          {"w_layout", std::string(sfb::layout_name(run.layout))},
           {"network_bytes", network_bytes(r)},
           {"bytes_per_clock", counted ? Json(fixed(measured, 1)) : Json(nullptr)},
           {"bytes_counted", counted},
@@ -180,6 +181,7 @@ void print_sfb_table(const SfbRun& run) {
              cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.comm.transport,
              cfg.optimizer.minibatch);
   fmt::print("  stop reason      {}\n", r.stop_reason);
+  fmt::print("  model            {} (W {} x {}, {})\n", run.model_name, run.J, run.D, sfb::layout_name(run.layout));
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);
   fmt::print("  final objective  {:.5f} (on {} training rows sampled from every partition)\n", last.objective,

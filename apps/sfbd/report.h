@@ -15,8 +15,9 @@ struct SfbRun {
   std::string model_name;
   int workers = 0;
   int64_t J = 0, D = 0;
-  bool sparse_v = false;       // the model writes sparse v (the theory counts its measured nonzeros)
-  int64_t objective_rows = 0;  // rows of the objective's sample (all partitions)
+  bool sparse_v = false;                        // the model writes sparse v (the theory counts its measured nonzeros)
+  int64_t objective_rows = 0;                   // rows of the objective's sample (all partitions)
+  sfb::Layout layout = sfb::Layout::kRowMajor;  // how the workers kept W (model.layout resolved)
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

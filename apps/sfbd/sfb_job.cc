@@ -145,7 +145,8 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.model->rows(),
                    s.model->cols(),
                    s.model->sparse_v(),
-                   s.data.eval_sample.n};
+                   s.data.eval_sample.n,
+                   s.model->layout()};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
