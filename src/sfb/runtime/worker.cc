@@ -95,52 +95,10 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
       topo(make_topology(c, P)),
       weights(m.rows(), m.cols(), m.layout()) {}
 
-// SSP rule (docs/design.md): clock c may start once every in-neighbour's batches of clocks
-// < c - s are applied. A worker always reads its own writes (as in Petuum's SSP): its own
-// batches of clocks < c must be applied too, or under ASP a fast compute thread would compute
-// many clocks from the same stale W. Called with mu held.
-//
-// ASP has no staleness bound, but without any bound a fast worker floods a slow one's network
-// buffers (unexpected MPI messages) and memory grows without limit: found by scripts/soak.sh
-// with 8 ranks on 2 cores. So ASP keeps a flow-control window of runtime.asp_window clocks.
-// A baseline gets its own update back with everyone's; FMS under SSP/ASP also applies it at once
-// (Exchange::reads_own_writes), as a Bosen client keeps its oplog applied to its cache.
-bool Worker::State::allowed(int64_t c) const {
-  if (c >= Reconciler::next_point(reconciled, reconcile_every)) return false;
-  if (!exchange && applied[static_cast<size_t>(rank)] < c) return false;
-  if (exchange && exchange->reads_own_writes() && own_applied < c) return false;
-  for (int q : sources)
-    if (applied[static_cast<size_t>(q)] < c - bound()) return false;
-  return true;
-}
-
-// Who clock c waits for, for the timeout message. Called with mu held.
-std::string Worker::State::waiting_for(int64_t c) const {
-  if (paused) return "no STOP_AT from rank 0 after its stop query";
-  if (const int64_t point = Reconciler::next_point(reconciled, reconcile_every); c >= point)
-    return fmt::format("the replica reconciliation at clock {} (every worker takes part)", point);
-  std::vector<std::string> late;
-  for (int q : sources) {
-    const int64_t need = (q == rank && !exchange) ? c : c - bound();
-    // Under BSP complete clocks are applied together: the late ranks are those whose batches
-    // have not even arrived.
-    if (applied[static_cast<size_t>(q)] < need && received[static_cast<size_t>(q)] < need)
-      late.push_back(fmt::format("rank {} (received {} of {} clocks)", q, received[static_cast<size_t>(q)], need));
-  }
-  if (late.empty()) return "every batch it needs has arrived but is not applied yet";
-  // A baseline's clocks arrive through its exchange: under FMS the servers are the ones that answer.
-  std::string via;
-  if (exchange)
-    via = t.size() > P ? fmt::format(" (their clocks come through the {} exchange: server ranks {}..{})",
-                                     exchange->name(), P, t.size() - 1)
-                       : fmt::format(" (their clocks come through the {} exchange)", exchange->name());
-  return fmt::format("no progress from {}{}; is it alive?", fmt::join(late, ", "), via);
-}
-
 RankStats Worker::State::collect_stats() {
   RankStats s;
   s.rank = rank;
-  s.clocks = stop_at;
+  s.clocks = gate->stop_at();
   for (auto v : pairs_sent_to) s.pairs_sent += v;
   s.v_nonzeros_sent = v_nonzeros_sent;
   s.pairs_received = pairs_received;
@@ -148,31 +106,8 @@ RankStats Worker::State::collect_stats() {
   s.checksum = matrix_checksum(weights.row_major());  // the same in either layout
   for (int q = P; q < t.size(); ++q) s.bytes_from_servers += t.counters(q).bytes_received;
   fill_traffic_and_times(s);
-  s.max_lead = max_lead;
+  s.max_lead = gate->max_lead();
   return s;
-}
-
-// Waits until clock c may start (or the job stops or fails); false when it must not. Gives up
-// with a CommError naming the late ranks after runtime.peer_timeout_s without a change.
-bool Worker::State::wait_for_clock(int64_t c) {
-  std::unique_lock lock(mu);
-  Stopwatch waited;
-  auto ready = [&] { return aborted() || c >= stop_at || (!paused && allowed(c)); };
-  const auto deadline = deadline_after(cfg.runtime.peer_timeout_s);
-  while (!ready()) {
-    if (cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready())
-      throw CommError(fmt::format("rank {}: waited {} s (runtime.peer_timeout_s) to start clock {}: {}", rank,
-                                  cfg.runtime.peer_timeout_s, c, waiting_for(c)));
-  }
-  wait_ns += to_ns(waited.seconds());
-  if (aborted()) return false;
-  if (c >= stop_at) {
-    compute_done = true;
-    return false;
-  }
-  started = c + 1;
-  for (int q : sources) max_lead = std::max(max_lead, c - applied[static_cast<size_t>(q)]);
-  return true;
 }
 
 void Worker::State::compute_loop() {
@@ -188,7 +123,13 @@ void Worker::State::compute_loop() {
   api::BatchSfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
   const bool gradient = model.update_rule() == api::UpdateRule::kGradientStep;
   const bool sparse_v = model.sparse_v();
-  for (int64_t c = start_clock; wait_for_clock(c); ++c) {
+  double waited_s = 0;
+  const auto allowed = [&](int64_t c) {
+    const bool go = gate->wait_for_clock(c, cfg.runtime.peer_timeout_s, &waited_s);
+    wait_ns = to_ns(waited_s);
+    return go;
+  };
+  for (int64_t c = start_clock; allowed(c); ++c) {
     if (hooks.on_clock_start) hooks.on_clock_start(c);
     Stopwatch sw;
     sampler.next(K, rows);
@@ -206,10 +147,7 @@ void Worker::State::compute_loop() {
     }
     SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
               model.name(), c);
-    {
-      std::lock_guard lock(mu);
-      ++received[static_cast<size_t>(rank)];
-    }
+    gate->own_committed();
     // SFB applies its own batch like everyone's; a baseline gets it back inside the exchanged update.
     if (!exchange) in_q.push(committed);
     out_q.push(std::move(committed));
@@ -252,13 +190,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());
-  s.applied.assign(static_cast<size_t>(s.P), s.start_clock);
-  s.own_applied = s.start_clock;
-  s.received.assign(static_cast<size_t>(s.P), s.start_clock);
-  s.started = s.start_clock;
   s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
   s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);
-  s.stop_at = cfg.stop.max_clocks;
   s.out_q.set_capacity(cfg.runtime.queue_capacity);
   // The in-queue holds this rank's batches plus every peer's: the compute thread and the
   // communication thread must never block each other on it for long.
@@ -269,7 +202,6 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
         start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test);
   s.sketcher = std::make_unique<DriftSketcher>(s.weights.stored_unlocked().rows(), s.weights.stored_unlocked().cols(),
                                                cfg.job.seed);
-  s.reconciled = s.start_clock;
   if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
     const int q = s.topo.receivers_per_clock();
     // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
@@ -284,6 +216,22 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
       spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
                    s.reconcile_every);
   }
+  ClockGate::Rule rule;
+  rule.rank = s.rank;
+  rule.workers = s.P;
+  rule.sources = s.sources;
+  rule.bound = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
+  rule.own_batches = exchange == nullptr;
+  rule.reads_own_writes = exchange && exchange->reads_own_writes();
+  rule.reconcile_every = s.reconcile_every;
+  if (exchange) {
+    // A baseline's clocks arrive through its exchange: under FMS the servers are the ones that answer.
+    rule.exchange = exchange->name();
+    rule.via = transport.size() > s.P ? fmt::format(" (their clocks come through the {} exchange: server ranks {}..{})",
+                                                    exchange->name(), s.P, transport.size() - 1)
+                                      : fmt::format(" (their clocks come through the {} exchange)", exchange->name());
+  }
+  s.gate = std::make_unique<ClockGate>(std::move(rule), s.start_clock, cfg.stop.max_clocks);
   if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
   s.threads.on_abort([&s] {
     // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
@@ -294,8 +242,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     if (s.monitor) s.monitor->abort();
     if (s.exchange) s.exchange->abort();
     if (s.reconcile_ch) s.reconcile_ch->close();
-    std::lock_guard lock(s.mu);
-    s.cv.notify_all();
+    s.gate->abort();
   });
 }
 
@@ -330,7 +277,7 @@ WorkerResult Worker::run() {
   r.pairs_sent_to = s.pairs_sent_to;
   r.pairs_applied_from = s.pairs_applied_from;
   r.start_clock = s.start_clock;
-  r.final_clock = s.stop_at;
+  r.final_clock = s.gate->stop_at();
   if (s.reconciler) {
     const auto& st = s.reconciler->stats();
     r.reconcile_mode = Reconciler::mode_name(s.reconciler->mode());

@@ -16,21 +16,6 @@
 
 namespace sfb::runtime {
 
-int64_t Worker::State::pause_clocks() {
-  std::lock_guard lock(mu);
-  paused = true;
-  return started;
-}
-
-void Worker::State::resume_clocks(int64_t at) {
-  std::lock_guard lock(mu);
-  if (at < started)
-    throw CommError(fmt::format("rank {}: STOP_AT {} is before clock {} already started", rank, at, started));
-  stop_at = std::min(stop_at, at);
-  paused = false;
-  cv.notify_all();
-}
-
 void Worker::State::start_exchange() {
   ExchangeHost host;
   host.transport = &t;
@@ -98,16 +83,7 @@ void Worker::State::receive_sf(comm::Message&& m) {
     throw CommError(fmt::format("rank {}: SF batch from rank {}, which is not an in-neighbour", rank, m.src));
   auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m.data, {m.src, J, D}));
   pairs_received += batch->count;
-  {
-    // FIFO per sender: a clock out of order means a lost or duplicated message.
-    std::lock_guard lock(mu);
-    if (batch->clock != received[static_cast<size_t>(m.src)])
-      throw CommError(
-          fmt::format("rank {}: SF batch of clock {} from rank {}, expected clock {}: a message was lost or "
-                      "duplicated",
-                      rank, batch->clock, m.src, received[static_cast<size_t>(m.src)]));
-    ++received[static_cast<size_t>(m.src)];
-  }
+  gate->received(m.src, batch->clock);
   in_q.push(std::move(batch));
 }
 
@@ -142,7 +118,7 @@ bool Worker::State::receive_messages() {
 bool Worker::State::send_drift_sketches() {
   std::vector<std::pair<int64_t, std::vector<double>>> out;
   {
-    std::lock_guard lock(mu);
+    std::lock_guard lock(drift_mu);
     out.swap(drift_out);
   }
   for (auto& [clock, s] : out) {
@@ -179,12 +155,7 @@ void Worker::State::check_stop_reasons() {
 
 // Done locally (everything computed and applied, every own batch sent): DONE to rank 0.
 bool Worker::State::report_if_done() {
-  if (stop->done_sent()) return false;
-  {
-    std::lock_guard lock(mu);
-    if (!compute_done || !update_done) return false;
-  }
-  if (!out_q.empty()) return false;
+  if (stop->done_sent() || !gate->done() || !out_q.empty()) return false;
   stop->local_done(collect_stats());
   return true;
 }
@@ -204,8 +175,8 @@ void Worker::State::comm_loop() {
   io.send = [this](int dst, ControlType type, int64_t value, std::vector<int64_t> payload) {
     t.send(dst, comm::kTagControl, encode_control({type, rank, value, std::move(payload)}));
   };
-  io.pause = [this] { return pause_clocks(); };
-  io.resume = [this](int64_t at) { resume_clocks(at); };
+  io.pause = [this] { return gate->pause(); };
+  io.resume = [this](int64_t at) { gate->resume(at); };
   stop = std::make_unique<StopProtocol>(rank, P, cfg.stop.max_clocks, std::move(io));
   if (exchange) start_exchange();
   Stopwatch last_progress;

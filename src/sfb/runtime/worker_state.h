@@ -16,6 +16,7 @@
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/core/timer.h"
+#include "sfb/runtime/clock_gate.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/objective_monitor.h"
 #include "sfb/runtime/reconciler.h"
@@ -64,18 +65,10 @@ struct Worker::State {
   BoundedQueue<SfBatchPtr> out_q;
   BoundedQueue<SfBatchPtr> in_q;
 
-  // Clock state, guarded by mu; cv wakes the compute thread.
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int64_t> applied;   // per rank: batches applied (= clocks, they arrive in order)
-  std::vector<int64_t> received;  // per rank: batches received (own: committed), for diagnostics
-  int64_t own_applied = 0;        // a baseline with read-my-writes: own kOwnDense updates applied
-  int64_t start_clock = 0;        // first clock (a resumed run starts at its checkpoint's clock)
-  int64_t stop_at = 0;            // clocks every rank computes
-  int64_t started = 0;            // clocks this rank has started computing
-  bool paused = false;            // a stop query is open: start no new clock
-  bool compute_done = false;
-  bool update_done = false;
+  // The clocks (clock_gate.h): what each rank has received and applied, the stop point, the
+  // staleness rule. Every thread goes through its methods; it has its own lock.
+  std::unique_ptr<ClockGate> gate;
+  int64_t start_clock = 0;  // first clock (a resumed run starts at its checkpoint's clock); fixed
 
   // Threads: the first error wins and aborts the queues, the monitor and the exchange.
   ThreadGroup threads;
@@ -86,24 +79,22 @@ struct Worker::State {
   int64_t pairs_received = 0;               // comm thread
   int64_t v_nonzeros_sent = 0;              // comm thread: sparse v, summed over destinations
   std::vector<int64_t> pairs_applied_from;  // update thread
-  int64_t max_lead = 0;                     // compute thread
 
   // Replica drift (replica_drift.h): every eval.every clocks the update thread sketches W into
-  // drift_out (guarded by mu); the communication thread sends it to rank 0, whose collector
+  // drift_out (guarded by drift_mu); the communication thread sends it to rank 0, whose collector
   // hands complete clocks to the monitor.
-  std::unique_ptr<DriftSketcher> sketcher;                         // update thread
-  std::vector<std::pair<int64_t, std::vector<double>>> drift_out;  // guarded by mu
+  std::unique_ptr<DriftSketcher> sketcher;  // update thread
+  std::mutex drift_mu;
+  std::vector<std::pair<int64_t, std::vector<double>>> drift_out;  // guarded by drift_mu
   std::unique_ptr<DriftCollector> drift;                           // rank 0, comm thread
 
   // Partial broadcast's reconciliation (reconciler.h), null when off: the update thread runs it with
   // W held exclusively; the communication thread feeds its channel. The compute thread starts no
-  // clock past the next reconciliation point before it is done: `reconciled` (guarded by mu) is
-  // the clock of the last one, reconcile_every the period (fixed).
+  // clock past the next reconciliation point before it is done (the gate knows the period).
   std::unique_ptr<comm::QueueChannel> reconcile_ch;
   std::unique_ptr<Reconciler> reconciler;  // update thread
-  int64_t reconcile_every = 0;
-  int64_t reconciled = 0;  // guarded by mu
-  int64_t next_drift = 0;  // update thread: the next clock a drift sketch is due
+  int64_t reconcile_every = 0;             // fixed
+  int64_t next_drift = 0;                  // update thread: the next clock a drift sketch is due
 
   std::unique_ptr<ObjectiveMonitor> monitor;  // rank 0
   std::unique_ptr<StopProtocol> stop;         // comm thread; read after the threads have ended
@@ -111,10 +102,6 @@ struct Worker::State {
 
   bool aborted() const { return threads.aborted(); }
   float step(int64_t clock) const { return clock_step(cfg, clock); }
-  // The staleness bound: s, or ASP's flow-control window (see allowed()).
-  int64_t bound() const { return cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness; }
-  bool allowed(int64_t c) const;
-  std::string waiting_for(int64_t c) const;
   template <typename Record>
   void fill_traffic_and_times(Record& r) const {
     const auto c = t.total_counters();
@@ -128,7 +115,6 @@ struct Worker::State {
 
   // SF-compute thread (worker.cc).
   void compute_loop();
-  bool wait_for_clock(int64_t c);
   // Update thread (worker_update.cc).
   void update_loop();
   void apply(std::span<const SfBatchPtr> batches);
@@ -142,8 +128,6 @@ struct Worker::State {
   void maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final);
   void maybe_sketch();
   bool reconcile(int64_t clock);
-  int64_t applied_by_every_source() const;
-  bool all_applied();
   // Communication thread (worker_comm.cc).
   void comm_loop();
   void start_exchange();
@@ -155,8 +139,6 @@ struct Worker::State {
   void check_stop_reasons();
   bool report_if_done();
   void check_peer_timeout(bool progress, Stopwatch& last_progress) const;
-  int64_t pause_clocks();
-  void resume_clocks(int64_t at);
 };
 
 }  // namespace sfb::runtime

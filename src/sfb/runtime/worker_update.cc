@@ -52,17 +52,8 @@ void Worker::State::apply_scaled(SharedWeights::Writer& w, std::span<const SfBat
 }
 
 void Worker::State::count_applied(std::span<const SfBatch* const> raw) {
-  std::lock_guard lock(mu);
-  for (const SfBatch* b : raw) {
-    pairs_applied_from[static_cast<size_t>(b->sender)] += b->count;
-    // Batches of one sender arrive in clock order (FIFO transport, one sender thread): a gap or
-    // a repeat means a lost or duplicated message.
-    if (b->clock != applied[static_cast<size_t>(b->sender)])
-      throw CommError(fmt::format("rank {}: batch of clock {} from rank {} out of sequence (expected clock {})", rank,
-                                  b->clock, b->sender, applied[static_cast<size_t>(b->sender)]));
-    ++applied[static_cast<size_t>(b->sender)];
-  }
-  cv.notify_all();
+  for (const SfBatch* b : raw) pairs_applied_from[static_cast<size_t>(b->sender)] += b->count;
+  gate->applied(raw);
 }
 
 void Worker::State::apply_dense(const SfBatch& item) {
@@ -102,23 +93,12 @@ void Worker::State::apply_dense(const SfBatch& item) {
     }
   }
   update_ns += to_ns(sw.seconds());
-  std::lock_guard lock(mu);
   if (item.kind == SfBatch::Kind::kOwnDense) {
-    if (item.clock != own_applied)
-      throw CommError(fmt::format("rank {}: own {} update of clock {} out of sequence (expected clock {})", rank,
-                                  exchange->name(), item.clock, own_applied));
-    ++own_applied;
-    cv.notify_all();
+    gate->applied_own_dense(item.clock);
     return;
   }
-  for (int q : sources) {
-    if (applied[static_cast<size_t>(q)] != item.clock)
-      throw CommError(fmt::format("rank {}: {} update of clock {} out of sequence (expected clock {})", rank,
-                                  exchange ? exchange->name() : "dense", item.clock, applied[static_cast<size_t>(q)]));
-    applied[static_cast<size_t>(q)] = item.clock + 1;
-    pairs_applied_from[static_cast<size_t>(q)] += K;
-  }
-  cv.notify_all();
+  for (int q : sources) pairs_applied_from[static_cast<size_t>(q)] += K;
+  gate->applied_dense(item.clock);
 }
 
 void Worker::State::clock_applied(int64_t clock) {
@@ -163,9 +143,7 @@ bool Worker::State::reconcile(int64_t clock) {
     return false;
   }
   update_ns += to_ns(sw.seconds());
-  std::lock_guard lock(mu);
-  reconciled = clock;
-  cv.notify_all();
+  gate->reconciled(clock);
   return true;
 }
 
@@ -179,25 +157,13 @@ void Worker::State::submit_start_snapshot() {
   monitor->submit(std::move(snap));
 }
 
-// The clocks every source's batches have been applied up to. Update thread only: it is the one
-// writer of `applied`, so it reads it without the lock.
-int64_t Worker::State::applied_by_every_source() const {
-  int64_t done = std::numeric_limits<int64_t>::max();
-  for (int q : sources) done = std::min(done, applied[static_cast<size_t>(q)]);
-  return done;
-}
-
 void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
   if (rank != 0 || !monitor) return;
   const bool checkpoints = !cfg.checkpoint.path.empty();
-  int64_t done;
-  {
-    std::lock_guard lock(mu);
-    done = stop_at;
-  }
+  int64_t done = gate->stop_at();
   bool evaluate = true, checkpoint = checkpoints;
   if (!final) {
-    done = applied_by_every_source();
+    done = gate->applied_by_every_source();
     evaluate = done >= next_eval;
     checkpoint = checkpoints && done >= next_ckpt;
     if (!evaluate && !checkpoint) return;
@@ -222,20 +188,14 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
 // with the last multiple of eval.every reached (SSP/ASP may pass several at once).
 void Worker::State::maybe_sketch() {
   if (!sketcher) return;
-  const int64_t done = applied_by_every_source();
+  const int64_t done = gate->applied_by_every_source();
   if (done < next_drift) return;
   const int64_t clock = done / cfg.eval.every * cfg.eval.every;
   next_drift = clock + cfg.eval.every;
   // Of the stored matrix: every replica has the same layout. Only this thread writes W.
   auto s = sketcher->sketch(weights.stored_unlocked(), weights.scale_unlocked());
-  std::lock_guard lock(mu);
+  std::lock_guard lock(drift_mu);
   drift_out.emplace_back(clock, std::move(s));
-}
-
-// True once the compute thread is done and every source's batches up to stop_at are applied.
-bool Worker::State::all_applied() {
-  std::lock_guard lock(mu);
-  return compute_done && applied_by_every_source() >= stop_at;
 }
 
 void Worker::State::update_loop() {
@@ -272,19 +232,11 @@ void Worker::State::update_loop() {
     }
     maybe_snapshot(next_eval, next_ckpt, false);
     maybe_sketch();
-  } while (!all_applied());
+  } while (!gate->all_applied());
   // The run ends on one consensus: the model file and the final objective are every replica's.
-  {
-    int64_t end;
-    {
-      std::lock_guard lock(mu);
-      end = stop_at;
-    }
-    if (reconciler && reconciler->last() < end && !reconcile(end)) return;
-  }
+  if (const int64_t end = gate->stop_at(); reconciler && reconciler->last() < end && !reconcile(end)) return;
   maybe_snapshot(next_eval, next_ckpt, true);
-  std::lock_guard lock(mu);
-  update_done = true;
+  gate->update_finished();
 }
 
 }  // namespace sfb::runtime
