@@ -237,6 +237,41 @@ BENCHMARK(BM_SparseUpdate)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The memory ceiling of the feature-major sweep's access pattern, measured the same way: the stored
+// rows of W that a clock's batches touch (the same statistics as BM_SparseUpdate) are each read and
+// written once (y += 1), without U, the regrouping or the kernel. BM_SparseUpdate feature_major:1
+// over this row's time says how much of the sweep is above that floor.
+void BM_TouchedRowsStream(benchmark::State& st) {
+  const int J = static_cast<int>(st.range(0)), D = static_cast<int>(st.range(1)), pk = static_cast<int>(st.range(2));
+  const double density = static_cast<double>(st.range(3)) / 1000.0;
+  Matrix W = Matrix::Zero(D, J);
+  const SfBatch all = sparse_batch(pk, J, D, density, 99);
+  std::vector<char> used(static_cast<size_t>(D), 0);
+  for (int32_t c : all.v_index) used[static_cast<size_t>(c)] = 1;
+  std::vector<int32_t> cols;
+  for (int c = 0; c < D; ++c)
+    if (used[static_cast<size_t>(c)]) cols.push_back(c);
+  const double bytes = sparse_touched_bytes(all, sfb::Layout::kFeatureMajor);
+  for (auto _ : st) {
+    for (int32_t c : cols) {
+      float* y = W.data() + int64_t{c} * J;
+      for (int j = 0; j < J; ++j) y[j] += 1.0f;
+    }
+    benchmark::ClobberMemory();
+  }
+  const double triad = stream_triad_gbs();
+  st.counters["stream_GB/s"] = triad;
+  st.counters["pct_of_roofline"] =
+      benchmark::Counter(100.0 * bytes / 1e9 / triad, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TouchedRowsStream)
+    ->ArgNames({"J", "D", "PK", "density_permille"})
+    ->Args({4096, 4096, 256, 10})
+    ->Args({1024, 65536, 256, 1})
+    ->MinTime(1.0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 void BM_Serialise(benchmark::State& st) {
   const SfBatch b =
       dense_batch(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)), static_cast<int>(st.range(2)));
