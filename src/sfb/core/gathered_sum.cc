@@ -34,30 +34,32 @@ template <int T>
   }
 }
 
-template <int T>
+// Tiles of T floats, then of one vector (V floats: short rows such as J = 20 classes), then scalars.
+template <int T, int V>
 [[gnu::always_inline]] inline void body(int64_t n, int64_t terms, const float* a, const int32_t* idx, const float* base,
                                         int64_t stride, float* y) {
   int64_t j0 = 0;
   for (; j0 + T <= n; j0 += T) tile<T>(j0, terms, a, idx, base, stride, y);
+  for (; j0 + V <= n; j0 += V) tile<V>(j0, terms, a, idx, base, stride, y);
   tail(j0, n, terms, a, idx, base, stride, y);
 }
 
 // 16 xmm registers: 8 accumulators of 4 floats.
 void add_baseline(int64_t n, int64_t terms, const float* a, const int32_t* idx, const float* base, int64_t stride,
                   float* y) {
-  body<32>(n, terms, a, idx, base, stride, y);
+  body<32, 4>(n, terms, a, idx, base, stride, y);
 }
 
 #if defined(__x86_64__)
 // 16 ymm registers: 8 accumulators of 8 floats.
 [[gnu::target("avx2")]] void add_avx2(int64_t n, int64_t terms, const float* a, const int32_t* idx, const float* base,
                                       int64_t stride, float* y) {
-  body<64>(n, terms, a, idx, base, stride, y);
+  body<64, 8>(n, terms, a, idx, base, stride, y);
 }
 // 32 zmm registers: 8 accumulators of 16 floats.
 [[gnu::target("avx512f")]] void add_avx512(int64_t n, int64_t terms, const float* a, const int32_t* idx,
                                            const float* base, int64_t stride, float* y) {
-  body<128>(n, terms, a, idx, base, stride, y);
+  body<128, 16>(n, terms, a, idx, base, stride, y);
 }
 #endif
 

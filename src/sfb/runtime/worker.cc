@@ -79,6 +79,27 @@ MonitorOutputs monitor_outputs(const Config& cfg, int workers, int64_t start_clo
   return out;
 }
 
+// The staleness rule of this worker's clocks (clock_gate.h).
+ClockGate::Rule clock_rule(const Config& cfg, int rank, int P, const std::vector<int>& sources, int64_t reconcile_every,
+                           const Exchange* exchange, int ranks) {
+  ClockGate::Rule rule;
+  rule.rank = rank;
+  rule.workers = P;
+  rule.sources = sources;
+  rule.bound = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
+  rule.own_batches = exchange == nullptr;
+  rule.reads_own_writes = exchange && exchange->reads_own_writes();
+  rule.reconcile_every = reconcile_every;
+  if (exchange) {
+    // A baseline's clocks arrive through its exchange: under FMS the servers are the ones that answer.
+    rule.exchange = exchange->name();
+    rule.via = ranks > P ? fmt::format(" (their clocks come through the {} exchange: server ranks {}..{})",
+                                       exchange->name(), P, ranks - 1)
+                         : fmt::format(" (their clocks come through the {} exchange)", exchange->name());
+  }
+  return rule;
+}
+
 }  // namespace
 
 Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m,
@@ -216,22 +237,9 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
       spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
                    s.reconcile_every);
   }
-  ClockGate::Rule rule;
-  rule.rank = s.rank;
-  rule.workers = s.P;
-  rule.sources = s.sources;
-  rule.bound = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
-  rule.own_batches = exchange == nullptr;
-  rule.reads_own_writes = exchange && exchange->reads_own_writes();
-  rule.reconcile_every = s.reconcile_every;
-  if (exchange) {
-    // A baseline's clocks arrive through its exchange: under FMS the servers are the ones that answer.
-    rule.exchange = exchange->name();
-    rule.via = transport.size() > s.P ? fmt::format(" (their clocks come through the {} exchange: server ranks {}..{})",
-                                                    exchange->name(), s.P, transport.size() - 1)
-                                      : fmt::format(" (their clocks come through the {} exchange)", exchange->name());
-  }
-  s.gate = std::make_unique<ClockGate>(std::move(rule), s.start_clock, cfg.stop.max_clocks);
+  s.gate = std::make_unique<ClockGate>(
+      clock_rule(cfg, s.rank, s.P, s.sources, s.reconcile_every, exchange, transport.size()), s.start_clock,
+      cfg.stop.max_clocks);
   if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
   s.threads.on_abort([&s] {
     // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
