@@ -519,17 +519,24 @@ TEST(Plugins, WeightsHelpersApplyTheScale) {
 TEST(Gradcheck, EveryBuiltInGradientModelsSfsAreItsGradientOnDenseAndSparseData) {
   for (const double density : {1.0, 0.3}) {
     const io::Dataset data = io::make_synthetic({60, 16, 4, density, 0.0, 3, 0});
-    for (const char* name : {"mlr", "l2mlr", "dml", "sparse_coding"}) {
+    // mlr and l2mlr in both layouts of W (auto is feature-major on the sparse data).
+    for (const std::string name : {"mlr", "l2mlr", "dml", "sparse_coding", "mlr:row-major", "mlr:feature-major",
+                                   "l2mlr:row-major", "l2mlr:feature-major"}) {
       Config cfg = base_config();
-      cfg.model.name = name;
+      cfg.model.name = name.substr(0, name.find(':'));
+      if (name.find(':') != std::string::npos) cfg.model.layout = name.substr(name.find(':') + 1);
       cfg.model.lambda = 0.1;  // l2mlr: a regulariser gradient large enough to matter
       cfg.model.dim = 5;
       cfg.model.atoms = 6;
       auto model = make_model(cfg, data, data.n, 0, 1);
+      const bool feature_major =
+          cfg.model.layout == "feature-major" ||
+          (cfg.model.layout == "auto" && data.sparse && cfg.model.name.find("mlr") != std::string::npos);
+      EXPECT_EQ(model->layout(), feature_major ? Layout::kFeatureMajor : Layout::kRowMajor) << name;
       const auto r = gradcheck(*model, data, {});
       EXPECT_TRUE(r.passed) << name << " density " << density << ": worst error " << r.worst_error;
       EXPECT_GT(r.gradient_norm, 0.0) << name;
-      if (std::string(name) == "l2mlr") EXPECT_GT(r.regulariser_norm, 0.0);
+      if (cfg.model.name == "l2mlr") EXPECT_GT(r.regulariser_norm, 0.0);
     }
   }
 }
