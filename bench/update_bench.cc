@@ -145,6 +145,15 @@ double sparse_touched_bytes(const SfBatch& b, sfb::Layout layout) {
   return w_bytes + sf_bytes;
 }
 
+// `bytes` per iteration as a rate, the triad measured right after, and their ratio.
+void report_roofline(benchmark::State& st, double bytes) {
+  const double triad = stream_triad_gbs();
+  st.counters["GB/s_roofline_bytes"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["stream_GB/s"] = triad;
+  st.counters["pct_of_roofline"] =
+      benchmark::Counter(100.0 * bytes / 1e9 / triad, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 sfb::Layout layout_arg(int64_t v) { return v ? sfb::Layout::kFeatureMajor : sfb::Layout::kRowMajor; }
 
 // merged = 1: all batches of the clock in one UpdateApplier call (one sweep over W, what the
@@ -214,12 +223,8 @@ void BM_SparseUpdate(benchmark::State& st) {
     apply_all(applier, W, batches, merged);
     benchmark::ClobberMemory();
   }
-  const double triad = stream_triad_gbs();
-  st.counters["GB/s_roofline_bytes"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-  st.counters["stream_GB/s"] = triad;
+  report_roofline(st, bytes);
   st.SetLabel(std::string(sfb::simd_name(sfb::active_simd())));
-  st.counters["pct_of_roofline"] =
-      benchmark::Counter(100.0 * bytes / 1e9 / triad, benchmark::Counter::kIsIterationInvariantRate);
 }
 // feature_major 1: W stored D x J, each touched column one contiguous axpy pass (the layout the
 // sparse models use); 0: row-major with the tiled sweep (sparse codes of a dense model).
@@ -259,10 +264,7 @@ void BM_TouchedRowsStream(benchmark::State& st) {
     }
     benchmark::ClobberMemory();
   }
-  const double triad = stream_triad_gbs();
-  st.counters["stream_GB/s"] = triad;
-  st.counters["pct_of_roofline"] =
-      benchmark::Counter(100.0 * bytes / 1e9 / triad, benchmark::Counter::kIsIterationInvariantRate);
+  report_roofline(st, bytes);
 }
 BENCHMARK(BM_TouchedRowsStream)
     ->ArgNames({"J", "D", "PK", "density_permille"})

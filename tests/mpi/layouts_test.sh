@@ -36,7 +36,6 @@ cmp -s "$OUT/fm/model.bin" "$OUT/rm/model.bin" || fail "the model files differ"
   fail "final objectives differ"
 
 echo "== a feature-major checkpoint resumes row-major, and back, bit for bit"
-cp "$OUT/fm/ckpt.bin" "$OUT/fm_end.bin"
 run fm40 --set stop.max_clocks=40
 run fm_from_rm --set stop.max_clocks=40 --set 'model.layout="row-major"'
 # the run stopped at 40 wrote its checkpoint there; continue it to 60 in the other layout

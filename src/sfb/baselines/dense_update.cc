@@ -15,16 +15,11 @@ void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64
     block.setZero();
     return;
   }
-  const bool row_major = layout == Layout::kRowMajor;
   if (!b.sparse_v) {
-    if (row_major)  // op(A) = U[:, rows]^T (rows x K, read from U's columns), B = V (K x D).
-      gemm(Op::kTranspose, Op::kNone, rows, b.D, b.count, 1.0f, b.u.data() + row_begin, b.J, b.v.data(), b.D, 0.0f,
-           out.data() + row_begin * b.D, b.D);
-    else  // op(A) = V[:, rows]^T (rows x K), B = U (K x J).
-      gemm(Op::kTranspose, Op::kNone, rows, b.J, b.count, 1.0f, b.v.data() + row_begin, b.D, b.u.data(), b.J, 0.0f,
-           out.data() + row_begin * b.J, b.J);
+    gemm_uv(layout, b.J, b.D, b.count, 1.0f, b.u.data(), b.v.data(), 0.0f, out.data(), row_begin, rows);
     return;
   }
+  const bool row_major = layout == Layout::kRowMajor;
   block.setZero();
   for (int32_t i = 0; i < b.count; ++i) {
     for (int64_t k = b.v_row_ptr[static_cast<size_t>(i)]; k < b.v_row_ptr[static_cast<size_t>(i) + 1]; ++k) {

@@ -26,6 +26,12 @@ void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const 
 // The same on whole row-major matrices (C is resized when beta == 0).
 void gemm(Op op_a, const Matrix& a, Op op_b, const Matrix& b, Matrix& c, float alpha = 1.0f, float beta = 0.0f);
 
+// An SF update in a stored layout (sfb/core/tensor.h): stored rows [row_begin, row_begin + rows) of
+// out = alpha * dW + beta * out, where dW = U^T V (J x D) row-major, or dW^T = V^T U (D x J)
+// feature-major; U is K x J and V is K x D, row-major. One GEMM with the transposes folded in.
+void gemm_uv(Layout layout, int64_t J, int64_t D, int64_t K, float alpha, const float* u, const float* v, float beta,
+             float* out, int64_t row_begin, int64_t rows);
+
 // The threads of every parallel region from now on (at least 1): Eigen's, this thread's OpenMP
 // default (oneDNN runs there) and every BLAS call's. runtime.threads sets it once per rank.
 void set_compute_threads(int threads);

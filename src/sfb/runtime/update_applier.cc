@@ -20,15 +20,6 @@ namespace {
 constexpr int kRows = kSweepRows;
 }  // namespace
 
-void UpdateApplier::gemm_update(Matrix& W, int64_t rows, float alpha, const float* u, const float* v) const {
-  const bool row_major = layout_ == Layout::kRowMajor;
-  const int64_t J = row_major ? W.rows() : W.cols(), D = row_major ? W.cols() : W.rows();
-  if (row_major)  // W (J x D) += alpha U^T V
-    gemm(Op::kTranspose, Op::kNone, J, D, rows, alpha, u, J, v, D, 1.0f, W.data(), D);
-  else  // W^T (D x J) += alpha V^T U
-    gemm(Op::kTranspose, Op::kNone, D, J, rows, alpha, v, D, u, J, 1.0f, W.data(), J);
-}
-
 void UpdateApplier::apply(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha) {
   SFB_ENFORCE(alpha.empty() || alpha.size() == batches.size(), "{} multipliers for {} batches", alpha.size(),
               batches.size());
@@ -64,7 +55,8 @@ void UpdateApplier::apply_dense(Matrix& W, std::span<const SfBatch* const> batch
     for (size_t bi = 0; bi < batches.size(); ++bi) {
       const SfBatch* b = batches[bi];
       if (b->sparse_v || b->count == 0) continue;
-      gemm_update(W, b->count, alpha_of(bi), b->u.data(), b->v.data());  // one BLAS call (core/gemm.h)
+      // W (or W^T) += alpha U^T V: one BLAS call (core/gemm.h).
+      gemm_uv(layout_, J, D, b->count, alpha_of(bi), b->u.data(), b->v.data(), 1.0f, W.data(), 0, W.rows());
     }
     return;
   }
@@ -82,7 +74,7 @@ void UpdateApplier::apply_dense(Matrix& W, std::span<const SfBatch* const> batch
     v_stack_.middleRows(r, b->count) = b->v;
     r += b->count;
   }
-  gemm_update(W, dense_rows, 1.0f, u_stack_.data(), v_stack_.data());
+  gemm_uv(layout_, J, D, dense_rows, 1.0f, u_stack_.data(), v_stack_.data(), 1.0f, W.data(), 0, W.rows());
 }
 
 // Regroups every non-zero of the batches by column, keeping batch and pair order within a column;

@@ -43,8 +43,6 @@ class UpdateApplier {
   }
 
  private:
-  // W += alpha * U^T V of `rows` stacked pairs, in the applier's layout.
-  void gemm_update(Matrix& W, int64_t rows, float alpha, const float* u, const float* v) const;
   void apply_dense(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha);
   void apply_sparse(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha);
   void apply_sparse_feature_major(Matrix& W, std::span<const SfBatch* const> batches, std::span<const float> alpha,

@@ -3,7 +3,6 @@
 // src/sfb/runtime: worker.cc (construction, run, the SF-compute thread), worker_update.cc (the
 // update thread) and worker_comm.cc (the communication thread). Which thread owns what is said at
 // each member; docs/architecture.md has the overview.
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
