@@ -183,7 +183,7 @@ TEST(Executor, FourRanksEqualOneRankWithTheFourTimesBatch) {
   const io::Dataset data = random_images(200, {1, 8, 8}, 3, 11);
   Config cfg = cnn_config();
   const int B = 4, P = 4;
-  const Plan wfbp = plan_wfbp(Profile{"t", std::vector<mgwfbp::Layer>(4), 0});
+  const Plan wfbp = plan_wfbp(Profile{"t", std::vector<mgwfbp::LayerTiming>(4), 0});
   ExecutorHooks many;
   many.plan = &wfbp;
   const auto par = [&] {
@@ -221,7 +221,7 @@ TEST(Executor, FourRanksEqualOneRankWithTheFourTimesBatch) {
 TEST(Executor, EveryPlannerGivesBitwiseTheSameWeights) {
   const io::Dataset data = random_images(120, {1, 8, 8}, 3, 12);
   const Config cfg = cnn_config();
-  const Profile shape{"t", std::vector<mgwfbp::Layer>(4), 0};
+  const Profile shape{"t", std::vector<mgwfbp::LayerTiming>(4), 0};
   std::vector<Plan> plans = {plan_wfbp(shape), plan_synceasgd(shape), Plan{{2, 3}, {0, 1}},
                              Plan{{3, 3}, {1, 2}, {0, 0}}};
   std::vector<uint64_t> sums;

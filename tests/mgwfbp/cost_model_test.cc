@@ -90,7 +90,7 @@ TEST(Profiles, SufficientFactorColumnsAndReferenceNetworks) {
   const Profile alex = reference_profile("alexnet", 32, 1000);
   EXPECT_EQ(alex.total_params(), 61100840);  // torchvision AlexNet
   EXPECT_EQ(reference_profile("vgg16", 32, 1000).total_params(), 138357544);
-  const Layer& fc7 = alex.layers[6];
+  const LayerTiming& fc7 = alex.layers[6];
   EXPECT_EQ(fc7.sf_floats, 32 * (4096 + 4096));
   EXPECT_DOUBLE_EQ(fc7.t_sf_us, 2.0 * 32 * 4096 * 4096 / 1e6);  // 1000 GFLOP/s = 1e6 FLOP/us
   EXPECT_DOUBLE_EQ(fc7.t_b_us, 2 * fc7.t_f_us);

@@ -150,10 +150,10 @@ namespace {
 
 // A layer with sufficient factors: a fully-connected layer out x in (+ bias) at batch B, and
 // rebuilding one rank's factors at 1 GFLOP/s per us... (t_sf given).
-Layer fc(int64_t out, int64_t in, int64_t B, double t_b, double t_sf) {
+LayerTiming fc(int64_t out, int64_t in, int64_t B, double t_b, double t_sf) {
   return {"fc", out * in + out, t_b, 0, B * (out + in), t_sf};
 }
-Layer conv(int64_t params, double t_b) { return {"conv", params, t_b, 0, 0, 0.0}; }
+LayerTiming conv(int64_t params, double t_b) { return {"conv", params, t_b, 0, 0, 0.0}; }
 
 // 4 ranks at 1 Gbit/s (ring): the fc 4096 x 4096 layer's gradient is 64 MiB dense, its factors
 // at B = 32 are 1 MiB per rank: the all-gather of 3 MiB and 4 x 1 ms of rebuilding beat the

@@ -66,7 +66,7 @@ mgwfbp::Profile get_profile(ByteReader& r, const std::string& name) {
   const auto n = r.get<uint32_t>("profile layers");
   SFB_CHECK_DATA(n <= kMaxLayers, "{}: a profile of {} layers", name, n);
   for (uint32_t i = 0; i < n; ++i) {
-    mgwfbp::Layer& l = p.layers.emplace_back();
+    mgwfbp::LayerTiming& l = p.layers.emplace_back();
     l.name = get_string(r, name, "profile layer name");
     l.params = r.get<int64_t>("profile params");
     l.t_b_us = r.get<double>("profile t_b_us");

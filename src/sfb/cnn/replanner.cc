@@ -113,7 +113,7 @@ Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, 
   const int L = net.param_layers();
   plan_ =
       fixed ? *fixed
-            : mgwfbp::plan_synceasgd(mgwfbp::Profile{"init", std::vector<mgwfbp::Layer>(static_cast<size_t>(L)), 0.0});
+            : mgwfbp::plan_synceasgd(mgwfbp::Profile{"init", std::vector<mgwfbp::LayerTiming>(static_cast<size_t>(L)), 0.0});
   mgwfbp::check_plan(plan_, L);
 }
 

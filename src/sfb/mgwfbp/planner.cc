@@ -100,7 +100,7 @@ Plan optimal_plan(const Profile& p, const CostModel& c, bool hybrid) {
   // dense_only[j]: layers in 1..j with parameters but no factors (a run holding one goes dense).
   std::vector<int> last_param(static_cast<size_t>(L) + 1, 0), dense_only(last_param);
   for (int k = 1; k <= L; ++k) {
-    const Layer& x = p.layers[static_cast<size_t>(layer(k))];
+    const LayerTiming& x = p.layers[static_cast<size_t>(layer(k))];
     prefix[k] = prefix[k - 1] + x.params * 4;
     sf_prefix[k] = sf_prefix[k - 1] + x.sf_floats * 4;
     t_sf_prefix[k] = t_sf_prefix[k - 1] + x.t_sf_us;
@@ -317,35 +317,6 @@ Plan make_plan(const std::string& spec, const Profile& p, const CostModel& c) {
     return plan;
   }
   throw InvalidArgument(fmt::format("unknown planner \"{}\"; planners are {}", spec, planner_list()));
-}
-
-void check_plan(const Plan& plan, int layers) {
-  int next = layers - 1;
-  for (const auto& g : plan) {
-    SFB_ENFORCE(g.hi == next && g.lo <= g.hi && g.lo >= 0, "plan {} does not cover layers {}..0 in backward order",
-                describe(plan), layers - 1);
-    next = g.lo - 1;
-  }
-  SFB_ENFORCE(next == -1, "plan {} stops at layer {}", describe(plan), next + 1);
-}
-
-std::string describe(const Plan& plan) {
-  std::vector<std::string> parts;
-  for (const auto& g : plan)
-    parts.push_back((g.sf ? "sf:" : "") + (g.lo == g.hi ? std::to_string(g.lo) : fmt::format("{}-{}", g.hi, g.lo)));
-  return fmt::format("[{}]", fmt::join(parts, " | "));
-}
-
-std::string describe(const Plan& plan, const Profile& profile) {
-  const auto name = [&](int l) {
-    return l >= 0 && l < profile.size() && !profile.layers[static_cast<size_t>(l)].name.empty()
-               ? profile.layers[static_cast<size_t>(l)].name
-               : std::to_string(l);
-  };
-  std::vector<std::string> parts;
-  for (const auto& g : plan)
-    parts.push_back((g.sf ? "sf:" : "") + (g.lo == g.hi ? name(g.lo) : fmt::format("{}-{}", name(g.hi), name(g.lo))));
-  return fmt::format("[{}]", fmt::join(parts, " | "));
 }
 
 }  // namespace sfb::mgwfbp

@@ -20,17 +20,11 @@
 #include <vector>
 
 #include "sfb/mgwfbp/cost_model.h"
+#include "sfb/mgwfbp/plan.h"
 #include "sfb/mgwfbp/profile.h"
+#include "sfb/mgwfbp/simulator.h"
 
 namespace sfb::mgwfbp {
-
-struct Group {
-  int lo = 0;       // lowest layer index (forward order), the last one to be ready
-  int hi = 0;       // highest layer index
-  bool sf = false;  // sent as sufficient factors (all-gather) instead of a dense all-reduce
-  bool operator==(const Group&) const = default;
-};
-using Plan = std::vector<Group>;
 
 Plan plan_wfbp(const Profile& p);
 Plan plan_synceasgd(const Profile& p);
@@ -64,10 +58,32 @@ std::vector<std::string> planner_names();
 // Every planner that applies to `p`: planner_names(), and the hybrid ones when p has factors.
 std::vector<std::string> planner_names(const Profile& p);
 
-// Throws InternalError unless the plan covers layers L-1..0 once, in backward order.
-void check_plan(const Plan& plan, int layers);
-std::string describe(const Plan& plan);
-// The same with the profile's layer names ("[fc2-conv3 | conv2-conv1]"; indices where a name is missing).
-std::string describe(const Plan& plan, const Profile& profile);
+// A planner's predicted iteration at a node count (mgwfbp-plan, the CNN replanner).
+struct Prediction {
+  std::string planner;
+  int nodes = 1;
+  int groups = 0;
+  double iteration_us = 0.0;
+  double non_overlapped_us = 0.0;
+  double speedup = 1.0;  // nodes * (t_f + t_b) / iteration: vs one node without communication
+};
+
+// Every planner at every node count; cost(n) gives the all-reduce model for n nodes.
+template <typename CostFn>
+std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>& planners,
+                                const std::vector<int>& nodes, CostFn cost) {
+  std::vector<Prediction> out;
+  const double single = p.forward_us + p.backward_us();
+  for (int n : nodes) {
+    const CostModel c = cost(n);
+    for (const auto& name : planners) {
+      const Plan plan = make_plan(name, p, c);
+      const Timeline t = simulate(p, c, plan);
+      out.push_back(
+          {name, n, static_cast<int>(plan.size()), t.iteration_us, t.non_overlapped_us, n * single / t.iteration_us});
+    }
+  }
+  return out;
+}
 
 }  // namespace sfb::mgwfbp

@@ -24,7 +24,7 @@ double Profile::backward_us() const {
 }
 
 bool Profile::has_factors() const {
-  return std::any_of(layers.begin(), layers.end(), [](const Layer& l) { return l.sf_floats > 0; });
+  return std::any_of(layers.begin(), layers.end(), [](const LayerTiming& l) { return l.sf_floats > 0; });
 }
 
 int64_t Profile::total_params() const {
@@ -73,7 +73,7 @@ Profile read_profile_csv(const std::string& path) {
       return;
     }
     SFB_CHECK_DATA(cols.size() == columns, "{}: expected {} columns, got {}", where, columns, cols.size());
-    Layer l;
+    LayerTiming l;
     l.name = cols[0];
     l.params = parse_int(cols[1], where, "params");
     l.t_b_us = parse_double(cols[2], where, "t_b");
@@ -122,7 +122,7 @@ Profile reference_profile(const std::string& model, int64_t batch, double gflops
   for (const auto& s : reference_shapes(model)) {
     const int64_t weights = s.k > 0 ? s.out * s.in * s.k * s.k : s.out * s.in;
     const double fwd = 2.0 * static_cast<double>(weights) * static_cast<double>(s.hw * s.hw * batch);
-    Layer l{s.name, weights + s.out, 2 * fwd * us_per_flop, fwd * us_per_flop};
+    LayerTiming l{s.name, weights + s.out, 2 * fwd * us_per_flop, fwd * us_per_flop};
     if (s.k == 0) {
       l.sf_floats = batch * (s.out + s.in);
       l.t_sf_us = fwd * us_per_flop;  // 2 batch out in: the forward GEMM's FLOPs

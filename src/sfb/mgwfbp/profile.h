@@ -16,7 +16,7 @@
 
 namespace sfb::mgwfbp {
 
-struct Layer {
+struct LayerTiming {
   std::string name;
   int64_t params = 0;     // floats
   double t_b_us = 0.0;    // backward time of this layer
@@ -27,8 +27,8 @@ struct Layer {
 
 struct Profile {
   std::string source;
-  std::vector<Layer> layers;  // forward order: layers[0] is the input layer
-  double forward_us = 0.0;    // whole forward pass
+  std::vector<LayerTiming> layers;  // forward order: layers[0] is the input layer
+  double forward_us = 0.0;          // whole forward pass
 
   int size() const { return static_cast<int>(layers.size()); }
   double backward_us() const;

@@ -19,7 +19,7 @@ std::vector<double> ready_times(const Profile& p) {
 
 bool factors_cover(const Profile& p, const Group& g) {
   for (int l = g.lo; l <= g.hi; ++l) {
-    const Layer& layer = p.layers[static_cast<size_t>(l)];
+    const LayerTiming& layer = p.layers[static_cast<size_t>(l)];
     if (layer.params > 0 && layer.sf_floats == 0) return false;
   }
   return true;
@@ -36,7 +36,7 @@ struct GroupSums {
 GroupSums group_sums(const Profile& p, const Group& g) {
   GroupSums s;
   for (int l = g.lo; l <= g.hi; ++l) {
-    const Layer& layer = p.layers[static_cast<size_t>(l)];
+    const LayerTiming& layer = p.layers[static_cast<size_t>(l)];
     s.bytes += layer.params * 4;
     s.sf_bytes += layer.sf_floats * 4;
     s.t_sf_us += layer.t_sf_us;

@@ -6,11 +6,10 @@
 //   parameters)                                     (Eq. 20's recurrence, per group)
 //   and lasts T_ar(4 * params) = a + b * bytes (0 for a group without parameters)
 //   iteration = t_f + max(backward end, end of the last group)
-#include <string>
 #include <vector>
 
 #include "sfb/mgwfbp/cost_model.h"
-#include "sfb/mgwfbp/planner.h"
+#include "sfb/mgwfbp/plan.h"
 #include "sfb/mgwfbp/profile.h"
 
 namespace sfb::mgwfbp {
@@ -48,32 +47,5 @@ int64_t group_bytes_sent(const Profile& p, const CostModel& c, const Group& g, i
 
 std::vector<double> ready_times(const Profile& p);
 Timeline simulate(const Profile& p, const CostModel& c, const Plan& plan);
-
-struct Prediction {
-  std::string planner;
-  int nodes = 1;
-  int groups = 0;
-  double iteration_us = 0.0;
-  double non_overlapped_us = 0.0;
-  double speedup = 1.0;  // nodes * (t_f + t_b) / iteration: vs one node without communication
-};
-
-// Every planner at every node count; cost(n) gives the all-reduce model for n nodes.
-template <typename CostFn>
-std::vector<Prediction> predict(const Profile& p, const std::vector<std::string>& planners,
-                                const std::vector<int>& nodes, CostFn cost) {
-  std::vector<Prediction> out;
-  const double single = p.forward_us + p.backward_us();
-  for (int n : nodes) {
-    const CostModel c = cost(n);
-    for (const auto& name : planners) {
-      const Plan plan = make_plan(name, p, c);
-      const Timeline t = simulate(p, c, plan);
-      out.push_back(
-          {name, n, static_cast<int>(plan.size()), t.iteration_us, t.non_overlapped_us, n * single / t.iteration_us});
-    }
-  }
-  return out;
-}
 
 }  // namespace sfb::mgwfbp
