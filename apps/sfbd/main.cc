@@ -153,6 +153,7 @@ struct Cli {
   bool check_only = false, list_keys = false;
   std::string resume_path;
   std::string evaluate_path;
+  std::string profile_path;
   std::string show_key;
   bool show = false;  // --show was given (an empty key is an error, never "train")
 };
@@ -178,6 +179,13 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
                  "model's metrics as JSON on stdout; trains nothing")
       ->excludes("--check")
       ->excludes("--resume");
+  app.add_option("--profile", cli.profile_path,
+                 "job.mode = \"sfb\": measure the scheme profile of this job on these ranks (SF computation, "
+                 "updates, broadcast and all-reduce fits), write it to FILE (JSON, for sfb-plan and "
+                 "comm.auto_profile), print every scheme's prediction here, and exit; trains nothing")
+      ->excludes("--check")
+      ->excludes("--resume")
+      ->excludes("--evaluate");
   auto* show =
       app.add_option("--show", cli.show_key,
                      "Print the resolved value of one config key (after --set) as TOML text, or with "
@@ -304,6 +312,16 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   } catch (const sfb::InvalidArgument& e) {
     if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
     return kExitBadInput;
+  }
+  if (!cli.profile_path.empty()) {
+    if (job.cfg.job.mode == "mgwfbp") {
+      if (mpi.rank() == 0)
+        fmt::print(stderr,
+                   "sfbd: error: --profile profiles job.mode = \"sfb\"; the CNN mode profiles its layers "
+                   "itself (mgwfbp.profile_iters) and mgwfbp-plan predicts it\n");
+      return kExitBadInput;
+    }
+    return profile_sfb(job, cli.profile_path);
   }
   return job.cfg.job.mode == "mgwfbp" ? run_cnn(job) : run_sfb(job);
 }

@@ -134,6 +134,7 @@ Json sfb_summary(const SfbRun& run) {
           {"sfb_version", SFB_VERSION},
           {"git_revision", SFB_GIT_REVISION},
           {"scheme", scheme_name(cfg)},
+          {"auto", run.auto_choice},
           {"transport", cfg.comm.transport},
           {"collectives", cfg.comm.collectives},
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},

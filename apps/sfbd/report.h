@@ -18,6 +18,7 @@ struct SfbRun {
   bool sparse_v = false;                        // the model writes sparse v (the theory counts its measured nonzeros)
   int64_t objective_rows = 0;                   // rows of the objective's sample (all partitions)
   sfb::Layout layout = sfb::Layout::kRowMajor;  // how the workers kept W (model.layout resolved)
+  sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

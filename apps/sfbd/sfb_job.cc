@@ -1,9 +1,12 @@
 // job.mode = "sfb": a worker per rank (sfb/runtime/worker.h) under the configured scheme, or a
 // parameter server on the ranks after the workers (comm.scheme = "fms").
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "job.h"
 #include "report.h"
+#include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
 #include "sfb/comm/mpi_collectives.h"
@@ -14,9 +17,11 @@
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
+#include "sfb/predict/scheme_model.h"
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/reconciler.h"
+#include "sfb/runtime/scheme_profiler.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
@@ -28,8 +33,24 @@ struct Setup {
   bool server = false;  // a parameter-server rank: no data, no model
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
-  sfb::Matrix init_W;  // model.init: the W to start from (empty when not set)
+  sfb::Matrix init_W;           // model.init: the W to start from (empty when not set)
+  sfb::Json auto_choice;        // comm.scheme = "auto": the profile, every prediction and the choice
+  sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
 };
+
+// Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W and K; throws DataError
+// naming the file otherwise.
+sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& model) {
+  sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile");
+  const auto j =
+      sfb::Json::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()), nullptr, false);
+  SFB_CHECK_DATA(!j.is_discarded(), "comm.auto_profile = {}: not JSON", cfg.comm.auto_profile);
+  const auto p = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile);
+  SFB_CHECK_DATA(p.J == model.rows() && p.D == model.cols() && p.K == cfg.optimizer.minibatch,
+                 "comm.auto_profile = {}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}",
+                 cfg.comm.auto_profile, p.J, p.D, p.K, model.rows(), model.cols(), cfg.optimizer.minibatch);
+  return bytes;
+}
 
 // A model file's W, which must have the model's shape; `what` names where the path came from.
 sfb::Matrix read_model_for(const std::string& what, const std::string& path, const sfb::api::Model& model) {
@@ -146,7 +167,8 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.model->cols(),
                    s.model->sparse_v(),
                    s.data.eval_sample.n,
-                   s.model->layout()};
+                   s.model->layout(),
+                   s.auto_choice};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -231,6 +253,107 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
                                                                m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
 }
 
+// The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
+// is predicted beside them (its servers are ranks set aside at launch: mpirun -np P+S).
+std::vector<sfb::predict::Scheme> auto_candidates(const sfb::Config& cfg) {
+  return {{"sfb"}, {"halton", static_cast<int>(cfg.sfb.halton_q)}, {"allreduce"}};
+}
+
+// The job's scheme profile: measured on every rank (on a model instance of its own), or the recorded
+// one of comm.auto_profile (rank 0 reads it; every rank gets its bytes). Throws on bad input.
+sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) {
+  const auto& cfg = job.cfg;
+  if (!measure) {
+    // Rank 0 read and checked the file (recorded_profile); every rank parses its bytes.
+    const std::string text(reinterpret_cast<const char*>(s.recorded_profile.data()), s.recorded_profile.size());
+    return sfb::predict::profile_from_json(sfb::Json::parse(text), "comm.auto_profile = " + cfg.comm.auto_profile);
+  }
+  auto model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
+  sfb::runtime::ProfileRequest req;
+  req.cfg = &cfg;
+  req.transport = job.transport.get();
+  req.model = model.get();
+  req.train = &s.data.train;
+  req.workers = s.workers;
+  req.ranks_on_host = job.mpi.ranks_on_host();
+  req.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  req.form_dense = [](const sfb::SfBatch& b, sfb::Layout l, sfb::Matrix& out) {
+    sfb::baselines::dense_update(b, l, out);
+  };
+  sfb::Config ar = cfg;
+  ar.comm.scheme = "allreduce";
+  req.make_allreduce_exchange = [ar, prox = s.model->has_prox()] {
+    return sfb::baselines::make_exchange(
+        ar, prox, ar.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{});
+  };
+  auto guard = job.waiting_on_peers("profiling the schemes");
+  return sfb::runtime::measure_scheme_profile(req);
+}
+
+// Every prediction (the candidates fastest first, then FMS) as JSON and in the log.
+sfb::Json predictions_json(const sfb::Config& cfg, const sfb::predict::SchemeProfile& p,
+                           const std::vector<sfb::predict::Prediction>& ranked, int per_host) {
+  sfb::Json preds = sfb::Json::array();
+  const auto fms = sfb::predict::predict(p, {"fms", 0, static_cast<int>(cfg.fms.servers)},
+                                         {ranked.front().nodes, p.link, per_host, true});
+  for (const auto* r : {&ranked[0], &ranked[1], &ranked[2], &fms}) {
+    spdlog::info("predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}), {:.2f} MB/clock{}",
+                 r->scheme, r->clock_s, r->compute_s, r->comm_s, r->update_s, r->bytes_per_clock / 1e6,
+                 r == &fms ? fmt::format(" (not a candidate: needs {} more ranks at launch)", fms.servers) : "");
+    preds.push_back(sfb::predict::to_json(*r));
+  }
+  return preds;
+}
+
+// comm.scheme = "auto": profiles (or reads comm.auto_profile), predicts every candidate and sets
+// comm.scheme and sfb.broadcast to the fastest. False (every rank) on bad input.
+bool resolve_auto_scheme(Job& job, Setup& s) {
+  auto& cfg = job.cfg;
+  if (cfg.comm.scheme != "auto") return true;
+  const bool measure = cfg.comm.auto_profile.empty();
+  if (!measure) {
+    if (!job.all_ok("reading comm.auto_profile", [&] {
+          if (job.rank() == 0) s.recorded_profile = read_recorded_profile(cfg, *s.model);
+        }))
+      return false;
+    s.recorded_profile = sfb::comm::broadcast_bytes(*job.transport, 0, s.recorded_profile);
+  }
+  sfb::predict::SchemeProfile p;
+  if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, measure); })) return false;
+  // A measured profile knows how many ranks share a machine's cores; for a recorded one, MPI's ranks
+  // on this host.
+  const int per_host = cfg.comm.auto_profile.empty() ? p.ranks_on_host : job.mpi.ranks_on_host();
+  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(cfg), s.workers, per_host);
+  const auto preds = predictions_json(cfg, p, ranked, per_host);
+  const std::string& best = ranked.front().scheme;
+  cfg.comm.scheme = best == "allreduce" ? "allreduce" : "sfb";
+  if (cfg.comm.scheme == "sfb") cfg.sfb.broadcast = best == "sfb" ? "full" : "halton";
+  spdlog::info("comm.scheme = \"auto\": {} (predicted {:.4f} s/clock, {:.2f}x the next, {})", best, ranked[0].clock_s,
+               ranked[1].clock_s / std::max(ranked[0].clock_s, 1e-12),
+               cfg.comm.auto_profile.empty() ? "profile measured on these ranks" : "profile " + cfg.comm.auto_profile);
+  s.auto_choice = {{"chosen", best},
+                   {"profile_source", cfg.comm.auto_profile.empty() ? "measured" : cfg.comm.auto_profile},
+                   {"predictions", preds},
+                   {"profile", sfb::predict::to_json(p)}};
+  return true;
+}
+
+int profile_sfb(Job& job, const std::string& path) {
+  Setup s;
+  if (!set_up(job, s)) return kExitBadInput;
+  SFB_CHECK(!s.server, "--profile: every rank trains under the profiled schemes (fms.servers is not used)");
+  sfb::predict::SchemeProfile p;
+  if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return kExitBadInput;
+  if (job.rank() != 0) return kExitOk;
+  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg), p.workers, p.ranks_on_host);
+  sfb::Json j = sfb::predict::to_json(p);
+  j["predictions"] = predictions_json(job.cfg, p, ranked, p.ranks_on_host);
+  sfb::write_file_atomic(path, sfb::to_document(j));
+  fmt::print("{}: profile of {} on {} ranks written; predicted fastest: {} ({:.4f} s/clock)\n", path, s.model->name(),
+             s.workers, ranked[0].scheme, ranked[0].clock_s);
+  return kExitOk;
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -257,6 +380,7 @@ int run_sfb(Job& job) {
     start.W = &s.init_W;
   }
   start.objective_rows = &s.data.eval_sample;
+  if (!resolve_auto_scheme(job, s)) return kExitBadInput;
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   if (s.server) return run_server(job, *s.model);

@@ -111,9 +111,9 @@ Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, 
       profile_end_(fixed ? 0 : cfg.profile_iters) {
   check_planner(cfg);
   const int L = net.param_layers();
-  plan_ =
-      fixed ? *fixed
-            : mgwfbp::plan_synceasgd(mgwfbp::Profile{"init", std::vector<mgwfbp::LayerTiming>(static_cast<size_t>(L)), 0.0});
+  plan_ = fixed ? *fixed
+                : mgwfbp::plan_synceasgd(
+                      mgwfbp::Profile{"init", std::vector<mgwfbp::LayerTiming>(static_cast<size_t>(L)), 0.0});
   mgwfbp::check_plan(plan_, L);
 }
 

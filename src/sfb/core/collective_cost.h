@@ -3,6 +3,7 @@
 // the engine that runs it (comm/allreduce.h) and the planner and simulator that predict it
 // (mgwfbp): the two must agree, or predicted bytes and times describe another algorithm.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace sfb {
@@ -37,6 +38,19 @@ inline bool allreduce_direct(int64_t bytes, int P, const LinkCost& c) {
 inline int64_t allreduce_bytes_sent(int64_t bytes, int P, bool direct) {
   if (P <= 1) return 0;
   return direct ? (P - 1) * bytes : 2 * (P - 1) * bytes / P;
+}
+
+// Partial broadcast's reconciliation period when sfb.reconcile_every = 0 ("auto"): the period at
+// which the all-reduce of W sends at most `budget` of the factor bytes partial broadcast sends:
+// 2 (P - 1) / P J D floats every R clocks against Q K (J + nnz(v)) floats a clock (nnz(v) = D for
+// dense v). 0 when nothing is partial.
+inline int64_t auto_reconcile_every(int workers, int q, int64_t K, int64_t J, int64_t D, double v_nonzeros,
+                                    double budget = 0.1) {
+  if (workers <= 1 || q <= 0 || budget <= 0) return 0;
+  const double reduce = 2.0 * (workers - 1) / workers * static_cast<double>(J) * static_cast<double>(D);
+  const double factors = static_cast<double>(q) * static_cast<double>(K) *
+                         (static_cast<double>(J) + std::min(v_nonzeros, static_cast<double>(D)));
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(reduce / (budget * factors))));
 }
 
 }  // namespace sfb

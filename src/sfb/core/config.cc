@@ -288,10 +288,16 @@ const std::vector<Field>& schema() {
     f.push_back(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMaxClock,
                           "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
                           "the factor bytes partial broadcast sends)."));
-    f.push_back(string_field("comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce"},
-                             "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
-                             "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
-                             "of the dense update matrix every clock (comm.collectives)."));
+    f.push_back(string_field(
+        "comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce", "auto"},
+        "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
+        "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
+        "of the dense update matrix every clock (comm.collectives); \"auto\": sfbd profiles the job on the ranks "
+        "at start-up, predicts sfb (full), sfb (halton) and allreduce and trains with the one predicted fastest "
+        "(the log and summary.json's \"auto\" give every prediction; docs/compare.md)."));
+    f.push_back(string_field("comm.auto_profile", &Config::comm, &CommConfig::auto_profile, {},
+                             "comm.scheme = \"auto\": a scheme profile (sfbd --profile FILE) to predict from "
+                             "instead of measuring one at start-up (\"\": measure)."));
     f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
@@ -580,6 +586,7 @@ constexpr const char* kKeysNotInCnnMode[] = {"model.name",
                                              "sfb.reconcile",
                                              "sfb.reconcile_every",
                                              "comm.scheme",
+                                             "comm.auto_profile",
                                              "fms.",
                                              "runtime.queue_capacity",
                                              "runtime.asp_window",

@@ -78,7 +78,8 @@ struct OptimizerConfig {
 };
 
 struct CommConfig {
-  std::string scheme = "sfb";       // sfb | fms | allreduce
+  std::string scheme = "sfb";       // sfb | fms | allreduce | auto (sfbd resolves it before training)
+  std::string auto_profile;         // auto: a recorded scheme profile to predict from ("" measures one)
   double inject_latency_us = 0.0;   // added to every message's delivery (latency studies)
   std::string transport = "auto";   // auto | tcp | mpi
   std::string interface;            // tcp: "" (every interface) or an interface name / IPv4 address

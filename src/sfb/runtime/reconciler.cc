@@ -46,12 +46,4 @@ double Reconciler::reconcile(Matrix& W, int64_t clock) {
   return drift;
 }
 
-int64_t auto_reconcile_every(int workers, int q, int64_t K, int64_t J, int64_t D, double v_nonzeros, double budget) {
-  if (workers <= 1 || q <= 0 || budget <= 0) return 0;
-  const double reduce = 2.0 * (workers - 1) / workers * static_cast<double>(J) * static_cast<double>(D);
-  const double factors = static_cast<double>(q) * static_cast<double>(K) *
-                         (static_cast<double>(J) + std::min(v_nonzeros, static_cast<double>(D)));
-  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(reduce / (budget * factors))));
-}
-
 }  // namespace sfb::runtime

@@ -26,6 +26,7 @@
 
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/channel.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::runtime {
@@ -76,10 +77,7 @@ class Reconciler {
   Stats stats_;
 };
 
-// sfb.reconcile_every = 0 ("auto"): the period at which the all-reduce sends at most `budget`
-// of the factor bytes partial broadcast sends: 2 (P - 1) / P J D floats every R clocks against
-// Q K (J + nnz(v)) floats a clock (nnz(v) = D for dense v).
-int64_t auto_reconcile_every(int workers, int q, int64_t K, int64_t J, int64_t D, double v_nonzeros,
-                             double budget = 0.1);
+// sfb.reconcile_every = 0 ("auto"): core/collective_cost.h (the predictor uses it too).
+using sfb::auto_reconcile_every;
 
 }  // namespace sfb::runtime

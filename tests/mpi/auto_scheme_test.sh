@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# comm.scheme = "auto" and the predictor's tools end to end on one host:
+#  * with a recorded netns profile of the job where the all-reduce won (comm.auto_profile), sfbd
+#    trains with the all-reduce and says so in summary.json ("auto": chosen, every prediction, the
+#    profile) and in the resolved config;
+#  * measuring its own profile on a job whose factors are tiny against W (K = 4, J = D = 1024), it
+#    trains with SFB;
+#  * a recorded profile of another shape, or a missing one, is refused (exit 2) naming the file;
+#  * sfbd --profile writes a profile that sfb-plan reads, as it reads an auto run's summary.json;
+#  * the installed sfb-compare (cmake --install) runs from outside the source tree on the installed
+#    sfbd and prints its verdict.
+#   auto_scheme_test.sh <sfbd> <sfb-plan> <source dir> <build dir>
+set -euo pipefail
+SFBD=$1
+PLAN=$2
+SRC=$3
+BUILD=$4
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+source "$SRC/scripts/common.sh"
+export OMP_NUM_THREADS=1
+BIG="$SRC/configs/compare_mlr_512_k1024.toml"
+SMALL=(--config "$SRC/configs/compare_mlr_512_k1024.toml" --set data.features=1023 --set data.classes=1024
+  --set optimizer.minibatch=4 --set data.synthetic_samples=2000 --set stop.max_clocks=20 --set eval.every=10)
+
+echo "== recorded profile: the all-reduce won on the netns cluster"
+sfb_mpirun -np 4 "$SFBD" --config "$BIG" --set data.synthetic_samples=8192 --set stop.max_clocks=3 \
+  --set eval.every=3 --set runtime.threads=1 --set comm.scheme=auto --set output.log_level=info \
+  --set "comm.auto_profile=\"$SRC/tests/data/scheme_profile_mlr512_k1024_4h.json\"" --set "output.dir=\"$OUT/rec\"" \
+  > "$OUT/rec.log" 2>&1 || { cat "$OUT/rec.log"; fail "auto with a recorded profile"; }
+S="$OUT/rec/summary.json"
+[ "$(jq -r .auto.chosen "$S")" = allreduce ] || fail "recorded profile: chose $(jq -r .auto.chosen "$S")"
+[ "$(jq -r .scheme "$S")" = allreduce ] || fail "recorded profile: trained with $(jq -r .scheme "$S")"
+[ "$(jq '.auto.predictions | length' "$S")" = 4 ] || fail "not 4 predictions: $(jq -c .auto.predictions "$S")"
+[ "$(jq -r .final_clock "$S")" = 3 ] || fail "did not train 3 clocks"
+grep -q 'scheme = "allreduce"' "$OUT/rec/config.resolved.toml" || fail "resolved config does not name the choice"
+grep -q 'comm.scheme = "auto": allreduce' "$OUT/rec.log" || fail "the log does not give the choice"
+grep -q "predicted  allreduce" "$OUT/rec.log" || fail "the log does not give the predictions"
+
+echo "== measured profile: tiny factors, SFB"
+sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set comm.scheme=auto \
+  --set "output.dir=\"$OUT/meas\"" > "$OUT/meas.log" 2>&1 || { cat "$OUT/meas.log"; fail "auto, measured"; }
+S="$OUT/meas/summary.json"
+chosen=$(jq -r .auto.chosen "$S")
+case "$chosen" in sfb|halton) ;; *) jq .auto.predictions "$S"; fail "tiny factors: chose $chosen" ;; esac
+[ "$(jq -r .auto.profile_source "$S")" = measured ] || fail "profile_source $(jq -r .auto.profile_source "$S")"
+[ "$(jq -r .auto.profile.workers "$S")" = 2 ] || fail "profile workers"
+[ "$(jq -r .final_clock "$S")" = 20 ] || fail "measured auto did not train"
+
+echo "== bad profiles are refused, naming the file"
+set +e
+sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set comm.scheme=auto --set "output.dir=\"$OUT/bad\"" \
+  --set "comm.auto_profile=\"$SRC/tests/data/scheme_profile_mlr512_k1024_4h.json\"" > "$OUT/bad.log" 2>&1
+rc=$?
+sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set comm.scheme=auto --set "output.dir=\"$OUT/bad2\"" \
+  --set "comm.auto_profile=\"$OUT/none.json\"" > "$OUT/bad2.log" 2>&1
+rc2=$?
+set -e
+[ "$rc" = 2 ] || { cat "$OUT/bad.log"; fail "another shape's profile: exit $rc"; }
+grep -q "scheme_profile_mlr512_k1024_4h.json: the profile is of W 512 x 512 at K = 1024" "$OUT/bad.log" \
+  || { cat "$OUT/bad.log"; fail "message"; }
+[ "$rc2" = 2 ] || { cat "$OUT/bad2.log"; fail "a missing profile: exit $rc2"; }
+grep -q "none.json" "$OUT/bad2.log" || { cat "$OUT/bad2.log"; fail "missing profile message"; }
+
+echo "== sfbd --profile and sfb-plan"
+sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set "output.dir=\"$OUT/prof\"" \
+  --profile "$OUT/p.json" > "$OUT/prof.log" 2>&1 || { cat "$OUT/prof.log"; fail "sfbd --profile"; }
+[ "$(jq -r .format "$OUT/p.json")" = sfb-scheme-profile/1 ] || fail "profile format"
+[ ! -e "$OUT/prof/summary.json" ] || fail "--profile trained"
+"$PLAN" --profile "$OUT/p.json" --nodes 4,64,1024 --links 1gbe,100gbe --csv "$OUT/p.csv" > "$OUT/plan.md" \
+  || fail "sfb-plan"
+grep -q "^winner by N" "$OUT/plan.md" || fail "no winners"
+grep -q "crossover in link rate" "$OUT/plan.md" || fail "no link-rate crossover"
+[ "$(wc -l < "$OUT/p.csv")" = $((1 + 2 * 3 * 4)) ] || fail "csv rows: $(wc -l < "$OUT/p.csv")"
+"$PLAN" --profile "$OUT/meas/summary.json" --nodes 8 > /dev/null || fail "sfb-plan on an auto summary"
+set +e
+"$PLAN" --profile "$OUT/meas/metrics.jsonl" > "$OUT/plan_bad.log" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "sfb-plan on a non-profile: exit $rc"
+
+echo "== the installed sfb-compare, outside the source tree"
+cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
+for tool in sfb-compare sfb-plan sfb-netns-cluster sfbd; do [ -x "$OUT/prefix/bin/$tool" ] || fail "$tool not installed"; done
+"$OUT/prefix/bin/sfb-compare" --help | grep -q -- "--repeats" || fail "sfb-compare --help"
+cp "$SRC/configs/compare_mlr_512_k1024.toml" "$OUT/job.toml"
+(cd "$OUT" && env -u SFB_BUILD -u SFB_NO_BUILD PATH="/usr/bin:/bin" "$OUT/prefix/bin/sfb-compare" --config job.toml \
+  --np 2 --schemes sfb,allreduce --repeats 2 --set data.features=255 --set data.classes=256 \
+  --set data.synthetic_samples=2000 --set stop.max_clocks=10 --set eval.every=5 > "$OUT/cmp.log" 2>&1) \
+  || { cat "$OUT/cmp.log"; fail "installed sfb-compare"; }
+T="$OUT/runs/compare/table.md"
+grep -q '^\*\*Verdict: ' "$T" || { cat "$T"; fail "no verdict"; }
+grep -q '^Break-even for this job (J = 256, D = 256, K = 1024, P = 2)' "$T" || { cat "$T"; fail "no break-even"; }
+grep -q "2 repeats: medians" "$T" || fail "repeats not in the title"
+[ -d "$OUT/runs/compare/sfb-s0-r2" ] || fail "second repeat missing"
+# Every row's wall split adds up: compute + wait + other = wall.
+awk -F'|' '/^\| (sfb|allreduce)-s0 /{ d = $11 + $12 + $13 - $14; if (d < -0.02 || d > 0.02) bad = 1; n++ }
+  END { exit !(n == 2 && !bad) }' "$T" || { cat "$T"; fail "split does not add up"; }
+echo "auto scheme test passed"

@@ -1,0 +1,210 @@
+// The SFB engine's predictor (sfb/predict/scheme_model.h) and its profiler
+// (baselines/scheme_profiler.h): the bytes it predicts are the theory sfb-compare checks the
+// measured counters against; recorded profiles of the netns cluster predict what they predicted
+// when recorded, and comm.scheme = "auto" picks from them the scheme that won there; the profiler
+// measures on the in-process transport and every rank gets the same profile.
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sfb/baselines/dense_update.h"
+#include "sfb/baselines/scheme_bytes.h"
+#include "sfb/comm/sf_codec.h"
+#include "sfb/core/error.h"
+#include "sfb/io/load_data.h"
+#include "sfb/models/registry.h"
+#include "sfb/predict/scheme_model.h"
+#include "sfb/runtime/scheme_profiler.h"
+#include "testing/configs.h"
+#include "testing/rank_threads.h"
+
+namespace sfb::predict {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kData = std::string(SFB_SOURCE_DIR) + "/tests/data/";
+
+// A dense-v profile at J x D, K with round numbers.
+SchemeProfile dense_profile(int64_t J, int64_t D, int64_t K) {
+  SchemeProfile p;
+  p.workers = 4;
+  p.ranks_on_host = 1;
+  p.cores = 8;
+  p.J = J;
+  p.D = D;
+  p.K = K;
+  p.sf_s = 0.1;
+  p.apply_fixed_s = 0.01;
+  p.apply_batch_s = 0.02;
+  p.form_dense_s = 0.05;
+  p.add_dense_s = 0.01;
+  p.link = named_link("1gbe");
+  p.reconcile = "mean";
+  return p;
+}
+
+TEST(FitLine, RecoversALineAndItsR2) {
+  const auto f = fit_line({1, 2, 3, 4}, {5, 7, 9, 11});
+  EXPECT_DOUBLE_EQ(f.a, 3);
+  EXPECT_DOUBLE_EQ(f.b, 2);
+  EXPECT_DOUBLE_EQ(f.r2, 1);
+  EXPECT_LT(fit_line({1, 2, 3, 4}, {1, 3, 2, 4}).r2, 0.7);
+  EXPECT_THROW(fit_line({1}, {1}), InvalidArgument);
+}
+
+TEST(NamedLinks, LineRateAndUnknownNames) {
+  EXPECT_DOUBLE_EQ(named_link("10gbe").b_us_per_byte, 8e-4);
+  EXPECT_DOUBLE_EQ(named_link("100gbe").b_us_per_byte, 8e-5);
+  try {
+    named_link("40gbe");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("\"40gbe\""));
+    EXPECT_THAT(e.what(), HasSubstr("25gbe"));
+  }
+}
+
+TEST(Schemes, Parse) {
+  EXPECT_EQ(parse_scheme("halton:3").q, 3);
+  EXPECT_EQ(parse_scheme("fms:2").servers, 2);
+  EXPECT_EQ(parse_scheme("fms").label(), "fms:s1");
+  EXPECT_EQ(parse_scheme("fms:n").servers, 0);
+  EXPECT_EQ(parse_scheme("fms:n").label(), "fms:n");
+  EXPECT_THROW(parse_scheme("ring"), InvalidArgument);
+  EXPECT_THROW(parse_scheme("fms:0"), InvalidArgument);
+  EXPECT_THROW(parse_scheme("allreduce:2"), InvalidArgument);
+}
+
+// The predicted bytes per clock are theory_bytes_per_clock's (sfb-compare's theory column) for
+// every scheme, Halton's reconciliation included.
+TEST(SchemeModel, BytesAreTheTheory) {
+  const SchemeProfile p = dense_profile(1024, 512, 32);
+  for (int N : {4, 8, 16}) {
+    Config cfg;
+    cfg.optimizer.minibatch = p.K;
+    const Target t{N, named_link("1gbe"), 1, false};
+    const auto theory = [&](const std::string& scheme, const std::string& broadcast) {
+      cfg.comm.scheme = scheme;
+      cfg.sfb.broadcast = broadcast;
+      return baselines::theory_bytes_per_clock(cfg, N, p.J, p.D, -1);
+    };
+    EXPECT_NEAR(predict(p, {"sfb"}, t).bytes_per_clock, theory("sfb", "full"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, {"halton"}, t).bytes_per_clock, theory("sfb", "halton"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, {"fms", 0, 2}, t).bytes_per_clock, theory("fms", "full"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, {"allreduce"}, t).bytes_per_clock, theory("allreduce", "full"), 1e-6) << N;
+  }
+}
+
+TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
+  const SchemeProfile p = dense_profile(1024, 1024, 16);
+  const Link l = named_link("10gbe");
+  const auto full4 = predict(p, {"sfb"}, {4, l}), full8 = predict(p, {"sfb"}, {8, l});
+  EXPECT_DOUBLE_EQ(full4.clock_s, full4.compute_s + full4.comm_s + full4.update_s);
+  // Each worker applies its own batch and every peer's: apply_fixed + N apply_batch.
+  EXPECT_DOUBLE_EQ(full8.update_s, 0.01 + 8 * 0.02);
+  // Its link carries N - 1 batches of K (J + D) floats.
+  EXPECT_NEAR(full8.comm_s, (25 + 7 * 16 * 2048 * 4 * 8e-4) * 1e-6, 1e-12);
+  // FMS with one server: its link carries every worker's W each way, pushes and pulls at once,
+  // then it adds the 8 updates.
+  const auto fms = predict(p, {"fms", 0, 1}, {8, l});
+  EXPECT_NEAR(fms.comm_s, (25 + (8 * 4.0 * 1024 * 1024 + 4 * 512 * 1024) * 8e-4) * 1e-6 + 8 * 0.01, 1e-12);
+  // Ranks sharing cores: all 8 on the profiled 8-core host changes nothing, 16 double compute.
+  const auto shared16 = predict(p, {"sfb"}, {16, l, 0});
+  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {8, l, 0}).compute_s, p.sf_s);
+  EXPECT_DOUBLE_EQ(shared16.compute_s, 2 * p.sf_s);
+  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {16, l, 1}).compute_s, p.sf_s);
+  EXPECT_EQ(halton_q(8, 0), 3);
+  EXPECT_EQ(halton_q(4, 9), 3);
+}
+
+TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
+  SchemeProfile p = dense_profile(100, 50, 8);
+  p.batch_bytes = 4800;
+  const SchemeProfile q = profile_from_json(to_json(p), "mem");
+  EXPECT_EQ(to_json(q), to_json(p));
+  Json j = to_json(p);
+  j.erase("sf_s");
+  EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("x.json: the profile has no number \"sf_s\"")));
+  j = to_json(p);
+  j["link_b_us_per_byte"] = -1;
+  EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("\"link_b_us_per_byte\" = -1")));
+  j = to_json(p);
+  j["format"] = "other";
+  EXPECT_THROW(profile_from_json(j, "x.json"), DataError);
+}
+
+struct Recorded {
+  const char* file;
+  const char* measured_winner;  // what the netns runs measured (docs/compare.md)
+};
+
+// Profiles measured by sfbd --profile on the netns cluster at 1 Gbit/s (4 hosts on 2 cores):
+// their predictions at the profiled N are pinned (a change of the model shows here first), and
+// auto's choice from them is the scheme that won the measured runs.
+TEST(RecordedProfiles, PredictionsStayPutAndAutoPicksTheMeasuredWinner) {
+  for (const Recorded& r : {Recorded{"scheme_profile_mlr8192_4h.json", "halton"},
+                            Recorded{"scheme_profile_mlr512_k1024_4h.json", "allreduce"}}) {
+    const SchemeProfile p = read_profile(kData + r.file);
+    const Json j = Json::parse(std::ifstream(kData + r.file));
+    const auto ranked = rank_schemes(p, {{"sfb"}, {"halton"}, {"allreduce"}}, p.workers, p.ranks_on_host);
+    EXPECT_EQ(ranked.front().scheme, r.measured_winner) << r.file;
+    // Every prediction the file was written with, recomputed from its profile.
+    for (const auto& rec : j["predictions"]) {
+      const auto s = parse_scheme(rec["scheme"].get<std::string>());
+      const auto now = predict(p, s, {p.workers, p.link, p.ranks_on_host, true});
+      EXPECT_NEAR(now.clock_s, rec["clock_s"].get<double>(), 1e-4 * now.clock_s) << r.file << " " << now.scheme;
+      EXPECT_NEAR(now.bytes_per_clock, rec["bytes_per_clock"].get<double>(), 1e-5 * now.bytes_per_clock);
+    }
+  }
+}
+
+// The profiler on 3 in-process ranks: one profile, the same on every rank, with the batch's real
+// encoded size and positive link and update costs.
+TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
+  Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
+  cfg.optimizer.minibatch = 32;
+  std::vector<Json> got(3);
+  int64_t encoded = 0;
+  testing::run_ranks(3, [&](comm::Transport& t) {
+    const auto data = io::load_data(cfg.data, cfg.job.seed, t.rank(), 3, false);
+    auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), 3);
+    runtime::ProfileRequest req;
+    req.cfg = &cfg;
+    req.transport = &t;
+    req.model = model.get();
+    req.train = &data.train;
+    req.workers = 3;
+    req.form_dense = baselines::dense_update;
+    const SchemeProfile p = runtime::measure_scheme_profile(req);
+    got[static_cast<size_t>(t.rank())] = to_json(p);
+    if (t.rank() == 0) encoded = p.batch_bytes;
+  });
+  EXPECT_EQ(got[0], got[1]);
+  EXPECT_EQ(got[0], got[2]);
+  const SchemeProfile p = profile_from_json(got[0], "rank 0");
+  EXPECT_EQ(p.J, 64);
+  EXPECT_EQ(p.D, 256);
+  EXPECT_EQ(encoded, 32 * (64 + 256) * 4 + 56);  // u and v of 32 pairs and the 56-byte head
+  EXPECT_GT(p.sf_s, 0);
+  EXPECT_GT(p.apply_fixed_s + p.apply_batch_s, 0);
+  EXPECT_GT(p.form_dense_s, 0);
+  EXPECT_GT(p.link.b_us_per_byte, 0);
+  EXPECT_GT(p.allreduce_b_us_per_byte, 0);
+  EXPECT_GE(p.ranks_on_host, 3);  // three threads of this process: one machine
+  // The engine ran: its clock, compute and apply, and anchors from them.
+  EXPECT_GT(p.engine_clock_s, 0);
+  EXPECT_GT(p.engine_sf_s, 0);
+  EXPECT_GT(p.engine_apply_s, 0);
+  EXPECT_EQ(p.engine_allreduce_clock_s, 0);  // no exchange factory given
+  EXPECT_GT(p.anchors().compute, 0);
+}
+
+}  // namespace
+}  // namespace sfb::predict
