@@ -5,8 +5,10 @@
 # number comes from a scripts/sfb-compare.sh table; this script runs them and joins the rows into
 # one Markdown table (docs/compare.md, "The four models").
 #
-#   scripts/compare-models.sh [--out DIR] [--table-only]
-#     --out DIR       output directory (default runs/compare-models; the runs take ~15 min on 2 cores)
+#   scripts/compare-models.sh [--out DIR] [--repeats R] [--table-only]
+#     --out DIR       output directory (default runs/compare-models; the runs take ~15 min on 2 cores
+#                     per repeat)
+#     --repeats R     every run R times (sfb-compare --repeats): medians and min-max (default 1)
 #     --table-only    only join the tables of an earlier run in DIR
 #
 # Writes DIR/<model>/ (sfb, halton, allreduce), DIR/<model>-fms1/ and DIR/<model>-fms4/ (FMS with
@@ -15,15 +17,16 @@
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-out="$SFB_ROOT/runs/compare-models" table_only=0
+out="$SFB_ROOT/runs/compare-models" table_only=0 repeats=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
     --table-only) table_only=1; shift ;;
     *) echo "compare-models: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-[ -n "${SFB_NO_BUILD:-}" ] || [ "$table_only" = 1 ] || sfb_build sfbd
+[ -n "${SFB_NO_BUILD:-}" ] || [ "$table_only" = 1 ] || sfb_build sfbd sfb-plan
 export SFB_NO_BUILD=1
 mkdir -p "$out"
 
@@ -44,21 +47,23 @@ for m in "${models[@]}"; do
   args=()
   for s in ${sets[$m]}; do args+=(--set "$s"); done
   "$SFB_ROOT/scripts/sfb-compare.sh" --config "$SFB_ROOT/${config[$m]}" --netns --schemes sfb,halton,allreduce \
-    --out "$out/$m" "${args[@]}"
+    --repeats "$repeats" --out "$out/$m" "${args[@]}"
   target=$(sed -n 's/^Target objective \([^ ]*\) .*/\1/p' "$out/$m/table.md")
   for s in 1 4; do
     "$SFB_ROOT/scripts/sfb-compare.sh" --config "$SFB_ROOT/${config[$m]}" --netns --schemes fms --servers "$s" \
-      --target "$target" --out "$out/$m-fms$s" "${args[@]}"
+      --repeats "$repeats" --no-predict --target "$target" --out "$out/$m-fms$s" "${args[@]}"
   done
 done
 
-# One row of an sfb-compare table as "time|objective|measured|theory|compute|update|wait|wall".
+# One row of an sfb-compare table as "time|objective|measured|theory|compute|wait|other|wall" (the
+# time a median, with the min-max of the repeats after it).
 row() {
   awk -F'|' -v run="$2" '{ for (i = 1; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
     $2 == run { print $4 "|" $6 "|" $8 "|" $9 "|" $11 "|" $12 "|" $13 "|" $14 }' "$1"
 }
+rm -f "$out"/.rows-*
 {
-  echo "| model | scheme | time to target (s) | vs SFB | final objective | MB/clock measured | theory | compute / update / wait s | wall s |"
+  echo "| model | scheme | time to target (s) | vs SFB | final objective | MB/clock measured | theory | compute / wait / other s | wall s |"
   echo "|---|---|---|---|---|---|---|---|---|"
   for m in "${models[@]}"; do
     sfb_time=$(row "$out/$m/table.md" sfb-s0 | cut -d'|' -f1)
@@ -72,8 +77,24 @@ row() {
       first=0
       awk -v l="$label" -v n="$name" -v t="$t" -v s="$sfb_time" -v o="$obj" -v me="$meas" -v th="$theory" \
         -v c="$comp" -v u="$upd" -v w="$wait" -v wa="$wall" \
-        'BEGIN { printf "| %s | %s | %.1f | %.2fx | %s | %s | %s | %s / %s / %s | %s |\n", l, n, t, t / s, o, me, th, c, u, w, wa }'
+        'BEGIN { printf "| %s | %s | %s | %.2fx | %s | %s | %s | %s / %s / %s | %s |\n", l, n, t, t / s, o, me, th, c, u, w, wa }'
+      echo "$name|$t|$meas|$theory" >> "$out/.rows-$m"
     done
+  done
+  echo
+  # A verdict per model over its five rows: the fastest to the target, its ratio to the next, and
+  # its bytes against the next's (the theory where MPI moved the bytes).
+  for m in "${models[@]}"; do
+    sort -t'|' -k2,2g "$out/.rows-$m" | awk -F'|' -v model="${title[$m]}" '
+      NR == 1 { b = $1; tb = $2 + 0; mb = ($3 ~ /^[0-9.]+$/) ? $3 : $4 }
+      NR == 2 { n = $1; tn = $2 + 0; mn = ($3 ~ /^[0-9.]+$/) ? $3 : $4 }
+      END { printf "**%s: %s wins**, %.2fx faster to the target than %s, sending %.3gx its bytes per clock.\n\n", model, b, tn / tb, n, mb / mn }'
+    rm -f "$out/.rows-$m"
+  done
+  for m in "${models[@]}"; do
+    echo "${title[$m]} (sfb-compare, $out/$m/table.md):"
+    grep -E '^(\*\*Verdict|Break-even)' "$out/$m/table.md" || true
+    echo
   done
 } > "$out/table.md"
 cat "$out/table.md"
@@ -83,7 +104,9 @@ for m in "${models[@]}"; do
   plot="" sep=""
   for spec in "$m/sfb-s0:SFB full" "$m/halton-s0:SFB Halton" "$m-fms1/fms-s0:FMS, 1 server" \
               "$m-fms4/fms-s0:FMS, 4 servers" "$m/allreduce-s0:all-reduce"; do
-    plot+="$sep'$out/${spec%%:*}/curve.dat' using 1:3 with linespoints title '${spec#*:}'"
+    run=${spec%%:*}
+    dir=$(awk -v r="${run#*/}" '$1 == r { print $2 }' "$out/${run%%/*}/median_runs.txt")
+    plot+="$sep'$dir/curve.dat' using 1:3 with linespoints title '${spec#*:}'"
     sep=", "
   done
   gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/${m}_objective_vs_time.png';

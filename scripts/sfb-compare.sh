@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # sfb-compare: runs one job config under several communication schemes and settings and compares
-# them: time to a target objective, throughput, bytes per clock (measured and theory), and the
-# compute / update / network-wait split; a Markdown table, PNG plots (gnuplot) and every run's
-# raw metrics.
+# them: time to a target objective, seconds per clock measured and predicted (sfb-plan, from a
+# profile sfbd measures first on the same ranks), throughput, bytes per clock (measured and
+# theory), where the wall time went, and a verdict (the winner, by how much, its bytes against the
+# next scheme's, and SFB's break-even for this job). A Markdown table, PNG plots (gnuplot) and every
+# run's raw metrics.
 #
-#   scripts/sfb-compare.sh --config configs/x.toml [options] [-- extra sfbd args]
+#   sfb-compare --config x.toml [options] [-- extra sfbd args]
 #     --schemes LIST     comma list of sfb, halton, halton-static, fms, allreduce (default: sfb,halton,fms,allreduce)
 #     --np P             workers                                            (default 4)
 #     --servers S        FMS parameter-server ranks, added to the P workers (default 1)
@@ -14,17 +16,43 @@
 #     --k K              minibatch K                                        (default: the config's)
 #     --set KEY=VALUE    any config override (repeatable; e.g. data.features=8192)
 #     --target OBJ       target objective (default: the worst final objective over the runs)
-#     --netns            run on the cluster of scripts/netns-cluster.sh (up it first)
-#     --out DIR          output directory                                   (default runs/compare)
+#     --repeats R        run every variant R times: medians, and min-max   (default 1)
+#     --no-predict       skip the profile and the predictions
+#     --table-only       run nothing: rebuild the predictions (from DIR/profile.json), the table and
+#                        the plots from the runs already in DIR (the same options otherwise)
+#     --netns            run on the cluster of sfb-netns-cluster / scripts/netns-cluster.sh (up it first)
+#     --out DIR          output directory                                   (default ./runs/compare)
+#
+# Which sfbd: $SFBD when set; else the sfbd installed beside this script (an installed
+# sfb-compare); else, in a source tree, build/apps/sfbd ($SFB_BUILD), built first unless
+# SFB_NO_BUILD=1. sfb-plan is found the same way ($SFB_PLAN). Every rank runs with
+# OMP_NUM_THREADS=1 and runtime.threads = 1 (the ranks share this machine's cores).
 #
 # Writes DIR/table.md, DIR/objective_vs_time.png, DIR/objective_vs_clock.png,
-# DIR/bytes_per_clock.png, DIR/time_breakdown.png, DIR/drift_vs_clock.png (replica drift) and
-# DIR/<run>/{metrics.jsonl,summary.json,log}.
+# DIR/bytes_per_clock.png, DIR/time_breakdown.png (compute, waiting, other: they add up to the wall
+# time), DIR/drift_vs_clock.png (replica drift), DIR/profile.json, DIR/predictions.csv and
+# DIR/median_runs.txt (each run's median repeat directory) and
+# DIR/<run>[-rN]/{metrics.jsonl,summary.json,log}.
 set -euo pipefail
-source "$(dirname "$0")/common.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${SFBD:-}" ]; then
+  sfbd=$SFBD
+elif [ -x "$here/sfbd" ]; then
+  sfbd=$here/sfbd  # installed: bin/sfb-compare beside bin/sfbd
+else
+  source "$here/common.sh"
+  [ -n "${SFB_NO_BUILD:-}" ] || sfb_build sfbd sfb-plan >&2
+  sfbd=$SFB_BUILD/apps/sfbd
+fi
+plan=${SFB_PLAN:-$(dirname "$sfbd")/sfb-plan}
+netns_script=$here/sfb-netns-cluster
+[ -x "$netns_script" ] || netns_script=$here/netns-cluster.sh
+mpirun_local=(env OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe --bind-to none)
+field() { jq -r --arg k "$1" '.[$k] | if type == "string" then . else tojson end' "$2"; }
 
-config="" schemes="sfb,halton,fms,allreduce" np=4 servers=1 stales="0" q="" k="" target="" netns=0
-out="$SFB_ROOT/runs/compare"
+config="" schemes="sfb,halton,fms,allreduce" np=4 servers=1 stales="0" q="" k="" target="" netns=0 repeats=1 predict=1
+table_only=0
+out="runs/compare"
 sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,19 +65,45 @@ while [ $# -gt 0 ]; do
     --k) k=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     --target) target=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --no-predict) predict=0; shift ;;
+    --table-only) table_only=1; shift ;;
     --netns) netns=1; shift ;;
     --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; sets+=("$@"); break ;;
-    *) echo "sfb-compare: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    *) echo "sfb-compare: unknown option $1 (sfb-compare --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$config" ] || { echo "sfb-compare: --config is required" >&2; exit 2; }
 [ -f "$config" ] || { echo "sfb-compare: no such config: $config" >&2; exit 2; }
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "sfb-compare: --repeats must be >= 1, got $repeats" >&2; exit 2; }
+[ -x "$sfbd" ] || { echo "sfb-compare: no sfbd at $sfbd (set SFBD)" >&2; exit 2; }
 command -v gnuplot > /dev/null || { echo "sfb-compare: gnuplot is missing (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 2; }
-[ -n "${SFB_NO_BUILD:-}" ] || sfb_build sfbd  # tests run it on an existing build
+command -v jq > /dev/null || { echo "sfb-compare: jq is missing" >&2; exit 2; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
+launch() {  # <ranks> <log> sfbd-args...
+  local ranks=$1 log=$2
+  shift 2
+  if [ "$netns" = 1 ]; then
+    "$netns_script" run -- -np "$ranks" "$sfbd" "$@" > "$log" 2>&1
+  else
+    "${mpirun_local[@]}" -np "$ranks" "$sfbd" "$@" > "$log" 2>&1
+  fi
+}
+base=(--config "$config" --set output.log_level=warn --set runtime.threads=1)
+[ -n "$k" ] && base+=(--set optimizer.minibatch="$k")
+
+# The profile on the P workers, and every scheme's prediction at P on the fitted link.
+if [ "$predict" = 1 ] && [ "$table_only" = 0 ]; then
+  [ -x "$plan" ] || { echo "sfb-compare: no sfb-plan at $plan (set SFB_PLAN, or --no-predict)" >&2; exit 2; }
+  echo "== profile: $np ranks: sfbd --profile $out/profile.json"
+  mkdir -p "$out/profile"
+  launch "$np" "$out/profile/log" "${base[@]}" --set output.dir="$out/profile" --set comm.scheme=sfb "${sets[@]}" \
+    --profile "$out/profile.json" || { tail -20 "$out/profile/log"; exit 1; }
+fi
 
 # Every (scheme, Q) to run: Halton schemes once per Q of --q, the others once.
 q=${q//,/ }
@@ -57,19 +111,26 @@ variants=()
 for scheme in ${schemes//,/ }; do
   case "$scheme" in
     halton|halton-static) for qv in ${q:-default}; do variants+=("$scheme:$qv"); done ;;
-    *) variants+=("$scheme:-") ;;
+    sfb|fms|allreduce) variants+=("$scheme:-") ;;
+    *) echo "sfb-compare: unknown scheme $scheme" >&2; exit 2 ;;
   esac
 done
-runs=()
+plan_schemes=() runs=()
+declare -A plan_of
 for variant in "${variants[@]}"; do
   scheme=${variant%%:*} qv=${variant#*:}
+  case "$scheme" in  # the sfb-plan scheme of this run (none for static Halton)
+    sfb|allreduce) ps=$scheme ;;
+    halton) ps=halton; [ "$qv" != "default" ] && ps="halton:$qv" ;;
+    fms) ps="fms:$servers" ;;
+    *) ps="" ;;
+  esac
+  [ -n "$ps" ] && plan_schemes+=("$ps")
   for s in ${stales//,/ }; do
     name="$scheme-s$s"
     [[ "$qv" != "-" && "$qv" != "default" ]] && name="$scheme-q$qv-s$s"
-    dir="$out/$name"
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    args=(--config "$config" --set output.dir="$dir" --set sfb.staleness="$s" --set output.log_level=warn)
+    plan_of[$name]=$ps
+    args=(--set sfb.staleness="$s")
     ranks=$np
     case "$scheme" in
       sfb) args+=(--set comm.scheme=sfb --set sfb.broadcast=full) ;;
@@ -77,65 +138,155 @@ for variant in "${variants[@]}"; do
               [ "$qv" != "default" ] && args+=(--set sfb.halton_q="$qv") ;;
       fms) args+=(--set comm.scheme=fms --set fms.servers="$servers"); ranks=$((np + servers)) ;;
       allreduce) args+=(--set comm.scheme=allreduce) ;;
-      *) echo "sfb-compare: unknown scheme $scheme" >&2; exit 2 ;;
     esac
-    [ -n "$k" ] && args+=(--set optimizer.minibatch="$k")
-    # Every rank's threads share this machine's cores: one thread per rank.
-    args+=(--set runtime.threads=1 "${sets[@]}")
-    echo "== $name: $ranks ranks: sfbd ${args[*]}"
-    if [ "$netns" = 1 ]; then
-      "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np "$ranks" "$SFB_BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1 \
+    for ((r = 1; r <= repeats; r++)); do
+      dir="$out/$name"
+      [ "$repeats" -gt 1 ] && dir="$out/$name-r$r"
+      if [ "$table_only" = 1 ]; then
+        [ -f "$dir/summary.json" ] || { echo "sfb-compare: --table-only: no run in $dir" >&2; exit 2; }
+        continue
+      fi
+      rm -rf "$dir"
+      mkdir -p "$dir"
+      echo "== $(basename "$dir"): $ranks ranks: sfbd ${base[*]} ${args[*]} ${sets[*]}"
+      launch "$ranks" "$dir/log" "${base[@]}" --set output.dir="$dir" "${args[@]}" "${sets[@]}" \
         || { tail -20 "$dir/log"; exit 1; }
-    else
-      sfb_mpirun -np "$ranks" "$SFB_BUILD/apps/sfbd" "${args[@]}" > "$dir/log" 2>&1 || { tail -20 "$dir/log"; exit 1; }
-    fi
-    # objective vs time and clock, for the plots: seconds clock objective
-    jq -r '"\(.seconds) \(.clock) \(.objective)"' "$dir/metrics.jsonl" > "$dir/curve.dat"
-    jq -r 'select(.replica_drift_clock != null) | "\(.replica_drift_clock) \(.replica_drift)"' "$dir/metrics.jsonl" \
-      > "$dir/drift.dat"
+      # objective vs time and clock, for the plots: seconds clock objective
+      jq -r '"\(.seconds) \(.clock) \(.objective)"' "$dir/metrics.jsonl" > "$dir/curve.dat"
+      jq -r 'select(.replica_drift_clock != null) | "\(.replica_drift_clock) \(.replica_drift)"' "$dir/metrics.jsonl" \
+        > "$dir/drift.dat"
+    done
     runs+=("$name")
   done
 done
+if [ "$predict" = 1 ]; then
+  [ -f "$out/profile.json" ] || { echo "sfb-compare: no $out/profile.json (run without --table-only, or --no-predict)" >&2; exit 2; }
+  plan_list=$(IFS=,; echo "${plan_schemes[*]}")
+  "$plan" --profile "$out/profile.json" --nodes "$np" --links fitted --one-host --schemes "$plan_list" \
+    --csv "$out/predictions.csv" > "$out/predictions.md"
+fi
+predicted() {  # <run>: predicted seconds per clock ("-" when none)
+  local ps=${plan_of[$1]:-}
+  [ "$predict" = 1 ] && [ -n "$ps" ] || { echo "-"; return; }
+  awk -F, -v s="$ps" 'NR > 1 { n = $3; if (n == s || (s ~ /^fms:/ && n == "fms:s" substr(s, 5)) \
+    || (s ~ /^halton:/ && n == "halton:q" substr(s, 8))) { print $6; exit } }' "$out/predictions.csv"
+}
 
+repeat_dirs() {  # <run>: its run directories
+  if [ "$repeats" -gt 1 ]; then for ((r = 1; r <= repeats; r++)); do echo "$out/$1-r$r"; done; else echo "$out/$1"; fi
+}
 # The target: given, or the worst final objective (every run reached it).
 if [ -z "$target" ]; then
-  target=$(for r in "${runs[@]}"; do sfb_field final_objective "$out/$r/summary.json"; done | sort -g | tail -1)
+  target=$(for r in "${runs[@]}"; do for d in $(repeat_dirs "$r"); do field final_objective "$d/summary.json"; done; done \
+           | sort -g | tail -1)
 fi
-
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
   awk -v t="$target" '$3 <= t { print $1; found = 1; exit } END { if (!found) print "-" }' "$1"
 }
+stats() {  # values on stdin ("-" ignored): "median min max", or "- - -"
+  grep -v '^-$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "- - -"; else print v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
+range() {  # "median min max" -> "median" or "median (min-max)"
+  awk -v r="$repeats" '{ if ($1 == "-") print "-"; else if (r > 1) printf "%.3g (%.3g-%.3g)\n", $1, $2, $3; else printf "%.3g\n", $1 }'
+}
+
+steady() {  # <run dir>: seconds per clock in the steady state, between the evaluations after clock 0
+  # and before the last clock (start-up, the first clock's connections and the end's consensus and
+  # shutdown left out); wall / clocks when there are fewer than two such evaluations.
+  awk -v last="$(jq -r .final_clock "$1/summary.json")" -v wall="$(jq -r .seconds "$1/summary.json")" '
+    $2 > 0 && $2 < last { if (!n++) { s0 = $1; c0 = $2 } s1 = $1; c1 = $2 }
+    END { if (n >= 2 && c1 > c0) printf "%.6g\n", (s1 - s0) / (c1 - c0); else printf "%.6g\n", wall / (last > 0 ? last : 1) }' "$1/curve.dat"
+}
+
+# Per run: the median repeat (by seconds per clock) gives the curve and the other columns.
+declare -A row_ttt row_spc row_dir
+for r in "${runs[@]}"; do
+  mapfile -t dirs < <(repeat_dirs "$r")
+  row_ttt[$r]=$(for d in "${dirs[@]}"; do ttt "$d/curve.dat"; done | stats)
+  row_spc[$r]=$(for d in "${dirs[@]}"; do steady "$d"; done | stats)
+  med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
+  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done | awk -v m="$med" '$1 == m { print $2; exit }')
+done
+
+for r in "${runs[@]}"; do echo "$r ${row_dir[$r]}"; done > "$out/median_runs.txt"
+
+verdict() {
+  local best="" next=""
+  # Rank by median time to target; runs that never reached it by seconds per clock, after those that did.
+  mapfile -t order < <(for r in "${runs[@]}"; do
+    t=$(echo "${row_ttt[$r]}" | awk '{ print $1 }') s=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
+    if [ "$t" = "-" ]; then echo "1 $s $r"; else echo "0 $t $r"; fi
+  done | sort -k1,1n -k2,2g | awk '{ print $3 }')
+  best=${order[0]}
+  [ "${#order[@]}" -gt 1 ] && next=${order[1]}
+  local sb="${row_dir[$best]}/summary.json"
+  local J D K P
+  J=$(field J "$sb") D=$(field D "$sb") K=$(jq -r '.settings["optimizer.minibatch"]' "$sb") P=$np
+  local by="time to target"
+  [ "$(echo "${row_ttt[$best]}" | awk '{ print $1 }')" = "-" ] && by="seconds per clock (no run reached the target)"
+  if [ -n "$next" ]; then
+    local bn="${row_dir[$next]}/summary.json"
+    awk -v b="$best" -v n="$next" -v tb="$(echo "${row_ttt[$best]}" | awk '{ print $1 }')" \
+        -v tn="$(echo "${row_ttt[$next]}" | awk '{ print $1 }')" -v sb="$(echo "${row_spc[$best]}" | awk '{ print $1 }')" \
+        -v sn="$(echo "${row_spc[$next]}" | awk '{ print $1 }')" -v by="$by" \
+        -v mb="$(field bytes_per_clock "$sb")" -v mn="$(field bytes_per_clock "$bn")" \
+        -v thb="$(field theory_bytes_per_clock "$sb")" -v thn="$(field theory_bytes_per_clock "$bn")" 'BEGIN {
+      ratio = (tb != "-" && tn != "-" && tb > 0) ? tn / tb : sn / sb
+      if (mb == "null") mb = thb; if (mn == "null") mn = thn
+      printf "**Verdict: %s wins** by %s: %.2fx faster than %s (the next); it sends %.3gx the bytes per clock of %s (%.4g MB against %.4g MB).\n", b, by, ratio, n, (mn > 0 ? mb / mn : 0), n, mb / 1e6, mn / 1e6
+    }'
+  else
+    echo "**Verdict: $best** (the only run)."
+  fi
+  awk -v J="$J" -v D="$D" -v K="$K" -v P="$P" 'BEGIN {
+    pair = K * (J + D); full = J * D
+    pstar = 2 * full / pair
+    where = pstar < 2 ? "SFB full sends more than the all-reduce at every P >= 2" : sprintf("it passes 1 at P = %.0f", pstar)
+    printf "Break-even for this job (J = %d, D = %d, K = %d, P = %d): per pair of workers SFB sends K (J + D) = %.4g floats against the full matrix J D = %.4g (ratio %.3g: SFB sends fewer when < 1); whole job, SFB full P (P - 1) K (J + D) against the all-reduce 2 (P - 1) J D: ratio P K (J + D) / (2 J D) = %.3g, growing as P (P^2 against the all-reduce'"'"'s 2 (P - 1) / P per worker); %s.\n", J, D, K, P, pair, full, pair / full, P * pair / (2 * full), where
+  }'
+  echo "Bytes ratios are from the measured counters, or the theory where MPI's all-reduce moved the bytes; the winner of bytes need not be the winner of time when the link is not the bottleneck."
+}
+
 base_ttt=""
 {
-  echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")"
+  echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")$([ "$repeats" -gt 1 ] && echo ", $repeats repeats: medians (min-max)")"
   echo
   echo "Target objective $target (time to target = first evaluation at or below it). Bytes are the whole job's"
   echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks, FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
-  echo "compute / update / wait: seconds per worker (mean) computing SFs or dense updates, applying to W, waiting on peers."
+  echo "Wall time split (seconds, mean over the workers, of the SF-compute thread): compute (SF computation, or forming the dense update), wait (for the peers' clocks to be applied: network and updates), other (sampling, evaluations, start and stop): compute + wait + other = wall. update: the update thread's seconds applying to W, overlapping the wait."
+  echo "s/clock: steady seconds per clock, between the evaluations after clock 0 and before the last (wall / clocks with fewer than two); predicted: sfb-plan from the profile sfbd measured on the same ranks first (BSP; none for static Halton), error = (predicted - measured) / measured."
   echo
   echo "replica drift: the last measured relative distance of the workers' W from their mean (0 under full-broadcast BSP)."
   echo
-  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | update s | wait s | wall s | replica drift |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | wait s | other s | wall s | update s | s/clock | predicted s/clock | error | replica drift |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for r in "${runs[@]}"; do
-    sum="$out/$r/summary.json"
-    t=$(ttt "$out/$r/curve.dat")
+    sum="${row_dir[$r]}/summary.json"
+    t=$(echo "${row_ttt[$r]}" | awk '{ print $1 }')
     [ -z "$base_ttt" ] && base_ttt=$t
     ratio=$(awk -v a="$t" -v b="$base_ttt" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2fx", a / b }')
-    m=$(sfb_field bytes_per_clock "$sum"); th=$(sfb_field theory_bytes_per_clock "$sum")
-    drift=$(tail -1 "$out/$r/drift.dat" 2>/dev/null | awk '{ print $2 }')
+    m=$(field bytes_per_clock "$sum"); th=$(field theory_bytes_per_clock "$sum")
+    drift=$(tail -1 "${row_dir[$r]}/drift.dat" 2>/dev/null | awk '{ print $2 }')
     # bytes_per_clock is null when Open MPI's all-reduce moved the bytes (comm.collectives = "mpi").
     if [ "$m" = null ]; then mb="not counted (MPI)" mr="-"
     else mb=$(awk -v x="$m" 'BEGIN{ printf "%.3f", x/1e6 }') mr=$(awk -v a="$m" -v b="$th" 'BEGIN{ if (b > 0) printf "%.4f", a/b; else print 0 }'); fi
-    printf '| %s | %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.2f | %.2f | %.2f | %.2f | %s |\n' "$r" "$(sfb_field final_clock "$sum")" \
-      "$t" "$ratio" "$(sfb_field final_objective "$sum")" "$(sfb_field samples_per_s "$sum")" "$mb" \
-      "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$mr" \
-      "$(sfb_field compute_s_mean "$sum")" "$(sfb_field update_s_mean "$sum")" "$(sfb_field wait_s_mean "$sum")" "$(sfb_field seconds "$sum")" \
-      "${drift:--}"
+    wall=$(field seconds "$sum") comp=$(field compute_s_mean "$sum") wait=$(field wait_s_mean "$sum")
+    other=$(awk -v w="$wall" -v c="$comp" -v x="$wait" 'BEGIN { printf "%.2f", w - c - x }')
+    spc=$(echo "${row_spc[$r]}" | range)
+    pred=$(predicted "$r")
+    err=$(awk -v p="$pred" -v m="$(echo "${row_spc[$r]}" | awk '{ print $1 }')" \
+      'BEGIN { if (p == "-" || m == "-" || m <= 0) print "-"; else printf "%+.1f%%", 100 * (p - m) / m }')
+    tshow=$(echo "${row_ttt[$r]}" | range)
+    printf '| %s | %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.2f | %.2f | %s | %.2f | %.2f | %s | %s | %s | %s |\n' "$r" \
+      "$(field final_clock "$sum")" "$tshow" "$ratio" "$(field final_objective "$sum")" "$(field samples_per_s "$sum")" \
+      "$mb" "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$mr" "$comp" "$wait" "$other" "$wall" \
+      "$(field update_s_mean "$sum")" "$spc" "$( [ "$pred" = - ] && echo - || printf '%.3g' "$pred")" "$err" "${drift:--}"
   done
+  echo
+  verdict
 } > "$out/table.md"
 
-# Plots.
+# Plots, from each run's median repeat.
 plot_lines() {  # <png> <xcol> <xlabel>
   local cmd="set terminal pngcairo size 900,560 noenhanced; set output '$1'; set key top right; set grid;"
   cmd+=" set xlabel '$3'; set ylabel 'objective'; set title 'objective, $(basename "$config")';"
@@ -145,7 +296,7 @@ plot_lines() {  # <png> <xcol> <xlabel>
   for r in "${runs[@]}"; do
     [ $first = 1 ] || cmd+=","
     first=0
-    cmd+=" '$out/$r/curve.dat' using $2:3 with linespoints title '$r'"
+    cmd+=" '${row_dir[$r]}/curve.dat' using $2:3 with linespoints title '$r'"
   done
   gnuplot -e "$cmd"
 }
@@ -155,26 +306,27 @@ drift_cmd="set terminal pngcairo size 900,560 noenhanced; set output '$out/drift
 drift_cmd+=" set xlabel 'clock'; set ylabel 'replica drift'; set title 'replica drift, $(basename "$config")'; plot"
 first=1
 for r in "${runs[@]}"; do
-  [ -s "$out/$r/drift.dat" ] || continue
+  [ -s "${row_dir[$r]}/drift.dat" ] || continue
   [ $first = 1 ] || drift_cmd+=","
   first=0
-  drift_cmd+=" '$out/$r/drift.dat' using 1:2 with linespoints title '$r'"
+  drift_cmd+=" '${row_dir[$r]}/drift.dat' using 1:2 with linespoints title '$r'"
 done
 [ $first = 1 ] || gnuplot -e "$drift_cmd"
 for r in "${runs[@]}"; do
-  sum="$out/$r/summary.json"
-  m=$(sfb_field bytes_per_clock "$sum")
+  sum="${row_dir[$r]}/summary.json"
+  m=$(field bytes_per_clock "$sum")
   [ "$m" = null ] && m=NaN  # not counted (MPI's all-reduce): no bar
-  echo "$r $m $(sfb_field theory_bytes_per_clock "$sum") $(sfb_field compute_s_mean "$sum") $(sfb_field update_s_mean "$sum") $(sfb_field wait_s_mean "$sum")"
+  wall=$(field seconds "$sum") comp=$(field compute_s_mean "$sum") wait=$(field wait_s_mean "$sum")
+  echo "$r $m $(field theory_bytes_per_clock "$sum") $comp $wait $(awk -v w="$wall" -v c="$comp" -v x="$wait" 'BEGIN { print w - c - x }')"
 done > "$out/bars.dat"
 gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/bytes_per_clock.png'; set style data histograms;
   set style histogram clustered gap 1; set style fill solid 0.8; set logscale y; set ylabel 'MB per clock (log)'; set grid ytics;
   set title 'network bytes per clock'; set xtics rotate by -30;
   plot '$out/bars.dat' using (\$2/1e6):xtic(1) title 'measured', '' using (\$3/1e6) title 'theory'"
 gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/time_breakdown.png'; set style data histograms;
-  set style histogram rowstacked; set style fill solid 0.8; set boxwidth 0.6; set ylabel 'seconds per worker'; set grid ytics;
-  set title 'compute / update / network wait'; set xtics rotate by -30;
-  plot '$out/bars.dat' using 4:xtic(1) title 'compute', '' using 5 title 'update', '' using 6 title 'wait'"
+  set style histogram rowstacked; set style fill solid 0.8; set boxwidth 0.6; set ylabel 'seconds (wall time of the run)'; set grid ytics;
+  set title 'where the wall time went: compute, waiting on peers and updates, other'; set xtics rotate by -30;
+  plot '$out/bars.dat' using 4:xtic(1) title 'compute', '' using 5 title 'wait', '' using 6 title 'other'"
 cat "$out/table.md"
 echo
 echo "plots: $out/{objective_vs_time,objective_vs_clock,bytes_per_clock,time_breakdown}.png; raw: $out/<run>/metrics.jsonl"
