@@ -253,6 +253,11 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
                                                                m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
 }
 
+// The all-reduce engine of the "allreduce" scheme (comm.collectives): Open MPI's, or sfb's (empty).
+sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg) {
+  return cfg.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{};
+}
+
 // The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
 // is predicted beside them (its servers are ranks set aside at launch: mpirun -np P+S).
 std::vector<sfb::predict::Scheme> auto_candidates(const sfb::Config& cfg) {
@@ -283,8 +288,7 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
   sfb::Config ar = cfg;
   ar.comm.scheme = "allreduce";
   req.make_allreduce_exchange = [ar, prox = s.model->has_prox()] {
-    return sfb::baselines::make_exchange(
-        ar, prox, ar.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{});
+    return sfb::baselines::make_exchange(ar, prox, allreduce_factory(ar));
   };
   auto guard = job.waiting_on_peers("profiling the schemes");
   return sfb::runtime::measure_scheme_profile(req);
@@ -384,9 +388,7 @@ int run_sfb(Job& job) {
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   if (s.server) return run_server(job, *s.model);
-  auto exchange = sfb::baselines::make_exchange(
-      cfg, s.model->has_prox(),
-      cfg.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{});
+  auto exchange = sfb::baselines::make_exchange(cfg, s.model->has_prox(), allreduce_factory(cfg));
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
   const sfb::runtime::WorkerResult result = worker.run();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <thread>
 
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
