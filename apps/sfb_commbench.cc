@@ -117,11 +117,17 @@ double fms_clock_us(Transport& t, int workers, int servers, int64_t bytes, int r
   if (t.rank() >= workers) {
     sfb::FmsConfig cfg;
     cfg.servers = servers;
-    sfb::baselines::FmsServer(cfg, t.peer_timeout_s(), t).run();
+    sfb::baselines::FmsServer(cfg, t.peer_timeout_s(), t, J, D).run();
     return 0;
   }
   const sfb::Matrix W0 = sfb::Matrix::Zero(J, D);
-  const auto dW = std::make_shared<const sfb::Matrix>(sfb::Matrix::Constant(J, D, 1e-3f));
+  // One rank-one update (K = 1): each pushed block is formed from the factors as in training.
+  auto batch = std::make_shared<sfb::SfBatch>();
+  batch->count = 1;
+  batch->J = static_cast<int32_t>(J);
+  batch->D = static_cast<int32_t>(D);
+  batch->u = sfb::Matrix::Constant(1, J, 1e-3f);
+  batch->v = sfb::Matrix::Constant(1, D, 1.0f);
   int64_t versions = 0;
   sfb::runtime::ExchangeHost host;
   host.transport = &t;
@@ -129,14 +135,15 @@ double fms_clock_us(Transport& t, int workers, int servers, int64_t bytes, int r
   host.J = static_cast<int32_t>(J);
   host.D = static_cast<int32_t>(D);
   host.initial_W = &W0;
-  host.deliver = [&](sfb::SfBatchPtr) { ++versions; };
+  host.deliver = [&](sfb::runtime::DenseUpdatePtr item) { versions += item->last ? 1 : 0; };
   host.fail = [](std::exception_ptr e) { std::rethrow_exception(e); };
   sfb::baselines::FmsExchange ex(servers, false, false);  // no prox: the pipelined servers
   ex.start(host);
   sfb::Stopwatch sw;
   for (int64_t c = 0; c <= repeats; ++c) {
     if (c == 1) sw.reset();
-    ex.push(c, dW);
+    batch->clock = c;
+    ex.push(batch);
     while (versions <= c) ex.on_message(t.recv(sfb::comm::kTagPs));
   }
   const double us = sw.seconds() * 1e6 / repeats;

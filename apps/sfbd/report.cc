@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sfb/baselines/scheme_bytes.h"
+#include "sfb/core/memory.h"
 #include "sfb/runtime/worker.h"
 #include "sfb_revision.h"
 
@@ -104,6 +105,25 @@ Json reconcile_json(const sfb::runtime::WorkerResult& r) {
           {"last_drift_before", sig(r.reconcile_last_drift, 6)}};
 }
 
+namespace {
+// Per rank: the measured peak RSS (getrusage), the estimate before training and their ratio.
+Json memory_json(const SfbRun& run) {
+  Json ranks = Json::array();
+  const auto& m = run.memory;
+  for (size_t q = 0; q < m.peak_rss.size() && q < m.estimate.size() && q < m.before_training.size(); ++q) {
+    const auto peak = static_cast<double>(m.peak_rss[q]);
+    const auto est = static_cast<double>(m.estimate[q]);
+    ranks.push_back({{"rank", q},
+                     {"role", static_cast<int>(q) < run.workers ? "worker" : "server"},
+                     {"peak_rss_bytes", m.peak_rss[q]},
+                     {"estimate_bytes", m.estimate[q]},
+                     {"before_training_bytes", m.before_training[q]},
+                     {"peak_over_estimate", est > 0 ? Json(fixed(peak / est, 4)) : Json(nullptr)}});
+  }
+  return {{"w_bytes", 4 * run.J * run.D}, {"ranks", ranks}};
+}
+}  // namespace
+
 Json sfb_summary(const SfbRun& run) {
   const auto& cfg = run.cfg;
   const auto& r = run.result;
@@ -171,7 +191,8 @@ Json sfb_summary(const SfbRun& run) {
           {"samples_per_s", fixed(samples_per_s(run), 3)},
           {"checksums_equal", equal},
           {"rank_checksums", sums},
-          {"per_rank", ranks}};
+          {"per_rank", ranks},
+          {"memory", memory_json(run)}};
 }
 
 void print_sfb_table(const SfbRun& run) {
@@ -205,6 +226,13 @@ void print_sfb_table(const SfbRun& run) {
     fmt::print("  network          not counted (Open MPI's MPI_Allreduce moves the all-reduce's bytes)\n");
   else if (r.final_clock > r.start_clock)
     fmt::print("  network          {:.3f} MB per clock (all ranks)\n", bytes_per_clock(r) / 1e6);
+  if (const auto& m = run.memory; !m.peak_rss.empty() && !m.estimate.empty()) {
+    const auto [lo, hi] = std::minmax_element(m.peak_rss.begin(), m.peak_rss.end());
+    fmt::print("  memory           W {} per rank; peak RSS {} - {} per rank (estimated {} on rank 0)\n",
+               sfb::human_bytes(4.0 * static_cast<double>(run.J) * static_cast<double>(run.D)),
+               sfb::human_bytes(static_cast<double>(*lo)), sfb::human_bytes(static_cast<double>(*hi)),
+               sfb::human_bytes(static_cast<double>(m.estimate[0])));
+  }
   fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
              "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
   for (const auto& s : r.all) {

@@ -9,6 +9,12 @@
 
 namespace sfbd {
 
+// Every rank's memory (bytes, rank order; servers after the workers): the measured peak RSS, the
+// estimate made before training, and of it what the process already held then (measured).
+struct RankMemory {
+  std::vector<int64_t> peak_rss, estimate, before_training;
+};
+
 struct SfbRun {
   const sfb::Config& cfg;
   const sfb::runtime::WorkerResult& result;
@@ -19,6 +25,7 @@ struct SfbRun {
   int64_t objective_rows = 0;                   // rows of the objective's sample (all partitions)
   sfb::Layout layout = sfb::Layout::kRowMajor;  // how the workers kept W (model.layout resolved)
   sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
+  RankMemory memory;
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

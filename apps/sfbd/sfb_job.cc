@@ -33,9 +33,10 @@ struct Setup {
   bool server = false;  // a parameter-server rank: no data, no model
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
-  sfb::Matrix init_W;           // model.init: the W to start from (empty when not set)
+  bool init_W = false;          // model.init: start from that model file's W (checked, streamed at start)
   sfb::Json auto_choice;        // comm.scheme = "auto": the profile, every prediction and the choice
   sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
+  sfb::MemoryEstimate memory;   // this rank's peak, estimated before training (memory_estimate.h)
 };
 
 // Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W and K; throws DataError
@@ -52,14 +53,18 @@ sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& 
   return bytes;
 }
 
-// A model file's W, which must have the model's shape; `what` names where the path came from.
-sfb::Matrix read_model_for(const std::string& what, const std::string& path, const sfb::api::Model& model) {
-  sfb::Matrix W = sfb::io::read_model(path);
-  SFB_CHECK_DATA(W.rows() == model.rows() && W.cols() == model.cols(),
-                 "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, W.rows(),
-                 W.cols(), model.name(), model.rows(), model.cols());
-  SFB_CHECK_DATA(W.allFinite(), "{} {}: W has non-finite values", what, path);
-  return W;
+// Checks a model file without keeping it: its shape fits the model, its CRC holds, every value is
+// finite (one streaming pass; `what` names where the path came from). Throws DataError.
+void check_model_file(const std::string& what, const std::string& path, const sfb::api::Model& model) {
+  sfb::io::read_model(path, [&](int64_t rows, int64_t cols) -> sfb::RowSink {
+    SFB_CHECK_DATA(rows == model.rows() && cols == model.cols(),
+                   "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, rows, cols,
+                   model.name(), model.rows(), model.cols());
+    return [what, path, cols](int64_t r0, int64_t n, const float* data) {
+      const Eigen::Map<const Eigen::ArrayXf> block(data, n * cols);
+      SFB_CHECK_DATA(block.allFinite(), "{} {}: W has non-finite values (rows {}..{})", what, path, r0, r0 + n - 1);
+    };
+  });
 }
 
 // Workers, data and model; false (every rank) when any rank found bad input.
@@ -80,16 +85,30 @@ bool set_up(Job& job, Setup& s) {
     s.data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, part, s.workers);
     const auto& d = s.data.train;
-    const double v_floats = d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(d.n) + 1
-                                     : static_cast<double>(s.model->cols());
-    sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(), v_floats)
-        .check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "training this model");
-    if (!s.server && !cfg.model.init.empty()) s.init_W = read_model_for("model.init =", cfg.model.init, *s.model);
+    const int64_t stored = sfb::stored_rows(s.model->layout(), s.model->rows(), s.model->cols());
+    SFB_CHECK(cfg.comm.scheme != "fms" || cfg.fms.servers <= stored,
+              "fms.servers = {} is more than the {} rows of W the servers shard ({} layout): a server would hold "
+              "none; use at most {} servers",
+              cfg.fms.servers, stored, sfb::layout_name(s.model->layout()), stored);
+    const double v_floats =
+        d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(std::max<int64_t>(d.n, 1)) + 1
+                 : static_cast<double>(s.model->cols());
+    const bool general_prox = s.model->has_prox();
+    const auto process = static_cast<double>(std::max<int64_t>(0, sfb::current_rss_bytes()));
+    s.memory = s.server ? sfb::runtime::server_memory(cfg, s.workers, s.model->rows(), s.model->cols(),
+                                                      general_prox && cfg.fms.servers > 1, process)
+                        : sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
+                                                      v_floats, general_prox, process);
+    s.memory.check(available, s.server ? "serving this model's shard" : "training this model");
+    if (!s.server && !cfg.model.init.empty()) {
+      check_model_file("model.init =", cfg.model.init, *s.model);
+      s.init_W = true;
+    }
   });
 }
 
-// Throws DataError naming the file when `ckpt` cannot continue this job.
-void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb::io::Checkpoint& ckpt,
+// Throws DataError naming the file when a checkpoint with header `ckpt` cannot continue this job.
+void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb::io::CheckpointInfo& ckpt,
                      const sfb::api::Model* model) {
   SFB_CHECK_DATA(ckpt.fingerprint == cfg.model_fingerprint(),
                  "{}: the checkpoint was written by a job with other model, data or optimizer settings (fingerprint "
@@ -102,39 +121,102 @@ void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb:
                  path, ckpt.clock, cfg.stop.max_clocks, cfg.stop.max_epochs> 0
           ? fmt::format("stop.max_epochs = {}", cfg.stop.max_epochs)
           : std::string("stop.max_clocks"));
-  SFB_CHECK_DATA(ckpt.W.rows() == model->rows() && ckpt.W.cols() == model->cols(),
-                 "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.W.rows(),
-                 ckpt.W.cols(), model->name(), model->rows(), model->cols());
-  SFB_CHECK_DATA(ckpt.W.allFinite(),
-                 "{}: the checkpoint's W has non-finite values (its CRC is valid: it was written "
-                 "so); resume from an earlier checkpoint",
-                 path);
+  SFB_CHECK_DATA(ckpt.rows == model->rows() && ckpt.cols == model->cols(),
+                 "{}: the checkpoint's W is {} x {} but model \"{}\" on this data is {} x {}", path, ckpt.rows,
+                 ckpt.cols, model->name(), model->rows(), model->cols());
 }
 
-// --resume: rank 0 reads and checks the checkpoint, every rank gets its W and clock from rank 0
-// (the file need only exist where rank 0 runs). False when it is unusable.
-bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::Checkpoint& ckpt) {
+// Rank 0: reads the whole checkpoint once without keeping it (header, CRC, every value finite).
+sfb::io::CheckpointInfo verify_checkpoint(const sfb::Config& cfg, const std::string& path,
+                                          const sfb::api::Model* model) {
+  return sfb::io::read_checkpoint(path, [&](const sfb::io::CheckpointInfo& info) -> sfb::RowSink {
+    check_resumable(cfg, path, info, model);
+    return [&path, cols = info.cols](int64_t r0, int64_t n, const float* data) {
+      SFB_CHECK_DATA(Eigen::Map<const Eigen::ArrayXf>(data, n * cols).allFinite(),
+                     "{}: the checkpoint's W has non-finite values (rows {}..{}; its CRC is valid: it was written "
+                     "so); resume from an earlier checkpoint",
+                     path, r0, r0 + n - 1);
+    };
+  });
+}
+
+// --resume: rank 0 reads and checks the checkpoint, every rank learns its clock from rank 0 (the file
+// need only exist where rank 0 runs); W itself follows in row blocks when the worker starts
+// (broadcast_checkpoint). False when it is unusable.
+bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::CheckpointInfo& info) {
   const auto& path = job.resume_path;
-  sfb::Bytes bytes;
   const bool ok = job.all_ok("agreeing on the checkpoint", [&] {
-    if (job.rank() != 0) return;
-    ckpt = sfb::io::read_checkpoint(path);
-    check_resumable(job.cfg, path, ckpt, model);
-    bytes = sfb::io::encode_checkpoint(ckpt);
+    if (job.rank() == 0) info = verify_checkpoint(job.cfg, path, model);
   });
   if (!ok) return false;
-  ckpt = sfb::io::decode_checkpoint(sfb::comm::broadcast_bytes(*job.transport, 0, bytes), path);
-  spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, ckpt.clock, ckpt.ranks);
+  sfb::ByteWriter w;
+  w.put<int64_t>(info.clock);
+  w.put<int32_t>(info.ranks);
+  const sfb::Bytes head = sfb::comm::broadcast_bytes(*job.transport, 0, w.bytes());
+  sfb::ByteReader r(head, "checkpoint broadcast", sfb::ByteReader::Source::kMessage);
+  info.clock = r.get<int64_t>("clock");
+  info.ranks = r.get<int32_t>("ranks");
+  spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, info.clock, info.ranks);
   return true;
 }
 
+// The checkpoint's W into every rank's replica, in row blocks of 1 MiB: rank 0 streams the file and
+// broadcasts each block (collective; the blocks follow rows_per_block(D, 1 MiB) on every rank). A
+// barrier every 8 blocks keeps rank 0 from running ahead: no rank ever holds more than 8 blocks
+// that its replica has not taken yet.
+void broadcast_checkpoint(Job& job, const std::string& path, int64_t J, int64_t D, const sfb::RowSink& sink) {
+  constexpr int64_t kBlockBytes = int64_t{1} << 20;
+  int64_t blocks = 0;
+  const auto pace = [&job, &blocks] {
+    if (++blocks % 8 == 0) job.transport->barrier();
+  };
+  if (job.rank() == 0) {
+    sfb::io::read_checkpoint(
+        path,
+        [&](const sfb::io::CheckpointInfo&) -> sfb::RowSink {
+          return [&](int64_t r0, int64_t n, const float* data) {
+            sink(r0, n, data);
+            sfb::comm::broadcast_bytes(*job.transport, 0, std::as_bytes(std::span(data, static_cast<size_t>(n * D))));
+            pace();
+          };
+        },
+        kBlockBytes);
+    return;
+  }
+  const int64_t per = std::min(J, sfb::rows_per_block(D, kBlockBytes));
+  for (int64_t r0 = 0; r0 < J; r0 += per) {
+    const int64_t n = std::min(per, J - r0);
+    const sfb::Bytes block = sfb::comm::broadcast_bytes(*job.transport, 0, {});
+    SFB_CHECK_DATA(block.size() == static_cast<size_t>(n * D) * sizeof(float),
+                   "{}: rank 0 broadcast {} bytes of rows {}..{}, expected {}", path, block.size(), r0, r0 + n - 1,
+                   n * D * 4);
+    sink(r0, n, reinterpret_cast<const float*>(block.data()));
+    pace();
+  }
+}
+
+// Every rank's peak RSS so far and its estimate, in rank order (collective: workers and servers).
+RankMemory gather_memory(Job& job, const Setup& s) {
+  double held = 0;
+  for (const auto& p : s.memory.parts) held += p.held ? p.bytes : 0;
+  RankMemory m;
+  m.peak_rss = sfb::comm::allgather_i64(*job.transport, sfb::peak_rss_bytes());
+  m.estimate = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(s.memory.total()));
+  m.before_training = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(held));
+  return m;
+}
+
 // The parameter servers report nothing themselves; they learn whether rank 0 saw divergence.
-int run_server(Job& job, sfb::api::Model& model) {
-  sfb::baselines::FmsServer fms(job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport,
-                                sfb::runtime::model_prox(job.cfg, model));
+int run_server(Job& job, const Setup& s) {
+  auto& model = *s.model;
+  const sfb::Layout l = model.layout();
+  sfb::baselines::FmsServer fms(
+      job.cfg.fms, job.cfg.runtime.peer_timeout_s, *job.transport, sfb::stored_rows(l, model.rows(), model.cols()),
+      sfb::stored_cols(l, model.rows(), model.cols()), sfb::runtime::model_prox(job.cfg, model));
   const auto st = fms.run();
   spdlog::info("parameter server done: {} clocks, sent {:.2f} MB, received {:.2f} MB, {:.2f} s applying", st.clocks,
                st.traffic.bytes_sent / 1e6, st.traffic.bytes_received / 1e6, st.apply_s);
+  gather_memory(job, s);
   job.transport.reset();
   auto guard = job.waiting_on_peers("learning how the job ended");
   return job.mpi.broadcast(0, 0);  // rank 0's exit code
@@ -143,7 +225,7 @@ int run_server(Job& job, sfb::api::Model& model) {
 // Rank 0's outputs at the end; false when one could not be written (full disk, I/O error): each
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
-bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result) {
+bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory) {
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -152,12 +234,12 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     // A model file is never written with weights that are not finite or that the monitor judged
     // bad (diverged, or replicas that went separate ways): the log says so.
-    if (!result.W.allFinite())
+    if (!result.weights->all_finite_unlocked())
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
     else if (result.stop_reason == "diverged" || result.stop_reason == "replica_drift")
       spdlog::error("{} not written: the run stopped with reason \"{}\"", path, result.stop_reason);
     else
-      attempt(path, [&] { sfb::io::write_model(path, result.W); });
+      attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked()); });
   }
   const SfbRun run{cfg,
                    result,
@@ -168,7 +250,8 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.model->sparse_v(),
                    s.data.eval_sample.n,
                    s.model->layout(),
-                   s.auto_choice};
+                   s.auto_choice,
+                   std::move(memory)};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -180,14 +263,14 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
 bool check_sfb(Job& job) {
   Setup s;
   if (!set_up(job, s)) return false;
+  if (job.rank() == 0) fmt::print("memory on rank 0 (the largest): {}\n", s.memory.describe());
   if (job.resume_path.empty()) return true;
   // The run's last clock, as training computes it (stop.max_epochs may set it).
   if (!s.server)
     job.cfg.stop.max_clocks = job.cfg.stop.clock_limit(s.data.total_train, s.workers * job.cfg.optimizer.minibatch);
   return job.all_ok("checking the checkpoint", [&] {
     if (s.server || job.rank() != 0) return;
-    const auto ckpt = sfb::io::read_checkpoint(job.resume_path);
-    check_resumable(job.cfg, job.resume_path, ckpt, s.model.get());
+    verify_checkpoint(job.cfg, job.resume_path, s.model.get());
   });
 }
 
@@ -195,7 +278,7 @@ int evaluate_sfb(Job& job, const std::string& path) {
   const auto& cfg = job.cfg;
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
-  sfb::Matrix W;
+  sfb::Matrix stored;  // W in the model's layout, read straight from the file (no second copy)
   // Rank 0 evaluates on the whole training and test sets; other ranks (under mpirun) wait.
   const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
     if (job.rank() != 0) return;
@@ -204,19 +287,21 @@ int evaluate_sfb(Job& job, const std::string& path) {
     sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
     data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     model = sfb::models::make_model(cfg, data.train, data.total_train, 0, 1);
-    W = read_model_for("--evaluate", path, *model);
+    check_model_file("--evaluate", path, *model);
+    stored.resize(sfb::stored_rows(model->layout(), model->rows(), model->cols()),
+                  sfb::stored_cols(model->layout(), model->rows(), model->cols()));
+    sfb::io::read_model(path, [&](int64_t, int64_t) { return sfb::row_sink(stored, model->layout()); });
   });
   if (!ok) return kExitBadInput;
   if (job.rank() != 0) return kExitOk;
   const bool test = data.test.n > 0;
   // The file holds W row-major; the model reads it in its own layout, as in training.
-  const sfb::Matrix stored = sfb::from_row_major(W, model->layout());
   const sfb::api::Weights Wl{stored, 1.0f, model->layout()};
   sfb::Json j = {{"model_file", path},
                  {"model", model->name()},
                  {"layout", std::string(sfb::layout_name(model->layout()))},
-                 {"J", W.rows()},
-                 {"D", W.cols()},
+                 {"J", model->rows()},
+                 {"D", model->cols()},
                  {"train_rows", data.train.n},
                  {"train_objective", sfb::sig(model->objective(Wl, data.train, 0), 8)},
                  {"objective_rows", data.eval_sample.n},
@@ -373,30 +458,43 @@ int run_sfb(Job& job) {
         cfg.comm.scheme == "sfb" ? fmt::format("sfb/{} to {} peers a clock", cfg.sfb.broadcast,
                                                sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
                                  : cfg.comm.scheme);
-  sfb::io::Checkpoint ckpt;
+  sfb::io::CheckpointInfo ckpt;
   sfb::runtime::WorkerStart start;
   if (!job.resume_path.empty()) {
     if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
     start.clock = ckpt.clock;
-    start.W = &ckpt.W;
-  } else if (s.init_W.size() > 0) {
+    if (!s.server)
+      start.load = [&job, J = s.model->rows(), D = s.model->cols()](const sfb::RowSink& sink) {
+        broadcast_checkpoint(job, job.resume_path, J, D, sink);
+      };
+  } else if (s.init_W) {
     spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
-    start.W = &s.init_W;
+    start.load = [path = cfg.model.init](const sfb::RowSink& sink) {
+      sfb::io::read_model(path, [&sink](int64_t, int64_t) { return sink; });
+    };
   }
   start.objective_rows = &s.data.eval_sample;
   if (!resolve_auto_scheme(job, s)) return kExitBadInput;
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
-  if (s.server) return run_server(job, *s.model);
+  spdlog::info("memory on this rank: {}", s.memory.describe());
+  if (s.server) {
+    // The checkpoint's blocks go to every rank of the broadcast; a server keeps none of them.
+    if (!job.resume_path.empty())
+      broadcast_checkpoint(job, job.resume_path, s.model->rows(), s.model->cols(),
+                           [](int64_t, int64_t, const float*) {});
+    return run_server(job, s);
+  }
   auto exchange = sfb::baselines::make_exchange(cfg, s.model->has_prox(), allreduce_factory(cfg));
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
   const sfb::runtime::WorkerResult result = worker.run();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
+  auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result);
+    const bool written = write_outputs(job, s, result, std::move(memory));
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

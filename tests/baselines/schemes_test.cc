@@ -66,7 +66,9 @@ SchemeRun run_scheme(int P, const Config& cfg) {
     const auto data = io::load_data(cfg.data, cfg.job.seed, part, P, r == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, part, P);
     if (r >= P) {
-      FmsServer server(cfg.fms, cfg.runtime.peer_timeout_s, t, runtime::model_prox(cfg, *model));
+      FmsServer server(cfg.fms, cfg.runtime.peer_timeout_s, t,
+                       stored_rows(model->layout(), model->rows(), model->cols()),
+                       stored_cols(model->layout(), model->rows(), model->cols()), runtime::model_prox(cfg, *model));
       out.servers[static_cast<size_t>(r - P)] = server.run();
       return;
     }
@@ -94,7 +96,7 @@ SchemeRun expect_same_w(int P, const Config& cfg, const Matrix& ref, const std::
   for (const auto& w : run.workers) {
     EXPECT_EQ(w.self.checksum, run.workers[0].self.checksum) << label;
     EXPECT_EQ(w.final_clock, cfg.stop.max_clocks) << label;
-    EXPECT_LT((w.W - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << label;
+    EXPECT_LT((w.W() - ref).cwiseAbs().maxCoeff(), 1e-4f * scale) << label;
   }
   return run;
 }
@@ -111,7 +113,7 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
   const int P = 3;
   const auto sfb = run_scheme(P, cfg);
   for (const auto& w : sfb.workers) ASSERT_EQ(w.self.checksum, sfb.workers[0].self.checksum);
-  const Matrix& ref = sfb.workers[0].W;
+  const Matrix& ref = sfb.workers[0].W();
   ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f);
   for (std::string scheme : {"allreduce", "fms1", "fms2"}) {
     Config c = cfg;
@@ -145,10 +147,10 @@ TEST_P(BothLayouts, TrainTheSameW) {
     const auto rows = run_scheme(P, cfg);
     cfg.model.layout = "feature-major";
     const auto features = run_scheme(P, cfg);
-    const Matrix& ref = rows.workers[0].W;
+    const Matrix& ref = rows.workers[0].W();
     ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f) << model;
     for (int r = 0; r < P; ++r) {
-      const Matrix& W = features.workers[static_cast<size_t>(r)].W;
+      const Matrix& W = features.workers[static_cast<size_t>(r)].W();
       ASSERT_EQ(W.rows(), ref.rows());
       if (sparse) {
         EXPECT_EQ(W, ref) << model << " rank " << r << ": max difference " << (W - ref).cwiseAbs().maxCoeff();
@@ -199,16 +201,16 @@ TEST_P(FmsProx, ServersApplyTheProximalStepAsSfbDoes) {
   cfg.optimizer.lr = GetParam() == "sparse_coding" ? 0.05 : 0.2;
   const int P = 3;
   const auto sfb = run_scheme(P, cfg);
-  const Matrix& ref = sfb.workers[0].W;
+  const Matrix& ref = sfb.workers[0].W();
   Config no_prox = cfg;  // what FMS computed before its servers applied the prox
   no_prox.model.lambda = 0;
   const auto plain = run_scheme(P, no_prox);
   const float scale = std::max(1.0f, ref.cwiseAbs().maxCoeff());
-  if (GetParam() == "l2mlr") ASSERT_GT((plain.workers[0].W - ref).cwiseAbs().maxCoeff(), 1e-2f * scale);
+  if (GetParam() == "l2mlr") ASSERT_GT((plain.workers[0].W() - ref).cwiseAbs().maxCoeff(), 1e-2f * scale);
   for (int servers : {1, 2}) {
     const auto run = expect_same_w(P, with_fms(cfg, servers), ref, fmt::format("{} server(s)", servers));
     if (GetParam() == "sparse_coding") {  // every atom inside the unit ball
-      EXPECT_LE(run.workers[0].W.colwise().norm().maxCoeff(), 1.0f + 1e-5f) << servers;
+      EXPECT_LE(run.workers[0].W().colwise().norm().maxCoeff(), 1.0f + 1e-5f) << servers;
     }
   }
 }
@@ -231,7 +233,7 @@ TEST(FmsWholeClocks, ShardsOfMoreBlocksThanTheWindowStillCompleteEveryClock) {
   cfg.runtime.peer_timeout_s = 20;  // the hang this guards against fails in 20 s
   const int P = 2;
   const auto sfb = run_scheme(P, cfg);
-  const Matrix& ref = sfb.workers[0].W;
+  const Matrix& ref = sfb.workers[0].W();
   for (int servers : {1, 2}) {
     ASSERT_GT(ps_blocks(ref.rows(), ref.cols(), 0, servers).count(), FmsExchange::kWindow);
     expect_same_w(P, with_fms(cfg, servers), ref, fmt::format("{} server(s)", servers));
@@ -389,7 +391,7 @@ TEST(Halton, RotatingWorkersApplyExactlyThePairsAddressedToThem) {
                     cfg.optimizer.minibatch * clocks);
       }
       EXPECT_LE(w.self.max_lead, staleness + 1);
-      EXPECT_TRUE(w.W.allFinite());
+      EXPECT_TRUE(w.W().allFinite());
     }
   }
 }
@@ -486,7 +488,7 @@ TEST(Fms, ManyBlocksPerShardComputeTheSameWAsSfb) {
   ASSERT_GE(ps_blocks(40, 4096, 0, 2).count(), 4);
   const int P = 3;
   const auto sfb = run_scheme(P, cfg);
-  const Matrix& ref = sfb.workers[0].W;
+  const Matrix& ref = sfb.workers[0].W();
   ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1e-3f);
   for (int S : {1, 2}) expect_same_w(P, with_fms(cfg, S), ref, fmt::format("{} server(s)", S));
 }
@@ -520,19 +522,20 @@ TEST(Fms, AWorkerWhoseServerIsSilentNamesTheServers) {
   for (const auto& e : errors) EXPECT_THAT(e, HasSubstr("through the fms exchange: server ranks 2..2"));
 }
 
-// Read-my-writes under SSP: the worker applies its own update at once and every version of W it
-// gets from the servers carries its own updates that version does not include yet.
+// Read-my-writes under SSP: the worker applies its own batch at once and every version of W it gets
+// from the servers carries its own updates that version does not include yet (formed from the kept
+// factors, block by block).
 TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   auto group = comm::make_inproc_group(2);  // rank 0 a worker, rank 1 the server
   const Matrix W0 = Matrix::Zero(2, 3);
-  std::vector<SfBatchPtr> got;
+  std::vector<runtime::DenseUpdatePtr> got;
   runtime::ExchangeHost host;
   host.transport = group[0].get();
   host.workers = 1;
   host.J = 2;
   host.D = 3;
   host.initial_W = &W0;
-  host.deliver = [&](SfBatchPtr b) { got.push_back(std::move(b)); };
+  host.deliver = [&](runtime::DenseUpdatePtr b) { got.push_back(std::move(b)); };
   FmsExchange ex(1, /*read_my_writes=*/true, /*whole_clocks=*/false);
   ASSERT_TRUE(ex.reads_own_writes());
   ex.start(host);
@@ -543,22 +546,25 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
     dense_update(*b, Layout::kRowMajor, own[c]);
     ex.send_own(b);
     ASSERT_EQ(got.size(), static_cast<size_t>(c + 1));
-    EXPECT_EQ(got.back()->kind, SfBatch::Kind::kOwnDense);
+    EXPECT_EQ(got.back()->kind, runtime::DenseUpdate::Kind::kOwn);
     EXPECT_EQ(got.back()->clock, c);
-    EXPECT_EQ(*got.back()->dense, own[c]);
+    EXPECT_EQ(got.back()->own, b);
   }
   // The server's W after clock 0 (version 1): the worker's W is it plus its own clocks 1 and 2.
   const Matrix server1 = Matrix::Constant(2, 3, 7.0f);
   ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 1, 0, 2, 3, server1.data())});
   ASSERT_EQ(got.size(), 4u);
-  EXPECT_EQ(got.back()->kind, SfBatch::Kind::kReplaceW);
+  EXPECT_EQ(got.back()->kind, runtime::DenseUpdate::Kind::kReplace);
   EXPECT_EQ(got.back()->clock, 0);
-  EXPECT_EQ(*got.back()->dense, Matrix(server1 + own[1] + own[2]));
+  EXPECT_TRUE(got.back()->last);
+  EXPECT_EQ(got.back()->row_begin, 0);
+  EXPECT_EQ(got.back()->rows, 2);
+  EXPECT_EQ(*got.back()->block, Matrix(server1 + own[1] + own[2]));
   // Version 3 includes all three: the server's W as it is.
   ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 2, 0, 2, 3, server1.data())});
-  EXPECT_EQ(*got.back()->dense, Matrix(server1 + own[2]));
+  EXPECT_EQ(*got.back()->block, Matrix(server1 + own[2]));
   ex.on_message({1, comm::kTagPs, encode_ps(PsType::kPull, 3, 0, 2, 3, server1.data())});
-  EXPECT_EQ(*got.back()->dense, server1);
+  EXPECT_EQ(*got.back()->block, server1);
   // Under BSP nothing is kept.
   FmsExchange bsp(1, false, false);
   EXPECT_FALSE(bsp.reads_own_writes());
@@ -581,8 +587,8 @@ TEST(Fms, ReadMyWritesUnderSspKeepsTheStalenessBoundAndEveryUpdate) {
   Config bsp = cfg;
   bsp.sfb.staleness = 0;
   bsp.runtime.slow_ms = 0;
-  const Matrix ref = run_scheme(3, bsp).workers[0].W;
-  EXPECT_GT((run.workers[0].W - ref).cwiseAbs().maxCoeff(), 0.0f);  // SSP computed from other (staler) W
+  const Matrix ref = run_scheme(3, bsp).workers[0].W();
+  EXPECT_GT((run.workers[0].W() - ref).cwiseAbs().maxCoeff(), 0.0f);  // SSP computed from other (staler) W
 }
 
 TEST(PsCodec, BadMessagesAreRejectedNamingTheSender) {

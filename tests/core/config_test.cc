@@ -175,7 +175,7 @@ TEST(Config, ReadmeDocumentsEveryKeyWithItsDefault) {
 }
 
 TEST(Config, ShippedConfigsAreValid) {
-  for (const char* name : {"fashion_mlr.toml", "test_fashion_small.toml", "synthetic_sparse.toml"})
+  for (const char* name : {"fashion_mlr.toml", "test_fashion_small.toml", "synthetic_sparse.toml", "large_mlr.toml"})
     EXPECT_NO_THROW(load_config(std::string(SFB_SOURCE_DIR) + "/configs/" + name)) << name;
 }
 

@@ -119,8 +119,8 @@ TEST(L2Mlr, OneRankEqualsTheSerialProximalSgdReference) {
     W -= static_cast<float>(eta) * sf_mean(*m, W, batch);
     W /= static_cast<float>(1.0 + eta * cfg.model.lambda);
   }
-  EXPECT_LT((res[0].W - W).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, W.cwiseAbs().maxCoeff()));
-  EXPECT_NEAR(res[0].W.norm(), W.norm(), 1e-4 * W.norm());
+  EXPECT_LT((res[0].W() - W).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, W.cwiseAbs().maxCoeff()));
+  EXPECT_NEAR(res[0].W().norm(), W.norm(), 1e-4 * W.norm());
 }
 
 // A model whose gradient is zero: only the prox acts, so W = W0 * prod_c (1 + eta lambda)^-P.
@@ -163,7 +163,7 @@ TEST(L2Mlr, ScalingProxMatchesTheClosedFormNorm) {
   for (int64_t c = 0; c < cfg.stop.max_clocks; ++c)
     log_factor -= p * std::log1p(lambda * cfg.optimizer.lr / (1.0 + cfg.optimizer.lr_decay * static_cast<double>(c)));
   const double expected = 2.0 * std::exp(log_factor) * std::sqrt(4.0 * 13.0);
-  for (const auto& r : res) EXPECT_NEAR(r.W.norm(), expected, 1e-3 * expected);
+  for (const auto& r : res) EXPECT_NEAR(r.W().norm(), expected, 1e-3 * expected);
 }
 
 TEST(L2Mlr, SdcaDualityGapIsNonNegativeAndShrinks) {
@@ -365,7 +365,7 @@ TEST_P(ModelTraining, FourBspRanksStayBitwiseIdentical) {
   ASSERT_GE(ev.size(), 2u);
   EXPECT_LT(ev.back().objective, ev.front().objective) << GetParam().name;
   if (GetParam().name == "sparse_coding") {
-    for (Eigen::Index c = 0; c < t.results[0].W.cols(); ++c) EXPECT_LE(t.results[0].W.col(c).norm(), 1.0f + 1e-5f);
+    for (Eigen::Index c = 0; c < t.results[0].W().cols(); ++c) EXPECT_LE(t.results[0].W().col(c).norm(), 1.0f + 1e-5f);
   }
 }
 
@@ -528,6 +528,10 @@ TEST(Gradcheck, EveryBuiltInGradientModelsSfsAreItsGradientOnDenseAndSparseData)
       cfg.model.lambda = 0.1;  // l2mlr: a regulariser gradient large enough to matter
       cfg.model.dim = 5;
       cfg.model.atoms = 6;
+      // Sparse coding's SFs are its gradient at the lasso codes' optimum (the codes' own change with
+      // B drops out there): enough FISTA steps that the 30-step default's residue (2.1% on one CPU's
+      // kernels, at the 2% tolerance) does not decide the check.
+      cfg.model.lasso_steps = 200;
       auto model = make_model(cfg, data, data.n, 0, 1);
       const bool feature_major =
           cfg.model.layout == "feature-major" ||

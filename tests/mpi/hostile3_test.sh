@@ -138,10 +138,18 @@ if "$SFBD" --version | grep -q "built without CUDA" || ! command -v nvidia-smi >
   [ -e "$OUT/cu" ] && fail "run-cuda: the refused run left $OUT/cu behind"
 fi
 
-echo "== 8. a file too large to read is refused by its size, before anything is allocated"
+echo "== 8. a file too large to read is refused by its size or its shape, before anything is allocated"
+# A model file is streamed, never read whole: a 64 GiB file of zeros is refused by its magic, and one
+# whose valid header claims a 2^20 x 2^14 W (64 GiB of data) by its shape, both in a second.
 truncate -s 64G "$OUT/huge.bin"
-expect evaluate-huge 2 30 "more than this process can allocate" -- "$SFBD" --config "$SMALL" --set output.dir="$OUT/e" \
+expect evaluate-huge 2 30 "bad magic: not an sfb model file" -- "$SFBD" --config "$SMALL" --set output.dir="$OUT/e" \
   --evaluate "$OUT/huge.bin"
+{ printf 'SFBMODEL\x01\x00\x00\x00\x01\x00\x00\x00'; printf '\x00\x00\x10\x00\x00\x00\x00\x00'
+  printf '\x00\x40\x00\x00\x00\x00\x00\x00'; printf '\x00\x00\x00\x00\x00\x00\x00\x00'; } > "$OUT/huge_model.bin"
+truncate -s $((40 + (1 << 36))) "$OUT/huge_model.bin"
+expect evaluate-huge-shape 2 30 "the file's W is 1048576 x 16384 but model" -- "$SFBD" --config "$SMALL" \
+  --set output.dir="$OUT/e" --evaluate "$OUT/huge_model.bin"
+rm -f "$OUT/huge_model.bin"
 expect resume-huge 2 30 "more than this process can allocate" -- "$SFBD" --config "$CNN" --set output.dir="$OUT/e" \
   --resume "$OUT/huge.bin" --check
 rm -f "$OUT/huge.bin"

@@ -1,10 +1,14 @@
-// The objective monitor owns the snapshots it is handed: aborting it with snapshots still queued
-// frees them (run under ASan in CI: a leak fails there), and a monitor that was never started can
-// be destroyed with a full queue. A checkpoint replaces the previous one only after its weights
-// were judged: finite weights whose objective diverged never replace a good checkpoint.
+// The objective monitor reads W through one snapshot or in place (eval.snapshot): either way a
+// request hands it W at one clock, and what it evaluates and checkpoints is that W even when the
+// update thread changes W right after submit(). Aborting it with a request pending, or with the
+// update thread waiting in submit(), ends cleanly (run under ASan in CI). A checkpoint replaces the
+// previous one only after its weights were judged: finite weights whose objective diverged never
+// replace a good checkpoint.
 #include "sfb/runtime/objective_monitor.h"
 
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
@@ -16,54 +20,89 @@
 namespace sfb::runtime {
 namespace {
 
-std::unique_ptr<Snapshot> snapshot(int64_t clock, int64_t J, int64_t D) {
-  auto s = std::make_unique<Snapshot>();
-  s->record.clock = clock;
-  s->W = Matrix::Zero(J, D);
-  return s;
+EvalRequest request(int64_t clock, bool evaluate = true, bool checkpoint = false, bool final = false) {
+  EvalRequest q;
+  q.record.clock = clock;
+  q.evaluate = evaluate;
+  q.checkpoint = checkpoint;
+  q.final = final;
+  return q;
 }
 
-TEST(ObjectiveMonitor, AbortWithSnapshotsQueuedFreesThem) {
+class MonitorModes : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MonitorModes, AbortWithARequestPendingOrASubmitWaitingEndsCleanly) {
   const Config cfg = testing::quiet_synthetic(20, 3, 50, 10);
   const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
   models::ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
   const models::Mlr model(ctx);
+  SharedWeights w(model.rows(), model.cols(), model.layout());
   {
-    ObjectiveMonitor m(cfg.eval, cfg.stop, {}, model, data.train, &data.test);
-    // Not started: the queue (capacity 4) fills and nothing takes the snapshots.
-    for (int c = 0; c < 4; ++c) m.submit(snapshot(c, model.rows(), model.cols()));
-    EXPECT_EQ(m.queued(), 4u);
+    // Never started: the update thread waits in submit (for the monitor to take the request, or
+    // to hold W) until the abort.
+    ObjectiveMonitor m(cfg.eval, cfg.stop, {}, model, data.train, &data.test, w, GetParam());
+    std::thread update([&] {
+      for (int c = 0; c < 3; ++c) m.submit(request(c));
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     m.abort();
+    update.join();
   }
   {
-    ObjectiveMonitor m(cfg.eval, cfg.stop, {}, model, data.train, &data.test);
+    ObjectiveMonitor m(cfg.eval, cfg.stop, {}, model, data.train, &data.test, w, GetParam());
     m.start();
-    for (int c = 0; c < 3; ++c) m.submit(snapshot(c, model.rows(), model.cols()));
+    for (int c = 0; c < 3; ++c) m.submit(request(c));
     m.abort();
     m.finish();  // no error: an abort is not a failure
     EXPECT_EQ(m.stop_reason(), "");
   }
 }
 
-TEST(ObjectiveMonitor, ACheckpointOfDivergedWeightsNeverReplacesTheLastGoodOne) {
+TEST_P(MonitorModes, TheCheckpointIsTheSubmittedClocksWEvenWhenWChangesRightAfter) {
+  const Config cfg = testing::quiet_synthetic(20, 3, 50, 10);
+  const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
+  models::ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
+  const models::Mlr model(ctx);
+  SharedWeights w(model.rows(), model.cols(), Layout::kFeatureMajor);
+  const testing::TempDir dir;
+  MonitorOutputs out;
+  out.checkpoint = dir.file("ck.bin");
+  ObjectiveMonitor m(cfg.eval, cfg.stop, out, model, data.train, &data.test, w, GetParam());
+  m.start();
+  Matrix expected = Matrix::Random(model.rows(), model.cols()) * 0.01f;
+  w.write().assign_row_major(expected);
+  {
+    auto wr = w.write();
+    wr.set_scale(0.5f);  // the true W is 0.5 * stored: the file holds the true W
+  }
+  expected *= 0.5f;
+  m.submit(request(7, true, true, true));
+  w.write().stored().setConstant(1e6f);  // in place, this waits until the monitor is done
+  m.finish();
+  const auto ck = io::read_checkpoint(out.checkpoint);
+  EXPECT_EQ(ck.clock, 7);
+  EXPECT_EQ(ck.W, expected);
+  ASSERT_EQ(m.records().size(), 1u);
+  EXPECT_TRUE(std::isfinite(m.records()[0].objective));
+}
+
+TEST_P(MonitorModes, ACheckpointOfDivergedWeightsNeverReplacesTheLastGoodOne) {
   Config cfg = testing::quiet_synthetic(20, 3, 50, 10);
   cfg.stop.divergence_factor = 10;
   const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, true);
   models::ConfigModelContext ctx(cfg, data.train, data.total_train, 0, 1);
   const models::Mlr model(ctx);
+  SharedWeights w(model.rows(), model.cols(), model.layout());
   const testing::TempDir dir;
   MonitorOutputs out;
   out.checkpoint = dir.file("ck.bin");
-  ObjectiveMonitor m(cfg.eval, cfg.stop, out, model, data.train, &data.test);
+  ObjectiveMonitor m(cfg.eval, cfg.stop, out, model, data.train, &data.test, w, GetParam());
   m.start();
-  const auto submit = [&](int64_t clock, float w, bool evaluate, bool final = false) {
-    auto s = snapshot(clock, model.rows(), model.cols());
-    s->W.setConstant(0);
-    s->W.col(0).setLinSpaced(-w, w);  // finite, and the larger w the larger the objective
-    s->evaluate = evaluate;
-    s->checkpoint = true;
-    s->final = final;
-    m.submit(std::move(s));
+  const auto submit = [&](int64_t clock, float x, bool evaluate, bool final = false) {
+    Matrix W = Matrix::Zero(model.rows(), model.cols());
+    W.col(0).setLinSpaced(-x, x);  // finite, and the larger x the larger the objective
+    w.write().assign_row_major(W);
+    m.submit(request(clock, evaluate, true, final));
   };
   submit(0, 0, true);          // good: written
   submit(5, 1e6, false);       // between evaluations, finite but exploded: judged on its own, refused
@@ -73,6 +112,9 @@ TEST(ObjectiveMonitor, ACheckpointOfDivergedWeightsNeverReplacesTheLastGoodOne) 
   EXPECT_EQ(m.stop_reason(), "diverged");
   EXPECT_EQ(io::read_checkpoint(out.checkpoint).clock, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Snapshot, MonitorModes, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "Copy" : "InPlace"; });
 
 }  // namespace
 }  // namespace sfb::runtime

@@ -143,9 +143,9 @@ TEST(Worker, OneRankEqualsSerialMinibatchSgd) {
   const auto res = train(1, cfg);
   const auto data = io::load_data(cfg.data, cfg.job.seed, 0, 1, false);
   const Matrix ref = serial_reference(cfg, data.train);
-  ASSERT_EQ(res[0].W.rows(), ref.rows());
-  ASSERT_EQ(res[0].W.cols(), ref.cols());
-  EXPECT_LT((res[0].W - ref).cwiseAbs().maxCoeff(), 1e-4f * (1.0f + ref.cwiseAbs().maxCoeff()));
+  ASSERT_EQ(res[0].W().rows(), ref.rows());
+  ASSERT_EQ(res[0].W().cols(), ref.cols());
+  EXPECT_LT((res[0].W() - ref).cwiseAbs().maxCoeff(), 1e-4f * (1.0f + ref.cwiseAbs().maxCoeff()));
   EXPECT_GT(ref.cwiseAbs().maxCoeff(), 0.1f);  // it trained
 }
 

@@ -5,6 +5,7 @@
 
 #include "sfb/baselines/dense_update.h"
 #include "sfb/core/error.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::baselines {
@@ -38,6 +39,15 @@ void AllreduceExchange::on_message(comm::Message&& m) { channel_->push(std::move
 
 // Forms each clock's update block by block and hands every block to the reduce thread at once.
 void AllreduceExchange::gemm_loop() {
+  // Blocks of the stored matrix's rows (the workers' layout).
+  const int64_t R = host_.rows(), C = host_.cols();
+  const int64_t bytes = std::clamp<int64_t>(4 * R * C / 32, int64_t{1} << 20, kMaxBlockBytes);
+  const int64_t rows = rows_per_block(C, bytes);
+  std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
+  // The first block is small: nothing is on the wire until it is formed.
+  for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < R; r0 += n, n = rows)
+    cuts.emplace_back(r0, std::min<int64_t>(n, R - r0));
+  const auto count = static_cast<int64_t>(cuts.size());
   for (;;) {
     SfBatchPtr b;
     own_.pop(b);
@@ -45,24 +55,17 @@ void AllreduceExchange::gemm_loop() {
       blocks_.push(nullptr);
       return;  // finish()
     }
-    // Blocks of the stored matrix's rows (the workers' layout).
-    const int64_t R = host_.rows(), C = host_.cols();
-    auto sum = std::make_shared<Matrix>(R, C);
-    // The first block is small: nothing is on the wire until it is formed.
-    const int64_t rows = std::max<int64_t>(1, kBlockBytes / (4 * std::max<int64_t>(1, C)));
-    std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
-    for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < R; r0 += n, n = rows)
-      cuts.emplace_back(r0, std::min<int64_t>(n, R - r0));
-    const auto count = static_cast<int64_t>(cuts.size());
     for (int64_t k = 0; k < count; ++k) {
       const auto [r0, n] = cuts[static_cast<size_t>(k)];
+      auto sum = pool_.acquire(n, C);
+      if (!sum) return;  // aborted
       dense_update_rows(*b, host_.layout, r0, n, *sum);
-      blocks_.push(std::make_shared<Block>(Block{b, sum, k, count, r0, n}));
+      blocks_.push(std::make_shared<Block>(Block{b->clock, std::move(sum), k, count, r0}));
     }
   }
 }
 
-// All-reduces the blocks in order; after a clock's last block, its sum goes to the update thread.
+// All-reduces the blocks in order and hands each to the update thread.
 void AllreduceExchange::reduce_loop() {
   for (;;) {
     std::shared_ptr<Block> blk;
@@ -70,21 +73,16 @@ void AllreduceExchange::reduce_loop() {
     if (!blk) return;
     Matrix& sum = *blk->sum;
     Stopwatch sw;
-    allreduce_->run(
-        std::span<float>(sum.data() + blk->row_begin * sum.cols(), static_cast<size_t>(blk->rows * sum.cols())),
-        blk->batch->clock * 65536 + blk->index);
-    spdlog::debug("all-reduce of clock {} block {}/{}: {:.1f} ms", blk->batch->clock, blk->index + 1, blk->count,
+    allreduce_->run(std::span<float>(sum.data(), static_cast<size_t>(sum.size())), blk->clock * 65536 + blk->index);
+    spdlog::debug("all-reduce of clock {} block {}/{}: {:.1f} ms", blk->clock, blk->index + 1, blk->count,
                   sw.seconds() * 1e3);
-    if (blk->index + 1 < blk->count) continue;
-    const SfBatch& b = *blk->batch;
-    auto item = std::make_shared<SfBatch>();
-    item->kind = SfBatch::Kind::kDenseSum;
-    item->sender = rank_;
-    item->clock = b.clock;
-    item->count = b.count;
-    item->J = b.J;
-    item->D = b.D;
-    item->dense = std::move(blk->sum);
+    auto item = std::make_shared<runtime::DenseUpdate>();
+    item->kind = runtime::DenseUpdate::Kind::kSum;
+    item->clock = blk->clock;
+    item->row_begin = blk->row_begin;
+    item->rows = sum.rows();
+    item->block = std::move(blk->sum);
+    item->last = blk->index + 1 == blk->count;
     host_.deliver(std::move(item));
   }
 }
@@ -100,6 +98,7 @@ void AllreduceExchange::abort() {
   // abort() wakes the threads if they wait now; the null items stop them if they pop later.
   own_.abort();
   blocks_.abort();
+  pool_.abort();
   own_.try_push(nullptr);
   blocks_.try_push(nullptr);
   if (channel_) channel_->close();

@@ -5,14 +5,16 @@
 // worker, or Open MPI's MPI_Allreduce), so every replica applies the same sum. Bytes on the network
 // per clock: 2 (P - 1) J D floats.
 //
-// Bucketed like DDP: the update is formed in row blocks of about kBlockBytes, and each block is
-// all-reduced as soon as it is formed while the next one is computed (sums per element are in rank
-// order whatever the blocks, so replicas stay bitwise identical).
+// Bucketed like DDP: the update is formed in row blocks of a thirty-second of W (1 - 32 MiB), and
+// each block is all-reduced as soon as it is formed while the next one is computed, then handed to
+// the update thread, which adds it to W (sums per element are in rank order whatever the blocks, so
+// replicas stay bitwise identical). The blocks come from a pool of kBlocksInFlight buffers: memory is
+// bounded by them, never a W-sized update, however far the GEMM runs ahead.
 //
 // Threads: the worker's communication thread hands over own batches and the all-reduce's messages
 // that arrive (kTagReduce) through a QueueChannel; a GEMM thread of this class forms the blocks, a
-// reduce thread all-reduces them, clock after clock, and delivers a kDenseSum item per clock to
-// the update thread.
+// reduce thread all-reduces them, clock after clock, and delivers each as a kSum DenseUpdate (the
+// clock's last one marked) to the update thread.
 #include <functional>
 #include <span>
 #include <thread>
@@ -21,6 +23,7 @@
 #include "sfb/comm/channel.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/bounded_queue.h"
+#include "sfb/core/buffer_pool.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
@@ -39,11 +42,12 @@ class AllreduceExchange final : public runtime::Exchange {
   void abort() override;
 
  private:
-  static constexpr int64_t kBlockBytes = int64_t{32} << 20;
+  static constexpr int64_t kMaxBlockBytes = int64_t{32} << 20;
+  static constexpr int kBlocksInFlight = 4;
   struct Block {
-    SfBatchPtr batch;
-    std::shared_ptr<Matrix> sum;
-    int64_t index = 0, count = 0, row_begin = 0, rows = 0;
+    int64_t clock = 0;
+    std::shared_ptr<Matrix> sum;  // from pool_
+    int64_t index = 0, count = 0, row_begin = 0;
   };
   void gemm_loop();
   void reduce_loop();
@@ -54,6 +58,7 @@ class AllreduceExchange final : public runtime::Exchange {
   int rank_ = 0, P_ = 1;
   BoundedQueue<SfBatchPtr> own_;
   BoundedQueue<std::shared_ptr<Block>> blocks_;  // formed, to all-reduce; null stops the reduce thread
+  BufferPool pool_{kBlocksInFlight};
   std::unique_ptr<comm::QueueChannel> channel_;
   std::unique_ptr<comm::Allreduce> allreduce_;
   std::thread gemm_thread_, reduce_thread_;

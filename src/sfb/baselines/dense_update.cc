@@ -5,18 +5,17 @@
 namespace sfb::baselines {
 
 void dense_update(const SfBatch& b, Layout layout, Matrix& out) {
-  out.resize(stored_rows(layout, b.J, b.D), stored_cols(layout, b.J, b.D));
-  dense_update_rows(b, layout, 0, out.rows(), out);
+  dense_update_rows(b, layout, 0, stored_rows(layout, b.J, b.D), out);
 }
 
-void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64_t rows, Matrix& out) {
-  auto block = out.middleRows(row_begin, rows);
+void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64_t rows, Matrix& block) {
+  block.resize(rows, stored_cols(layout, b.J, b.D));
   if (b.count == 0 || rows == 0) {
     block.setZero();
     return;
   }
   if (!b.sparse_v) {
-    gemm_uv(layout, b.J, b.D, b.count, 1.0f, b.u.data(), b.v.data(), 0.0f, out.data(), row_begin, rows);
+    gemm_uv(layout, b.J, b.D, b.count, 1.0f, b.u.data(), b.v.data(), 0.0f, block.data(), row_begin, rows);
     return;
   }
   const bool row_major = layout == Layout::kRowMajor;
@@ -28,7 +27,7 @@ void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64
       if (row_major)
         block.col(d) += v * b.u.row(i).segment(row_begin, rows).transpose();
       else if (d >= row_begin && d < row_begin + rows)  // stored row d: contiguous
-        out.row(d) += v * b.u.row(i);
+        block.row(d - row_begin) += v * b.u.row(i);
     }
   }
 }

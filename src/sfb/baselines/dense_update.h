@@ -9,9 +9,9 @@ namespace sfb::baselines {
 
 // out = U^T V of `b` in `layout` (resized to the stored shape).
 void dense_update(const SfBatch& b, Layout layout, Matrix& out);
-// Stored rows [row_begin, row_begin + rows) of the update into the same rows of `out` (already of
-// the stored shape): the all-reduce baseline forms its update block by block while earlier blocks
-// are on the wire.
-void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64_t rows, Matrix& out);
+// Stored rows [row_begin, row_begin + rows) of the update into `block` (resized to rows x the stored
+// columns): the baselines form their update block by block (the all-reduce while earlier blocks are
+// on the wire, FMS as it pushes each block), so no W-sized update is ever held.
+void dense_update_rows(const SfBatch& b, Layout layout, int64_t row_begin, int64_t rows, Matrix& block);
 
 }  // namespace sfb::baselines

@@ -19,38 +19,43 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
     total += blocks_.back().count();
   }
   in_flight_.assign(static_cast<size_t>(S_), 0);
-  // Rank 0 seeds the servers with the initial W (model.init or the checkpoint).
-  if (rank_ == 0) {
+  pulled_ = BufferPool(static_cast<int>(2 * kWindow * S_));
+  // Rank 0 seeds the servers with the initial W (model.init or the checkpoint): shards of the stored
+  // matrix's rows (the major dimension of the workers' layout), block k of every server before
+  // block k + 1, flushed every 8 MiB so that no more than that is ever encoded and in flight.
+  if (rank_ != 0) return;
+  int64_t queued = 0;
+  for (int64_t k = 0, more = 1; more; ++k) {
+    more = 0;
     for (int s = 0; s < S_; ++s) {
-      // Shards of the stored matrix's rows: the major dimension of the workers' layout.
-      const int64_t b = shard_begin(host.rows(), s, S_), e = shard_begin(host.rows(), s + 1, S_);
+      const PsBlocks& b = blocks_[static_cast<size_t>(s)];
+      if (k >= b.count()) continue;
+      more = 1;
+      const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
       host.transport->send(
           host.workers + s, comm::kTagPs,
-          encode_ps(PsType::kInit, host.start_clock, b, e - b, host.cols(), host.initial_W->data() + b * host.cols()));
+          encode_ps(PsType::kInit, host.start_clock, r0, n, host.cols(), host.initial_W->data() + r0 * host.cols()));
+      if ((queued += 4 * n * host.cols()) < (int64_t{8} << 20)) continue;
+      host.transport->flush();
+      queued = 0;
     }
   }
 }
 
 void FmsExchange::send_own(const SfBatchPtr& batch) {
-  auto dW = std::make_shared<Matrix>();
-  dense_update(*batch, host_.layout, *dW);
-  std::shared_ptr<const Matrix> update = std::move(dW);
   if (rmw_) {
-    const auto& own = update;
-    own_.emplace(batch->clock, own);
-    auto item = std::make_shared<SfBatch>();
-    item->kind = SfBatch::Kind::kOwnDense;
+    own_.emplace(batch->clock, batch);
+    auto item = std::make_shared<runtime::DenseUpdate>();
+    item->kind = runtime::DenseUpdate::Kind::kOwn;
     item->clock = batch->clock;
-    item->J = host_.J;
-    item->D = host_.D;
-    item->dense = own;
+    item->own = batch;
     host_.deliver(std::move(item));
   }
-  push(batch->clock, std::move(update));
+  push(batch);
 }
 
-void FmsExchange::push(int64_t clock, std::shared_ptr<const Matrix> dW) {
-  outgoing_.push_back({clock, std::move(dW), std::vector<int64_t>(static_cast<size_t>(S_), 0)});
+void FmsExchange::push(const SfBatchPtr& batch) {
+  outgoing_.push_back({batch, std::vector<int64_t>(static_cast<size_t>(S_), 0)});
   pump();
 }
 
@@ -67,8 +72,9 @@ void FmsExchange::pump() {
         if (k >= b.count()) continue;  // this update's blocks of s are all out
         if (flying >= kWindow && !whole_clocks_) break;
         const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
+        dense_update_rows(*o.batch, host_.layout, r0, n, block_);
         host_.transport->send(host_.workers + s, comm::kTagPs,
-                              encode_ps(PsType::kPush, o.clock, r0, n, host_.cols(), o.dW->data() + r0 * host_.cols()));
+                              encode_ps(PsType::kPush, o.batch->clock, r0, n, host_.cols(), block_.data()));
         ++k;
         ++flying;
         sent = true;
@@ -104,31 +110,40 @@ void FmsExchange::on_message(comm::Message&& m) {
                     rank_, m.src, static_cast<uint32_t>(h.type), h.row_begin, h.row_begin + h.rows, h.cols, h.clock,
                     bl.rows_per_block, bl.begin, bl.end, host_.cols(), next_version_));
   a.block[slot] = 1;
-  if (!a.W) a.W = std::make_shared<Matrix>(host_.rows(), host_.cols());
-  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, a.W->data() + h.row_begin * host_.cols());
   a.rows += h.rows;
   --in_flight_[static_cast<size_t>(s)];
+  // Every server sends its versions in order, so the block that completes version v comes after
+  // every block of v - 1: the versions' last blocks reach the update thread in clock order.
+  const bool last = a.rows == host_.rows();
+  SFB_ENFORCE(!last || h.clock == next_version_, "rank {}: version {} complete before version {}", rank_, h.clock,
+              next_version_);
+  deliver_pulled(h, m, last);
+  if (last) {
+    versions_.erase(h.clock);
+    ++next_version_;
+    own_.erase(own_.begin(), own_.lower_bound(next_version_));  // clocks < next_version_ are in it
+  }
   pump();
-  deliver_complete_versions();
 }
 
-// Versions complete in order: every server sends them in order. With read-my-writes each carries
-// the own updates it does not include yet.
-void FmsExchange::deliver_complete_versions() {
-  while (!versions_.empty() && versions_.begin()->first == next_version_ &&
-         versions_.begin()->second.rows == host_.rows()) {
-    own_.erase(own_.begin(), own_.lower_bound(next_version_));  // clocks < next_version_ are in it
-    for (const auto& [clock, dW] : own_) *versions_.begin()->second.W += *dW;
-    auto item = std::make_shared<SfBatch>();
-    item->kind = SfBatch::Kind::kReplaceW;
-    item->clock = next_version_ - 1;  // W after every worker's clock next_version_ - 1
-    item->J = host_.J;
-    item->D = host_.D;
-    item->dense = std::move(versions_.begin()->second.W);
-    versions_.erase(versions_.begin());
-    ++next_version_;
-    host_.deliver(std::move(item));
+// One pulled block to the update thread: the servers' rows of version h.clock (W after every worker's
+// clock h.clock - 1), with read-my-writes plus this worker's own updates not in that version yet.
+void FmsExchange::deliver_pulled(const PsHeader& h, const comm::Message& m, bool last) {
+  auto rows = pulled_.acquire(h.rows, h.cols);
+  if (!rows) return;  // aborted
+  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, rows->data());
+  for (auto it = own_.lower_bound(h.clock); it != own_.end(); ++it) {
+    dense_update_rows(*it->second, host_.layout, h.row_begin, h.rows, own_rows_);
+    *rows += own_rows_;
   }
+  auto item = std::make_shared<runtime::DenseUpdate>();
+  item->kind = runtime::DenseUpdate::Kind::kReplace;
+  item->clock = h.clock - 1;
+  item->row_begin = h.row_begin;
+  item->rows = h.rows;
+  item->block = std::move(rows);
+  item->last = last;
+  host_.deliver(std::move(item));
 }
 
 void FmsExchange::finish() {

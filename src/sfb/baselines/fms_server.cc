@@ -13,12 +13,18 @@
 
 namespace sfb::baselines {
 
-FmsServer::FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, runtime::ModelProx prox)
+FmsServer::FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, int64_t rows,
+                     int64_t cols, runtime::ModelProx prox)
     : peer_timeout_s_(peer_timeout_s), t_(transport), prox_(std::move(prox)), S_(static_cast<int>(cfg.servers)) {
   P_ = t_.size() - S_;
   s_ = t_.rank() - P_;
   SFB_CHECK(P_ >= 1 && s_ >= 0 && s_ < S_, "rank {} of {} is not one of the {} parameter servers", t_.rank(), t_.size(),
             S_);
+  blocks_ = ps_blocks(rows, cols, s_, S_);
+  row_begin_ = blocks_.begin;
+  rows_.resize(blocks_.end - blocks_.begin, cols);
+  init_block_.assign(static_cast<size_t>(blocks_.count()), 0);
+  block_next_.assign(static_cast<size_t>(blocks_.count()), 0);
 }
 
 // "workers 1, 3 (block 4 of clock 7)": the oldest pushes the server waits for.
@@ -64,17 +70,23 @@ void FmsServer::check_timeout() const {
                               t_.rank(), peer_timeout_s_, version_, missing_pushes()));
 }
 
+// Rank 0's initial rows, block by block (each once); the server starts at version h.clock with the last.
 void FmsServer::on_init(comm::Message& m, const PsHeader& h) {
-  if (m.src != 0 || version_ >= 0)
-    throw CommError(fmt::format("server rank {}: INIT from rank {} (only rank 0 sends one, once)", t_.rank(), m.src));
-  row_begin_ = h.row_begin;
-  rows_.resize(h.rows, h.cols);
-  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols, rows_.data());
+  const int64_t b = blocks_.block_of(h.row_begin, h.rows);
+  if (m.src != 0 || version_ >= 0 || b < 0 || h.cols != rows_.cols() || init_block_[static_cast<size_t>(b)])
+    throw CommError(
+        fmt::format("server rank {}: INIT from rank {} of rows [{}, {}) x {}; only rank 0 sends this "
+                    "server's rows [{}, {}) x {}, in blocks of {} rows, each once, before training",
+                    t_.rank(), m.src, h.row_begin, h.row_begin + h.rows, h.cols, blocks_.begin, blocks_.end,
+                    rows_.cols(), blocks_.rows_per_block));
+  std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols,
+            rows_.data() + (h.row_begin - row_begin_) * h.cols);
+  init_block_[static_cast<size_t>(b)] = 1;
+  if (++init_blocks_ < blocks_.count()) return;
   version_ = h.clock;
-  blocks_ = {row_begin_, row_begin_ + h.rows, ps_block_rows(h.rows, h.cols)};
   block_next_.assign(static_cast<size_t>(blocks_.count()), version_);
-  spdlog::info("parameter server {}: rows [{}, {}) x {} in {} blocks from version {}", s_, row_begin_,
-               row_begin_ + h.rows, h.cols, blocks_.count(), version_);
+  spdlog::info("parameter server {}: rows [{}, {}) x {} in {} blocks from version {}", s_, row_begin_, blocks_.end,
+               rows_.cols(), blocks_.count(), version_);
 }
 
 void FmsServer::on_push(comm::Message& m, const PsHeader& h) {

@@ -1,6 +1,7 @@
 #pragma once
-// One FMS parameter server (a rank after the P workers; see fms_exchange.h). It receives its rows
-// of the initial W from rank 0, then for every clock c the PUSH of all P workers, in blocks of rows
+// One FMS parameter server (a rank after the P workers; see fms_exchange.h). It holds its shard of
+// W and nothing W-sized: it receives its rows of the initial W from rank 0 in blocks (INIT, the same
+// grid as PUSH and PULL), then for every clock c the PUSH of all P workers, in blocks of rows
 // (ps_codec.h). Pipelined: as soon as every worker's block b of clock c is in, it adds them to the
 // block's rows in worker-rank order (so the result does not depend on arrival order), applies a
 // scaling prox after each (below), and sends the block's new rows (version c + 1) to every worker,
@@ -41,8 +42,10 @@ struct ServerStats {
 
 class FmsServer {
  public:
+  // `rows` x `cols`: the workers' stored W (their layout), which it shards with the others;
   // `prox`: the model's proximal step (runtime::model_prox); empty callbacks for none.
-  FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, runtime::ModelProx prox = {});
+  FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, int64_t rows, int64_t cols,
+            runtime::ModelProx prox = {});
   ServerStats run();
 
  private:
@@ -72,7 +75,9 @@ class FmsServer {
   int P_, S_, s_;
   ServerStats st_;
   Matrix rows_;                           // this server's rows of W
-  int64_t row_begin_ = 0, version_ = -1;  // every row holds at least version_
+  int64_t row_begin_ = 0, version_ = -1;  // every row holds at least version_ (-1: INIT not complete)
+  std::vector<char> init_block_;          // INIT blocks received
+  int64_t init_blocks_ = 0;
   PsBlocks blocks_;
   std::vector<int64_t> block_next_;  // pipelined: the next clock of each block
   std::map<int64_t, ClockPushes> pushes_;

@@ -340,6 +340,10 @@ const std::vector<Field>& schema() {
                             "Warn (progress line, summary.json drift_warnings) when the replica drift exceeds this "
                             "(0: never). Partial broadcast on identically distributed partitions stays near "
                             "0.2 without reconciliation; above 1 the replicas have gone separate ways."));
+    f.push_back(string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
+                             "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
+                             "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "
+                             "waits while the monitor reads its replica), \"auto\" (copy when W is at most 64 MiB)."));
     f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMaxClock,
                           "Rank 0 evaluates the objective every this many clocks."));
     f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
@@ -593,6 +597,7 @@ constexpr const char* kKeysNotInCnnMode[] = {"model.name",
                                              "runtime.slow_rank",
                                              "runtime.slow_ms",
                                              "eval.drift_warn",
+                                             "eval.snapshot",
                                              "stop.max_seconds",
                                              "stop.target_accuracy",
                                              "stop.target_objective",

@@ -113,6 +113,14 @@ struct EvalConfig {
   int64_t every = 50;
   int64_t train_sample = 5000;
   double drift_warn = 0.5;  // replica drift above this is warned about (0: never)
+  // How rank 0's monitor sees W: "copy" (one snapshot, evaluated while training goes on),
+  // "in_place" (no copy: W stays at the clock until the evaluation is done), "auto" (copy when W
+  // is at most kSnapshotAutoBytes).
+  std::string snapshot = "auto";
+  static constexpr double kSnapshotAutoBytes = 64.0 * (1 << 20);
+  bool copies(double w_bytes) const {
+    return snapshot == "copy" || (snapshot == "auto" && w_bytes <= kSnapshotAutoBytes);
+  }
 };
 
 struct StopConfig {

@@ -19,34 +19,66 @@
 
 namespace sfb {
 
-void write_file_atomic(const std::string& path, std::span<const std::byte> content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw InvalidArgument(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  const auto* p = reinterpret_cast<const char*>(content.data());
-  size_t left = content.size();
+namespace {
+// Writes all of `data` at `offset` (or appended when offset < 0); returns errno or 0.
+int write_all(int fd, const char* p, size_t left, int64_t offset) {
   while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
+    const ssize_t n = offset < 0 ? ::write(fd, p, left) : ::pwrite(fd, p, left, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(fmt::format("{}: write failed: {}", tmp, std::strerror(err)));
+      return errno;
     }
     p += n;
     left -= static_cast<size_t>(n);
+    if (offset >= 0) offset += n;
   }
+  return 0;
+}
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot create: {}", tmp_, std::strerror(errno)));
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::write(std::span<const std::byte> data) {
+  SFB_ENFORCE(fd_ >= 0, "{}: written after commit", tmp_);
+  if (const int err = write_all(fd_, reinterpret_cast<const char*>(data.data()), data.size(), -1))
+    throw Error(fmt::format("{}: write failed: {}", tmp_, std::strerror(err)));
+}
+
+void AtomicFileWriter::write_at(int64_t offset, std::span<const std::byte> data) {
+  SFB_ENFORCE(fd_ >= 0 && offset >= 0, "{}: written after commit", tmp_);
+  if (const int err = write_all(fd_, reinterpret_cast<const char*>(data.data()), data.size(), offset))
+    throw Error(fmt::format("{}: write failed: {}", tmp_, std::strerror(err)));
+}
+
+void AtomicFileWriter::commit() {
+  const int fd = fd_;
+  fd_ = -1;
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: fsync/close failed: {}", tmp, std::strerror(err)));
+    ::unlink(tmp_.c_str());
+    throw Error(fmt::format("{}: fsync/close failed: {}", tmp_, std::strerror(err)));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(fmt::format("{}: rename to {} failed: {}", tmp, path, std::strerror(err)));
+    ::unlink(tmp_.c_str());
+    throw Error(fmt::format("{}: rename to {} failed: {}", tmp_, path_, std::strerror(err)));
   }
+}
+
+void write_file_atomic(const std::string& path, std::span<const std::byte> content) {
+  AtomicFileWriter out(path);
+  out.write(content);
+  out.commit();
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
@@ -109,6 +141,41 @@ void prepare_output_file(const std::string& path, const std::string& key) {
   if (fd < 0) throw InvalidArgument(fmt::format("{}: cannot write {}: {}", key, path, std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+FileReader::FileReader(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path_, ec);
+  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path_, what_, ec.message());
+  SFB_CHECK_DATA(fs::is_regular_file(status), "{}: cannot read {}: {}", path_, what_,
+                 fs::is_directory(status) ? "it is a directory" : "not a regular file");
+  size_ = fs::file_size(path_, ec);
+  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path_, what_, ec.message());
+  fd_ = ::open(path_.c_str(), O_RDONLY);
+  SFB_CHECK_DATA(fd_ >= 0, "{}: cannot read {}: {}", path_, what_, std::strerror(errno));
+}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileReader::read(std::span<std::byte> out, const char* field) {
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd_, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    SFB_CHECK_DATA(n >= 0, "{}: cannot read {}: {}", path_, what_, std::strerror(errno));
+    SFB_CHECK_DATA(n > 0, "{}: {} is truncated: {} ends at byte {}", path_, what_, field, pos_ + got);
+    got += static_cast<size_t>(n);
+  }
+  pos_ += got;
+}
+
+Bytes FileReader::read_head(size_t bytes) {
+  Bytes out(static_cast<size_t>(std::min<uint64_t>(bytes, size_ - std::min(size_, pos_))));
+  read(out, "the header");
+  return out;
 }
 
 Bytes read_file(const std::string& path, const std::string& what) {

@@ -14,6 +14,28 @@ namespace sfb {
 void write_file_atomic(const std::string& path, std::span<const std::byte> content);
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// A file written as a stream, atomically: bytes go to <path>.tmp.<pid>; commit() fsyncs it and
+// renames it to `path`. Until commit() succeeds `path` is untouched, and a writer destroyed
+// without commit() (an exception, a full disk) removes its temporary. Large files (checkpoints,
+// model files) are written through it block by block, never assembled in memory.
+class AtomicFileWriter {
+ public:
+  // Throws InvalidArgument naming the temporary when it cannot be created.
+  explicit AtomicFileWriter(std::string path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  // Appends; throws Error naming the temporary on a write error.
+  void write(std::span<const std::byte> data);
+  // Overwrites already written bytes at `offset` (a header field known only at the end).
+  void write_at(int64_t offset, std::span<const std::byte> data);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 // Calls fn(line, lineno) for every line of the text file `path` (lines numbered from 1), skipping
 // blank lines and lines whose first non-blank character is '#'. Throws DataError
 // "<path>: cannot open <what>: <reason>" when the file cannot be read.
@@ -37,6 +59,28 @@ void prepare_output_file(const std::string& path, const std::string& key);
 // The whole contents of a regular file; throws DataError "<path>: cannot read <what>: <reason>"
 // (also for a directory or a device).
 Bytes read_file(const std::string& path, const std::string& what);
+
+// A regular file read as a stream (checkpoints and model files, which may be larger than what a
+// process can hold twice). Throws DataError "<path>: cannot read <what>: <reason>".
+class FileReader {
+ public:
+  FileReader(std::string path, std::string what);
+  ~FileReader();
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Exactly out.size() bytes from where the last read ended; throws DataError naming `field` when the
+  // file ends first.
+  void read(std::span<std::byte> out, const char* field);
+  // The first `bytes` bytes (or the whole file when shorter: the caller's header check names it).
+  Bytes read_head(size_t bytes);
+
+ private:
+  std::string path_, what_;
+  int fd_ = -1;
+  uint64_t size_ = 0, pos_ = 0;
+};
 
 // An exclusive claim on a directory for as long as this object lives (flock on <dir>/.sfbd.lock,
 // which the kernel releases when the process ends, however it ends): two jobs writing one output

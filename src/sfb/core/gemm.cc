@@ -74,9 +74,9 @@ void gemm(Op op_a, const Matrix& a, Op op_b, const Matrix& b, Matrix& c, float a
 void gemm_uv(Layout layout, int64_t J, int64_t D, int64_t K, float alpha, const float* u, const float* v, float beta,
              float* out, int64_t row_begin, int64_t rows) {
   if (layout == Layout::kRowMajor)  // op(A) = U[:, rows]^T (rows x K, read from U's columns), B = V (K x D)
-    gemm(Op::kTranspose, Op::kNone, rows, D, K, alpha, u + row_begin, J, v, D, beta, out + row_begin * D, D);
+    gemm(Op::kTranspose, Op::kNone, rows, D, K, alpha, u + row_begin, J, v, D, beta, out, D);
   else  // op(A) = V[:, rows]^T (rows x K), B = U (K x J)
-    gemm(Op::kTranspose, Op::kNone, rows, J, K, alpha, v + row_begin, D, u, J, beta, out + row_begin * J, J);
+    gemm(Op::kTranspose, Op::kNone, rows, J, K, alpha, v + row_begin, D, u, J, beta, out, J);
 }
 
 void set_compute_threads(int threads) {

@@ -29,6 +29,8 @@ void gemm(Op op_a, const Matrix& a, Op op_b, const Matrix& b, Matrix& c, float a
 // An SF update in a stored layout (sfb/core/tensor.h): stored rows [row_begin, row_begin + rows) of
 // out = alpha * dW + beta * out, where dW = U^T V (J x D) row-major, or dW^T = V^T U (D x J)
 // feature-major; U is K x J and V is K x D, row-major. One GEMM with the transposes folded in.
+// `out` points at stored row row_begin (a whole stored matrix's data() + row_begin * cols, or a
+// buffer of just those rows).
 void gemm_uv(Layout layout, int64_t J, int64_t D, int64_t K, float alpha, const float* u, const float* v, float beta,
              float* out, int64_t row_begin, int64_t rows);
 

@@ -32,10 +32,15 @@ uint32_t crc32(std::span<const std::byte> data, uint32_t running) {
   return static_cast<uint32_t>(crc);
 }
 
-uint64_t matrix_checksum(const Matrix& m) {
-  const int64_t shape[2] = {m.rows(), m.cols()};
+uint64_t matrix_checksum(const Matrix& m) { return matrix_checksum(row_source(m)); }
+
+uint64_t matrix_checksum(const RowSource& m) {
+  const int64_t shape[2] = {m.rows, m.cols};
   uint64_t h = fnv1a64(std::as_bytes(std::span(shape)));
-  return fnv1a64(std::as_bytes(std::span(m.data(), static_cast<size_t>(m.size()))), h);
+  for_each_row_block(m, [&h, cols = m.cols](int64_t, int64_t n, const float* data) {
+    h = fnv1a64(std::as_bytes(std::span(data, static_cast<size_t>(n * cols))), h);
+  });
+  return h;
 }
 
 }  // namespace sfb

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -50,16 +51,28 @@ double MemoryEstimate::total() const {
   return t;
 }
 
-void MemoryEstimate::check(int64_t available, const std::string& subject) const {
-  if (available < 0 || total() <= static_cast<double>(available)) return;
+std::string MemoryEstimate::describe() const {
   auto sorted = parts;
-  std::sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
   std::vector<std::string> lines;
-  for (size_t i = 0; i < sorted.size() && i < 3; ++i)
-    lines.push_back(fmt::format("{} {} (sized by {})", human_bytes(sorted[i].bytes), sorted[i].what, sorted[i].keys));
-  throw InvalidArgument(fmt::format("{} needs about {} per rank but this rank can allocate {}: {}; reduce those keys",
-                                    subject, human_bytes(total()), human_bytes(static_cast<double>(available)),
-                                    fmt::join(lines, "; ")));
+  for (const auto& p : sorted) lines.push_back(fmt::format("{} {}", human_bytes(p.bytes), p.what));
+  return fmt::format("about {}: {}", human_bytes(total()), fmt::join(lines, ", "));
+}
+
+void MemoryEstimate::check(int64_t available, const std::string& subject) const {
+  double needed = 0;
+  for (const auto& p : parts) needed += p.held ? 0 : p.bytes;
+  if (available < 0 || needed <= static_cast<double>(available)) return;
+  auto sorted = parts;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
+  std::vector<std::string> lines;
+  for (const auto& p : sorted)
+    lines.push_back(fmt::format("{} {}{}", human_bytes(p.bytes), p.what, p.held ? "" : " (sized by " + p.keys + ")"));
+  throw InvalidArgument(fmt::format(
+      "{} needs about {} on this rank, {} of it still to allocate, but this rank can allocate {}: {}; reduce those "
+      "keys or run on more memory",
+      subject, human_bytes(total()), human_bytes(needed), human_bytes(static_cast<double>(available)),
+      fmt::join(lines, "; ")));
 }
 
 std::string human_bytes(double bytes) {
@@ -70,6 +83,27 @@ std::string human_bytes(double bytes) {
     ++u;
   }
   return fmt::format("{:.1f} {}", bytes, unit[u]);
+}
+
+void check_fits_in_memory(const std::string& path, const std::string& what, int64_t rows, int64_t cols) {
+  const double bytes = 4.0 * static_cast<double>(rows) * static_cast<double>(cols);
+  const int64_t available = available_memory_bytes(1);
+  SFB_CHECK_DATA(available <= 0 || bytes <= static_cast<double>(available),
+                 "{}: the {}'s {} x {} matrix is {}, more than this process can allocate ({}): not read", path, what,
+                 rows, cols, human_bytes(bytes), human_bytes(static_cast<double>(available)));
+}
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return -1;
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // kB on Linux
+}
+
+int64_t current_rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  int64_t size = 0, resident = -1;
+  if (!(in >> size >> resident)) return -1;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
 void reuse_large_allocations() {

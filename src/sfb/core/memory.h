@@ -16,21 +16,33 @@ int64_t available_memory_bytes(int ranks_on_host);
 // A sum of named parts, each sized by config keys.
 struct MemoryEstimate {
   struct Part {
-    std::string what;  // "W on rank 0 (W + 6 snapshots)"
+    std::string what;  // "W itself (1000 x 784 floats)"
     std::string keys;  // "model.dim, data.features"
     double bytes = 0;
+    bool held = false;  // already allocated (measured): not checked against what is available
   };
   std::vector<Part> parts;
-  void add(std::string what, std::string keys, double bytes) {
-    parts.push_back({std::move(what), std::move(keys), bytes});
+  void add(std::string what, std::string keys, double bytes, bool held = false) {
+    parts.push_back({std::move(what), std::move(keys), bytes, held});
   }
   double total() const;
-  // Throws InvalidArgument listing the largest parts and their keys when the total exceeds
-  // `available` (ignored when available < 0).
+  // The parts, largest first, in plain words: "about 4.1 GiB: 3.7 GiB W itself (...), ...".
+  std::string describe() const;
+  // Throws InvalidArgument listing every part and the keys that size it when what is still to be
+  // allocated exceeds `available` (ignored when available < 0).
   void check(int64_t available, const std::string& subject) const;
 };
 
 std::string human_bytes(double bytes);
+
+// Before a rows x cols float matrix read from file `path` (a `what`) is allocated whole: throws
+// DataError naming the file, its size and what this process can allocate when it does not fit.
+void check_fits_in_memory(const std::string& path, const std::string& what, int64_t rows, int64_t cols);
+
+// This process's peak resident set so far (getrusage ru_maxrss) and its resident set now
+// (/proc/self/statm), in bytes; -1 where unknown.
+int64_t peak_rss_bytes();
+int64_t current_rss_bytes();
 
 // The allocation policy of sfb's processes (sfbd, sfb-commbench), set first thing in main: one
 // malloc arena, and large blocks served from the heap and kept after free, so the buffers of a

@@ -15,14 +15,6 @@
 namespace sfb {
 
 struct SfBatch {
-  // kSf: sufficient factors. The baselines (src/sfb/baselines) hand the update thread dense items
-  // instead: kDenseSum, the sum over every worker of clock `clock`'s update (all-reduce);
-  // kReplaceW, W after every worker's clock `clock` (parameter server); kOwnDense, this worker's
-  // own update of `clock`, applied at once (the parameter-server client's read-my-writes under
-  // SSP/ASP). Never on the wire.
-  enum class Kind : uint8_t { kSf, kDenseSum, kReplaceW, kOwnDense };
-  Kind kind = Kind::kSf;
-  std::shared_ptr<const Matrix> dense;  // kDenseSum, kReplaceW, kOwnDense: J x D
   int32_t sender = 0;
   int64_t clock = 0;
   int32_t count = 0;  // K, number of pairs

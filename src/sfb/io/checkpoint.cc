@@ -7,6 +7,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/hash.h"
+#include "sfb/core/memory.h"
 
 namespace sfb::io {
 
@@ -15,17 +16,9 @@ constexpr char kMagic[8] = {'S', 'F', 'B', 'C', 'K', 'P', 'T', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kCrcOffset = 64;
 
-// CRC-32 of the header with its CRC field zeroed, then of the data.
-uint32_t checksum(std::span<const std::byte> header, std::span<const std::byte> data) {
-  std::byte h[kCheckpointHeaderBytes];
-  std::memcpy(h, header.data(), kCheckpointHeaderBytes);
-  std::memset(h + kCrcOffset, 0, 4);
-  return crc32(data, crc32(std::span<const std::byte>(h, kCheckpointHeaderBytes)));
-}
-}  // namespace
-
-Bytes encode_checkpoint(const Checkpoint& c) {
-  ByteWriter w(kCheckpointHeaderBytes + static_cast<size_t>(c.W.size()) * 4);
+// The header with CRC `crc`.
+Bytes encode_header(const CheckpointInfo& c, uint32_t crc) {
+  ByteWriter w(kCheckpointHeaderBytes);
   w.put_raw(kMagic, 8);
   w.put<uint32_t>(kVersion);
   w.put<uint32_t>(1);  // dtype float32
@@ -34,56 +27,142 @@ Bytes encode_checkpoint(const Checkpoint& c) {
   w.put<int64_t>(c.clock);
   w.put<int32_t>(c.ranks);
   w.put<uint32_t>(0);
-  w.put<int64_t>(c.W.rows());
-  w.put<int64_t>(c.W.cols());
-  w.put<uint32_t>(0);  // CRC, filled below
+  w.put<int64_t>(c.rows);
+  w.put<int64_t>(c.cols);
+  w.put<uint32_t>(crc);
   w.put<uint32_t>(0);
-  w.put_array(c.W.data(), static_cast<size_t>(c.W.size()));
-  const auto bytes = w.bytes();
-  w.put_at<uint32_t>(kCrcOffset, checksum(bytes.first(kCheckpointHeaderBytes), bytes.subspan(kCheckpointHeaderBytes)));
   return w.take();
 }
 
-Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& name) {
+// The CRC of the header with its CRC field zeroed: where the data's CRC starts.
+uint32_t header_crc(std::span<const std::byte> header) {
+  std::byte h[kCheckpointHeaderBytes];
+  std::memcpy(h, header.data(), kCheckpointHeaderBytes);
+  std::memset(h + kCrcOffset, 0, 4);
+  return crc32(std::span<const std::byte>(h, kCheckpointHeaderBytes));
+}
+
+uint32_t stored_crc(std::span<const std::byte> header) {
+  uint32_t crc = 0;
+  std::memcpy(&crc, header.data() + kCrcOffset, 4);
+  return crc;
+}
+
+CheckpointInfo info_of(const Checkpoint& c) {
+  return {c.fingerprint, c.seed, c.clock, c.ranks, c.W.rows(), c.W.cols()};
+}
+}  // namespace
+
+CheckpointInfo decode_checkpoint_header(std::span<const std::byte> d, uint64_t data_bytes, const std::string& name) {
   SFB_CHECK_DATA(d.size() >= kCheckpointHeaderBytes, "{}: checkpoint is truncated: {} bytes, the header alone has {}",
                  name, d.size(), kCheckpointHeaderBytes);
-  ByteReader r(d, name, ByteReader::Source::kFile);
+  ByteReader r(d.first(kCheckpointHeaderBytes), name, ByteReader::Source::kFile);
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kMagic, 8) == 0, "{}: bad magic: not an sfb checkpoint", name);
   const auto version = r.get<uint32_t>("version");
   SFB_CHECK_DATA(version == kVersion, "{}: checkpoint version {} is not supported (expected {})", name, version,
                  kVersion);
   const auto dtype = r.get<uint32_t>("dtype");
   SFB_CHECK_DATA(dtype == 1, "{}: dtype {} is not supported (1 = float32)", name, dtype);
-  Checkpoint c;
+  CheckpointInfo c;
   c.fingerprint = r.get<uint64_t>("fingerprint");
   c.seed = r.get<uint64_t>("seed");
   c.clock = r.get<int64_t>("clock");
   c.ranks = r.get<int32_t>("ranks");
   r.skip(4, "reserved");
-  const auto rows = r.get<int64_t>("rows");
-  const auto cols = r.get<int64_t>("cols");
-  const auto stored = r.get<uint32_t>("CRC");
-  r.skip(4, "reserved");
+  c.rows = r.get<int64_t>("rows");
+  c.cols = r.get<int64_t>("cols");
   SFB_CHECK_DATA(c.clock >= 0 && c.clock <= kMaxClock && c.ranks >= 1,
                  "{}: clock {} / ranks {} are invalid (clocks are 0 to 2^53)", name, c.clock, c.ranks);
-  SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
-                 "{}: implausible shape {} x {}", name, rows, cols);
+  SFB_CHECK_DATA(c.rows >= 0 && c.cols >= 0 && c.rows <= (int64_t{1} << 31) && c.cols <= (int64_t{1} << 31),
+                 "{}: implausible shape {} x {}", name, c.rows, c.cols);
   // 2^31 x 2^31 x 4 bytes would overflow 64 bits: the product is checked, never wrapped.
-  uint64_t data_bytes = 0;
-  SFB_CHECK_DATA(!__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols) * 4, &data_bytes),
-                 "{}: a {} x {} matrix is more than any checkpoint holds", name, rows, cols);
-  SFB_CHECK_DATA(r.remaining() == data_bytes, "{}: checkpoint has {} data bytes, a {} x {} matrix needs {}", name,
-                 r.remaining(), rows, cols, data_bytes);
-  const uint32_t crc = checksum(d.first(kCheckpointHeaderBytes), d.subspan(kCheckpointHeaderBytes));
-  SFB_CHECK_DATA(crc == stored, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt",
-                 name, stored, crc);
-  c.W.resize(rows, cols);
-  r.get_array(c.W.data(), static_cast<size_t>(c.W.size()), "W");
+  uint64_t need = 0;
+  SFB_CHECK_DATA(!__builtin_mul_overflow(static_cast<uint64_t>(c.rows), static_cast<uint64_t>(c.cols) * 4, &need),
+                 "{}: a {} x {} matrix is more than any checkpoint holds", name, c.rows, c.cols);
+  SFB_CHECK_DATA(data_bytes == need, "{}: checkpoint has {} data bytes, a {} x {} matrix needs {}", name, data_bytes,
+                 c.rows, c.cols, need);
   return c;
 }
 
-void write_checkpoint(const std::string& path, const Checkpoint& c) { write_file_atomic(path, encode_checkpoint(c)); }
+Bytes encode_checkpoint(const Checkpoint& c) {
+  const auto data = std::as_bytes(std::span(c.W.data(), static_cast<size_t>(c.W.size())));
+  const Bytes header = encode_header(info_of(c), 0);
+  const uint32_t crc = crc32(data, header_crc(header));
+  ByteWriter w(kCheckpointHeaderBytes + data.size());
+  const Bytes final_header = encode_header(info_of(c), crc);
+  w.put_raw(final_header.data(), final_header.size());
+  w.put_raw(data.data(), data.size());
+  return w.take();
+}
 
-Checkpoint read_checkpoint(const std::string& path) { return decode_checkpoint(read_file(path, "checkpoint"), path); }
+Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& name) {
+  const uint64_t data_bytes = d.size() >= kCheckpointHeaderBytes ? d.size() - kCheckpointHeaderBytes : 0;
+  const CheckpointInfo info = decode_checkpoint_header(d, data_bytes, name);
+  const auto header = d.first(kCheckpointHeaderBytes);
+  const auto data = d.subspan(kCheckpointHeaderBytes);
+  const uint32_t crc = crc32(data, header_crc(header));
+  SFB_CHECK_DATA(crc == stored_crc(header),
+                 "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt", name,
+                 stored_crc(header), crc);
+  Checkpoint c{info.fingerprint, info.seed, info.clock, info.ranks, Matrix(info.rows, info.cols)};
+  std::memcpy(c.W.data(), data.data(), data.size());
+  return c;
+}
+
+void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  write_checkpoint(path, info_of(c), row_source(c.W));
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  Checkpoint c;
+  const CheckpointInfo info = read_checkpoint(path, [&c, &path](const CheckpointInfo& i) {
+    check_fits_in_memory(path, "checkpoint", i.rows, i.cols);
+    c.W.resize(i.rows, i.cols);
+    return row_sink(c.W, Layout::kRowMajor);
+  });
+  c.fingerprint = info.fingerprint;
+  c.seed = info.seed;
+  c.clock = info.clock;
+  c.ranks = info.ranks;
+  return c;
+}
+
+void write_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W) {
+  info.rows = W.rows;
+  info.cols = W.cols;
+  AtomicFileWriter out(path);
+  const Bytes header = encode_header(info, 0);
+  out.write(header);
+  uint32_t crc = header_crc(header);
+  for_each_row_block(W, [&](int64_t, int64_t n, const float* data) {
+    const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * W.cols)));
+    crc = crc32(bytes, crc);
+    out.write(bytes);
+  });
+  const Bytes final_header = encode_header(info, crc);
+  out.write_at(0, final_header);
+  out.commit();
+}
+
+CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowSink(const CheckpointInfo&)>& open,
+                               int64_t block_bytes) {
+  FileReader in(path, "checkpoint");
+  const Bytes header = in.read_head(kCheckpointHeaderBytes);
+  const CheckpointInfo info =
+      decode_checkpoint_header(header, in.size() - std::min<uint64_t>(in.size(), kCheckpointHeaderBytes), path);
+  const RowSink sink = open(info);
+  uint32_t crc = header_crc(header);
+  read_row_blocks(
+      in, info.rows, info.cols,
+      [&](int64_t r0, int64_t n, const float* data) {
+        crc = crc32(std::as_bytes(std::span(data, static_cast<size_t>(n * info.cols))), crc);
+        sink(r0, n, data);
+      },
+      block_bytes);
+  SFB_CHECK_DATA(crc == stored_crc(header),
+                 "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt", path,
+                 stored_crc(header), crc);
+  return info;
+}
 
 }  // namespace sfb::io

@@ -19,17 +19,29 @@
 //
 // Written to a temporary file, fsynced and renamed: a crash leaves the previous checkpoint or
 // the new one, never half of one. The minibatch samplers are a function of (seed, rank, ranks,
-// clock), so no RNG state beyond the seed and the clock needs to be stored.
+// clock), so no RNG state beyond the seed and the clock needs to be stored. A job writes and reads
+// checkpoints as streams of row blocks (core/row_blocks.h): W is never held twice.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
 #include "sfb/core/bytes.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::io {
 
 inline constexpr size_t kCheckpointHeaderBytes = 72;
+
+// Everything in a checkpoint but W's values.
+struct CheckpointInfo {
+  uint64_t fingerprint = 0;
+  uint64_t seed = 0;
+  int64_t clock = 0;
+  int32_t ranks = 0;
+  int64_t rows = 0, cols = 0;
+};
 
 struct Checkpoint {
   uint64_t fingerprint = 0;
@@ -39,10 +51,24 @@ struct Checkpoint {
   Matrix W;
 };
 
+// The whole file in memory (tests, fuzzing, small matrices).
 Bytes encode_checkpoint(const Checkpoint& c);
 // Throws DataError naming `name` and the field that is wrong.
 Checkpoint decode_checkpoint(std::span<const std::byte> bytes, const std::string& name);
 void write_checkpoint(const std::string& path, const Checkpoint& c);
 Checkpoint read_checkpoint(const std::string& path);
+
+// The header, checked against the data bytes that follow it (`data_bytes`); throws DataError naming
+// `name` and the field.
+CheckpointInfo decode_checkpoint_header(std::span<const std::byte> header, uint64_t data_bytes,
+                                        const std::string& name);
+// Streams: W in row blocks from `W` (info's rows/cols are W's), written atomically.
+void write_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W);
+// Reads the header, calls open(info) (which may refuse the checkpoint by throwing, and returns where
+// W's rows go), streams W into it block by block, then checks the CRC: on a mismatch it throws
+// DataError, and what the sink received must be discarded.
+// `block_bytes`: the blocks' size (rows_per_block(cols, block_bytes) rows each, the last fewer).
+CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowSink(const CheckpointInfo&)>& open,
+                               int64_t block_bytes = kRowBlockBytes);
 
 }  // namespace sfb::io

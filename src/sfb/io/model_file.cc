@@ -7,28 +7,33 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/hash.h"
+#include "sfb/core/memory.h"
 
 namespace sfb::io {
 
-void write_model(const std::string& path, const Matrix& w) {
-  const auto data = std::as_bytes(std::span(w.data(), static_cast<size_t>(w.size())));
-  ByteWriter out(kModelHeaderBytes + data.size());
+namespace {
+Bytes encode_header(int64_t rows, int64_t cols, uint32_t crc) {
+  ByteWriter out(kModelHeaderBytes);
   out.put_raw(kModelMagic, 8);
   out.put<uint32_t>(kModelVersion);
   out.put<uint32_t>(1);  // dtype float32
-  out.put<int64_t>(w.rows());
-  out.put<int64_t>(w.cols());
-  out.put<uint32_t>(crc32(data));
+  out.put<int64_t>(rows);
+  out.put<int64_t>(cols);
+  out.put<uint32_t>(crc);
   out.put<uint32_t>(0);
-  out.put_raw(data.data(), data.size());
-  write_file_atomic(path, out.bytes());
+  return out.take();
 }
 
-Matrix read_model(const std::string& path) {
-  const Bytes file = read_file(path, "model file");
-  SFB_CHECK_DATA(file.size() >= kModelHeaderBytes, "{}: model file is truncated: header needs {} bytes, file has {}",
-                 path, kModelHeaderBytes, file.size());
-  ByteReader r(file, path, ByteReader::Source::kFile);
+struct Header {
+  int64_t rows = 0, cols = 0;
+  uint32_t crc = 0;
+};
+
+// The header, checked against the `data_bytes` that follow it.
+Header decode_header(std::span<const std::byte> head, uint64_t data_bytes, const std::string& path) {
+  SFB_CHECK_DATA(head.size() >= kModelHeaderBytes, "{}: model file is truncated: header needs {} bytes, file has {}",
+                 path, kModelHeaderBytes, head.size());
+  ByteReader r(head.first(kModelHeaderBytes), path, ByteReader::Source::kFile);
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kModelMagic, 8) == 0, "{}: bad magic: not an sfb model file",
                  path);
   const auto version = r.get<uint32_t>("version");
@@ -36,26 +41,61 @@ Matrix read_model(const std::string& path) {
                  kModelVersion);
   const auto dtype = r.get<uint32_t>("dtype");
   SFB_CHECK_DATA(dtype == 1, "{}: dtype {} is not supported (1 = float32)", path, dtype);
-  const auto rows = r.get<int64_t>("rows");
-  const auto cols = r.get<int64_t>("cols");
-  const auto expected_crc = r.get<uint32_t>("CRC");
-  r.skip(4, "reserved");
-  SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
-                 "{}: implausible shape {} x {}", path, rows, cols);
+  Header h;
+  h.rows = r.get<int64_t>("rows");
+  h.cols = r.get<int64_t>("cols");
+  h.crc = r.get<uint32_t>("CRC");
+  SFB_CHECK_DATA(h.rows >= 0 && h.cols >= 0 && h.rows <= (int64_t{1} << 31) && h.cols <= (int64_t{1} << 31),
+                 "{}: implausible shape {} x {}", path, h.rows, h.cols);
   // The shape is checked against the file's length before anything is allocated (rows * cols
   // compared by division: 2^31 x 2^31 x 4 bytes would overflow 64 bits).
-  const uint64_t elems = r.remaining() / sizeof(float);
-  SFB_CHECK_DATA(cols == 0 || static_cast<uint64_t>(rows) <= elems / static_cast<uint64_t>(cols),
-                 "{}: model data is truncated: {} x {} floats, the file holds {} bytes of data", path, rows, cols,
-                 r.remaining());
-  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * sizeof(float);
-  SFB_CHECK_DATA(r.remaining() == bytes, "{}: trailing bytes after the {} x {} model data", path, rows, cols);
-  Matrix w(rows, cols);
-  r.get_array(w.data(), static_cast<size_t>(w.size()), "W");
-  const uint32_t crc = crc32(std::as_bytes(std::span(w.data(), static_cast<size_t>(w.size()))));
-  SFB_CHECK_DATA(crc == expected_crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt",
-                 path, expected_crc, crc);
+  const uint64_t elems = data_bytes / sizeof(float);
+  SFB_CHECK_DATA(h.cols == 0 || static_cast<uint64_t>(h.rows) <= elems / static_cast<uint64_t>(h.cols),
+                 "{}: model data is truncated: {} x {} floats, the file holds {} bytes of data", path, h.rows, h.cols,
+                 data_bytes);
+  const uint64_t bytes = static_cast<uint64_t>(h.rows) * static_cast<uint64_t>(h.cols) * sizeof(float);
+  SFB_CHECK_DATA(data_bytes == bytes, "{}: trailing bytes after the {} x {} model data", path, h.rows, h.cols);
+  return h;
+}
+}  // namespace
+
+void write_model(const std::string& path, const Matrix& w) { write_model(path, row_source(w)); }
+
+void write_model(const std::string& path, const RowSource& w) {
+  AtomicFileWriter out(path);
+  out.write(encode_header(w.rows, w.cols, 0));
+  uint32_t crc = 0;
+  for_each_row_block(w, [&](int64_t, int64_t n, const float* data) {
+    const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * w.cols)));
+    crc = crc32(bytes, crc);
+    out.write(bytes);
+  });
+  out.write_at(0, encode_header(w.rows, w.cols, crc));
+  out.commit();
+}
+
+Matrix read_model(const std::string& path) {
+  Matrix w;
+  read_model(path, [&w, &path](int64_t rows, int64_t cols) {
+    check_fits_in_memory(path, "model file", rows, cols);
+    w.resize(rows, cols);
+    return row_sink(w, Layout::kRowMajor);
+  });
   return w;
+}
+
+void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open) {
+  FileReader in(path, "model file");
+  const Bytes head = in.read_head(kModelHeaderBytes);
+  const Header h = decode_header(head, in.size() - std::min<uint64_t>(in.size(), kModelHeaderBytes), path);
+  const RowSink sink = open(h.rows, h.cols);
+  uint32_t crc = 0;
+  read_row_blocks(in, h.rows, h.cols, [&](int64_t r0, int64_t n, const float* data) {
+    crc = crc32(std::as_bytes(std::span(data, static_cast<size_t>(n * h.cols))), crc);
+    sink(r0, n, data);
+  });
+  SFB_CHECK_DATA(crc == h.crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", path,
+                 h.crc, crc);
 }
 
 }  // namespace sfb::io

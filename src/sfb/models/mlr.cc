@@ -20,7 +20,11 @@ void softmax_rows(Matrix& logits) {
   }
 }
 
-constexpr int64_t kEvalBlock = 4096;
+// Rows evaluated together: 4096, or fewer so that a block's probabilities (rows x J floats) stay
+// within 16 MiB (at J = 100,000 a block of 4096 rows would be 1.6 GB, half of W).
+int64_t eval_block(int64_t J) {
+  return std::clamp<int64_t>((int64_t{16} << 20) / (4 * std::max<int64_t>(J, 1)), 16, 4096);
+}
 
 // logits = X W^T for sparse rows X. Row-major W: row of W by row of W. Eigen's sparse x dense
 // product walks a column of W^T (a column of W: stride D floats, a new page per element when D is
@@ -119,8 +123,9 @@ double Mlr::cross_entropy(const api::Weights& W, const io::Dataset& data, int64_
   const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
   if (n == 0) return 0.0;
   double loss = 0.0;
-  for (int64_t b = 0; b < n; b += kEvalBlock) {
-    const int64_t e = std::min(n, b + kEvalBlock);
+  const int64_t block = eval_block(W.rows());
+  for (int64_t b = 0; b < n; b += block) {
+    const int64_t e = std::min(n, b + block);
     const Matrix p = probabilities(W, data, b, e);
     for (int64_t i = b; i < e; ++i) loss -= std::log(std::max(p(i - b, data.labels[static_cast<size_t>(i)]), 1e-30f));
   }
@@ -134,8 +139,9 @@ double Mlr::objective(const api::Weights& W, const io::Dataset& data, int64_t li
 double Mlr::accuracy(const api::Weights& W, const io::Dataset& data) const {
   if (data.n == 0) return -1.0;
   int64_t correct = 0;
-  for (int64_t b = 0; b < data.n; b += kEvalBlock) {
-    const int64_t e = std::min(data.n, b + kEvalBlock);
+  const int64_t block = eval_block(W.rows());
+  for (int64_t b = 0; b < data.n; b += block) {
+    const int64_t e = std::min(data.n, b + block);
     const Matrix p = probabilities(W, data, b, e);
     for (int64_t i = b; i < e; ++i) {
       Eigen::Index arg = 0;

@@ -5,30 +5,76 @@
 #include <fmt/format.h>
 
 namespace sfb::runtime {
+namespace {
 
-MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats) {
+constexpr double kMiB = 1 << 20;
+
+std::string shape_keys(const Config& cfg) {
+  return cfg.model.plugin.empty() ? "the model's shape (data.features, data.classes, model.*)"
+                                  : "the plugin's rows() x cols()";
+}
+
+void add_process(MemoryEstimate& e, double process_bytes, int rank) {
+  e.add(rank == 0 ? "this process before training (libraries, threads, its data partition, the objective's sample "
+                    "and the test set; measured)"
+                  : "this process before training (libraries, threads, its data partition; measured)",
+        "data.*", process_bytes, true);
+}
+
+}  // namespace
+
+MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                             bool general_prox, double process_bytes) {
   MemoryEstimate e;
   const double w = 4.0 * static_cast<double>(J) * static_cast<double>(D);
   const double P = workers, K = static_cast<double>(cfg.optimizer.minibatch);
-  const std::string shape = cfg.model.plugin.empty() ? "the model's shape (data.features, data.classes, model.*)"
-                                                     : "the plugin's rows() x cols()";
-  // W, the materialised copy for the checksum, and on rank 0 the monitor's snapshots (its queue
-  // of 4, the one it evaluates, the one being handed over).
-  const int copies = rank == 0 ? 8 : 2;
-  e.add(fmt::format("W ({} x {}) and {} copies of it", J, D, copies - 1), shape, copies * w);
+  add_process(e, process_bytes, rank);
+  e.add(fmt::format("W itself ({} x {} floats)", J, D), shape_keys(cfg), w);
+  if (rank == 0 && cfg.eval.copies(w))
+    e.add("the objective monitor's one snapshot of W (eval.snapshot: evaluated while training goes on)",
+          "eval.snapshot", w);
+  const bool partial =
+      cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full" && cfg.sfb.staleness == 0 && cfg.sfb.reconcile != "off";
+  if (partial && cfg.sfb.reconcile == "sum")
+    e.add("the reconciliation's previous consensus (sfb.reconcile = \"sum\")", "sfb.reconcile", w);
+  if (partial) e.add("the reconciliation's row block", "sfb.reconcile", std::clamp(w / 16, kMiB, 16 * kMiB));
   // Batches in flight per source: the clocks the consistency model lets run ahead, at most the
-  // queue capacity; for every source (in-queue) and this rank's out-queue.
+  // queue capacity; for every source (in-queue) and this rank's out-queue, plus their encodings.
   const int64_t ahead = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
   const double per_source = static_cast<double>(std::min<int64_t>(cfg.runtime.queue_capacity, ahead + 2));
   const double batch = 4.0 * K * (static_cast<double>(J) + 2.0 * v_floats);
-  e.add("SF batches in the queues", "optimizer.minibatch, sfb.staleness, runtime.queue_capacity",
-        batch * per_source * (P + 1));
-  e.add("the update kernel's workspace", "optimizer.minibatch and the model's shape",
-        4.0 * P * K * (static_cast<double>(J) + v_floats) * 2);
-  e.add("the minibatch", "optimizer.minibatch", 8.0 * K * v_floats);
-  if (cfg.comm.scheme != "sfb")
-    e.add(fmt::format("the {} exchange's dense updates", cfg.comm.scheme), "comm.scheme and the model's shape",
-          w * (per_source + 2));
+  if (cfg.comm.scheme == "sfb")
+    e.add("SF batches in the queues and on the wire", "optimizer.minibatch, sfb.staleness, runtime.queue_capacity",
+          batch * per_source * (P + 1));
+  else
+    e.add("this rank's SF batches", "optimizer.minibatch, sfb.staleness", batch * per_source);
+  e.add("the update kernel's workspace (every source's factors of a clock, stacked)",
+        "optimizer.minibatch and the model's shape", 4.0 * P * K * (static_cast<double>(J) + v_floats));
+  e.add("the model's workspace (a minibatch's K x J outputs, twice)", "optimizer.minibatch",
+        8.0 * K * static_cast<double>(J) + 8.0 * K * v_floats);
+  if (rank == 0) e.add("the evaluation's row blocks", "eval.train_sample", 2 * 16 * kMiB);
+  if (cfg.comm.scheme == "allreduce")
+    e.add("the all-reduce's row blocks (4 in flight)", "the model's shape", 5 * std::clamp(w / 32, kMiB, 32 * kMiB));
+  if (cfg.comm.scheme == "fms" && general_prox)
+    e.add("a clock's pushes, queued whole (the servers answer whole clocks under a general prox)", "the model's prox",
+          w);
+  if (cfg.comm.scheme == "fms")
+    e.add("the parameter-server blocks in flight (pushed and pulled)", "fms.servers",
+          3.0 * 4 * static_cast<double>(cfg.fms.servers) * std::min(w / static_cast<double>(cfg.fms.servers), kMiB));
+  return e;
+}
+
+MemoryEstimate server_memory(const Config& cfg, int workers, int64_t J, int64_t D, bool whole_w, double process_bytes) {
+  MemoryEstimate e;
+  const double w = 4.0 * static_cast<double>(J) * static_cast<double>(D);
+  const double S = static_cast<double>(cfg.fms.servers);
+  add_process(e, process_bytes, 1);
+  e.add(fmt::format("this server's shard of W (1/{} of {} x {} floats)", cfg.fms.servers, J, D), shape_keys(cfg),
+        w / S);
+  e.add("the workers' pushed blocks it holds (4 per worker) and its pulls", "fms.servers",
+        (4.0 * workers + 4.0) * std::min(w / S, kMiB));
+  if (whole_w)
+    e.add("the whole W the model's proximal step needs (assembled from every server)", "the model's prox", w);
   return e;
 }
 

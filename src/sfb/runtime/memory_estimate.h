@@ -1,8 +1,12 @@
 #pragma once
-// What one worker allocates for a config, before it allocates it (core/memory.h): W and rank 0's
-// snapshots of it, the SF batches the queues may hold, the update kernel's workspace, a baseline's
-// dense updates. The queues are counted at what the consistency model lets them hold (a few clocks
-// per source under BSP and SSP, the flow-control window under ASP), not at their capacity.
+// What one rank's process will hold at its peak, before it allocates it (core/memory.h): what the
+// process holds now (libraries, threads, its data partition, on rank 0 the objective's sample and
+// the test set: measured), W once, on rank 0 the monitor's snapshot when eval.snapshot copies, the
+// reconciliation's previous consensus under sfb.reconcile = "sum", the SF batches the queues may
+// hold (counted at what the consistency model lets them hold: a few clocks per source under BSP
+// and SSP, the flow-control window under ASP), the update kernel's and the model's workspace, and a
+// baseline's bounded row blocks. docs/design.md ("Memory") explains each part; summary.json puts the
+// measured peak RSS of every rank beside it.
 #include <cstdint>
 
 #include "sfb/core/config.h"
@@ -10,7 +14,13 @@
 
 namespace sfb::runtime {
 
-// `v_floats`: the floats of one sample's v (D when dense, its average non-zeros when sparse).
-MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats);
+// A worker. `v_floats`: the floats of one sample's v (D when dense, its average non-zeros when
+// sparse); `general_prox`: the model has a proximal step that is not a scaling (FMS then moves whole
+// clocks); `process_bytes`: what the process holds now (current_rss_bytes()).
+MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                             bool general_prox, double process_bytes);
+// An FMS parameter server (comm.scheme = "fms", the ranks after the workers): its shard of W and the
+// blocks it holds; a model with a general prox (`whole_w`) makes it assemble the whole W.
+MemoryEstimate server_memory(const Config& cfg, int workers, int64_t J, int64_t D, bool whole_w, double process_bytes);
 
 }  // namespace sfb::runtime

@@ -11,8 +11,16 @@
 namespace sfb::runtime {
 
 ObjectiveMonitor::ObjectiveMonitor(const EvalConfig& eval, const StopConfig& stop, MonitorOutputs out,
-                                   const api::Model& model, const io::Dataset& train, const io::Dataset* test)
-    : eval_(eval), stop_(stop), out_(std::move(out)), model_(model), train_(train), test_(test) {
+                                   const api::Model& model, const io::Dataset& train, const io::Dataset* test,
+                                   const SharedWeights& weights, bool snapshot)
+    : eval_(eval),
+      stop_(stop),
+      out_(std::move(out)),
+      model_(model),
+      train_(train),
+      test_(test),
+      weights_(weights),
+      snapshot_(snapshot) {
   for (const auto* path : {&out_.metrics, &out_.checkpoint})
     if (!path->empty()) create_parent_directories(*path);
   if (!out_.metrics.empty()) {
@@ -21,11 +29,11 @@ ObjectiveMonitor::ObjectiveMonitor(const EvalConfig& eval, const StopConfig& sto
     else
       metrics_.open(out_.metrics);
   }
-  queue_.set_capacity(4);
   thread_.on_abort([this] {
-    // abort() wakes a monitor blocked in pop now; the null snapshot one that pops later.
-    queue_.abort();
-    queue_.try_push(nullptr);
+    // Wakes the monitor waiting for a request and an update thread waiting in submit().
+    std::lock_guard lock(hand_mu_);
+    aborted_ = true;
+    hand_cv_.notify_all();
   });
 }
 
@@ -35,11 +43,19 @@ void ObjectiveMonitor::start() {
   thread_.spawn([this] { loop(); });
 }
 
-void ObjectiveMonitor::submit(std::unique_ptr<Snapshot> s) { queue_.push(std::move(s)); }
+void ObjectiveMonitor::submit(const EvalRequest& r) {
+  std::unique_lock lock(hand_mu_);
+  hand_cv_.wait(lock, [this] { return aborted_ || (!pending_ && !busy_); });
+  if (aborted_) return;
+  // The update thread is W's only writer: W does not change during this copy.
+  if (snapshot_) weights_.copy_materialized(snap_);
+  pending_ = r;
+  const int64_t seq = ++submitted_;
+  hand_cv_.notify_all();
+  if (!snapshot_) hand_cv_.wait(lock, [this, seq] { return aborted_ || acquired_ >= seq; });
+}
 
 void ObjectiveMonitor::abort() { thread_.abort(); }
-
-size_t ObjectiveMonitor::queued() const { return static_cast<size_t>(std::max<std::ptrdiff_t>(0, queue_.size())); }
 
 void ObjectiveMonitor::finish() {
   try {
@@ -74,24 +90,23 @@ void ObjectiveMonitor::set_drift(int64_t clock, double drift) {
   drift_ = drift;
 }
 
-EvalRecord ObjectiveMonitor::evaluate(const Snapshot& s) {
-  EvalRecord r = s.record;
+EvalRecord ObjectiveMonitor::evaluate(const EvalRecord& base, const View& w) {
+  EvalRecord r = base;
   {
     std::lock_guard lock(mu_);
     r.replica_drift = drift_;
     r.replica_drift_clock = drift_clock_;
   }
-  if (!s.W.allFinite()) {
+  if (!w.finite) {
     // The model is never asked to evaluate non-finite weights (its sorts and loops need not
     // expect NaN): the run has diverged.
     r.objective = std::numeric_limits<double>::quiet_NaN();
     r.accuracy = std::numeric_limits<double>::quiet_NaN();
     return r;
   }
-  const api::Weights W{s.W, 1.0f, model_.layout()};
-  r.objective = model_.objective(W, train_, eval_.train_sample);
-  r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(W, *test_) : -1.0;
-  r.extra = model_.metrics(W, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
+  r.objective = model_.objective(w.weights, train_, eval_.train_sample);
+  r.accuracy = (test_ && test_->n > 0) ? model_.accuracy(w.weights, *test_) : -1.0;
+  r.extra = model_.metrics(w.weights, train_, eval_.train_sample, test_ && test_->n > 0 ? test_ : nullptr);
   return r;
 }
 
@@ -132,22 +147,22 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
   }
 }
 
-void ObjectiveMonitor::write_checkpoint(const Snapshot& s) {
+void ObjectiveMonitor::write_checkpoint(int64_t clock, const View& w) {
   // A checkpoint that cannot be written (full disk, I/O error, read-only file system) loses nothing:
   // the previous one stays whole under its name (write_checkpoint writes a temporary and renames
   // it), training goes on and the next checkpoint tries again.
   try {
-    // Files hold W in row-major order whatever the layout (the transpose runs here, on the monitor).
-    io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, s.record.clock, out_.ranks,
-                                           to_row_major(s.W, model_.layout())});
+    // Files hold W in row-major order whatever the layout: streamed in row blocks (transposed a
+    // block at a time here, on the monitor), never copied whole.
+    io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, clock, out_.ranks}, w.file_order);
   } catch (const Error& e) {
-    spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", s.record.clock, e.what(),
+    spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", clock, e.what(),
                   last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
                                         : std::string("this run has written no checkpoint yet"));
     return;
   }
-  last_checkpoint_ = s.record.clock;
-  spdlog::info("checkpoint at clock {} written to {}", s.record.clock, out_.checkpoint);
+  last_checkpoint_ = clock;
+  spdlog::info("checkpoint at clock {} written to {}", clock, out_.checkpoint);
 }
 
 bool ObjectiveMonitor::drift_too_far(const EvalRecord& r) const {
@@ -174,56 +189,82 @@ void ObjectiveMonitor::log_progress(const EvalRecord& r) const {
 // that clock (an evaluation of its own when the clock is not an evaluation point), not diverged,
 // the replicas not apart past stop.max_replica_drift, and no earlier judgement that stopped the
 // run as bad. `r` is the evaluation at the snapshot's clock.
-void ObjectiveMonitor::checkpoint_if_good(const Snapshot& s, const EvalRecord& r) {
+void ObjectiveMonitor::checkpoint_if_good(int64_t clock, const View& w, const EvalRecord& r) {
   std::string why;
   {
     std::lock_guard lock(mu_);
     if (stop_reason_ == "diverged" || stop_reason_ == "replica_drift")
       why = fmt::format("the run stopped as \"{}\"", stop_reason_);
-    else if (!s.W.allFinite())
+    else if (!w.finite)
       why = "W has non-finite values";
     else if (diverged(r))
       why = fmt::format("the objective there, {}, diverged", r.objective);
     else if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift)
       why = fmt::format("the replicas drifted apart ({} > stop.max_replica_drift)", r.replica_drift);
   }
-  if (why.empty()) return write_checkpoint(s);
-  spdlog::error("checkpoint at clock {} not written: {}; {}", s.record.clock, why,
+  if (why.empty()) return write_checkpoint(clock, w);
+  spdlog::error("checkpoint at clock {} not written: {}; {}", clock, why,
                 last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
                                       : std::string("no checkpoint of this run was written"));
 }
 
 void ObjectiveMonitor::loop() {
   for (;;) {
-    std::unique_ptr<Snapshot> s;
-    queue_.pop(s);
-    if (!s) return;  // aborted
-    const bool checkpoint = s->checkpoint && !out_.checkpoint.empty();
-    if (!s->evaluate && !checkpoint) continue;
-    std::optional<EvalRecord> repeat;
+    EvalRequest q;
     {
-      // The final snapshot at the clock of the last evaluation: nothing new to evaluate.
-      std::lock_guard lock(mu_);
-      if (!records_.empty() && records_.back().clock == s->record.clock) repeat = records_.back();
+      std::unique_lock lock(hand_mu_);
+      hand_cv_.wait(lock, [this] { return aborted_ || pending_; });
+      if (aborted_) return;
+      q = *pending_;
+      pending_.reset();
+      busy_ = true;
     }
-    // A checkpoint between evaluations is judged by an evaluation of its own (not a metrics line).
-    const EvalRecord r = repeat ? *repeat : evaluate(*s);
-    if (s->evaluate && !repeat) {
+    if (snapshot_) {
+      handle(q,
+             {api::Weights{snap_, 1.0f, weights_.layout()}, row_source(snap_, weights_.layout()), snap_.allFinite()});
+    } else {
+      const auto reader = weights_.read();
       {
-        std::lock_guard lock(mu_);
-        records_.push_back(r);
+        std::lock_guard lock(hand_mu_);
+        ++acquired_;
+        hand_cv_.notify_all();
       }
-      metrics_.write_or_stop(to_json(r));  // the metrics are a record: a full disk ends them, not the run
-      log_progress(r);
-      if (drift_too_far(r)) {
-        std::lock_guard lock(mu_);
-        ++drift_warnings_;
-      }
-      decide(r);
+      handle(q, {reader.weights(), reader.file_order(), reader.all_finite()});
     }
-    if (checkpoint) checkpoint_if_good(*s, r);
-    if (s->final) return;
+    {
+      std::lock_guard lock(hand_mu_);
+      busy_ = false;
+      hand_cv_.notify_all();
+    }
+    if (q.final) return;
   }
+}
+
+void ObjectiveMonitor::handle(const EvalRequest& q, const View& w) {
+  const bool checkpoint = q.checkpoint && !out_.checkpoint.empty();
+  if (!q.evaluate && !checkpoint) return;
+  std::optional<EvalRecord> repeat;
+  {
+    // The final request at the clock of the last evaluation: nothing new to evaluate.
+    std::lock_guard lock(mu_);
+    if (!records_.empty() && records_.back().clock == q.record.clock) repeat = records_.back();
+  }
+  // A checkpoint between evaluations is judged by an evaluation of its own (not a metrics line).
+  const EvalRecord r = repeat ? *repeat : evaluate(q.record, w);
+  if (q.evaluate && !repeat) {
+    {
+      std::lock_guard lock(mu_);
+      records_.push_back(r);
+    }
+    metrics_.write_or_stop(to_json(r));  // the metrics are a record: a full disk ends them, not the run
+    log_progress(r);
+    if (drift_too_far(r)) {
+      std::lock_guard lock(mu_);
+      ++drift_warnings_;
+    }
+    decide(r);
+  }
+  if (checkpoint) checkpoint_if_good(q.record.clock, w, r);
 }
 
 }  // namespace sfb::runtime

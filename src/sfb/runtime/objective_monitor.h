@@ -1,12 +1,21 @@
 #pragma once
-// Rank 0's objective monitor: a thread that evaluates snapshots of W (taken by the update thread
-// once every replica has applied clock c), writes one metrics line and one progress line per
-// evaluation, writes checkpoints, and decides whether the job should stop (target accuracy or objective, relative
-// change below tolerance for `patience` evaluations, or a diverged objective).
+// Rank 0's objective monitor: a thread that evaluates W at the clocks the update thread hands it
+// (once every replica has applied clock c), writes one metrics line and one progress line per
+// evaluation, writes checkpoints, and decides whether the job should stop (target accuracy or
+// objective, relative change below tolerance for `patience` evaluations, or a diverged objective).
 //
-// submit() is called by the update thread; stop_reason() by the communication thread. Snapshots
-// are owned by the queue: those still queued when the monitor is aborted are freed with it.
+// It holds at most one copy of W, or none (eval.snapshot, docs/design.md "Memory"):
+//  * copy: submit() copies W into the monitor's one snapshot (its memory reused) once the monitor is
+//    done with the previous one, and the monitor evaluates it while training goes on;
+//  * in place: submit() returns once the monitor holds the replica's shared lock, so W stays at that
+//    clock until the evaluation and the checkpoint are done (rank 0's next update waits for them;
+//    its compute thread still reads W). No copy: memory is one W per rank.
+// Checkpoints are written from W in row blocks (core/row_blocks.h), never from a file-order copy.
+//
+// submit() is called by the update thread (W's only writer); stop_reason() by the communication
+// thread.
 #include <atomic>
+#include <condition_variable>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -15,19 +24,19 @@
 #include <vector>
 
 #include "sfb/api/model.h"
-#include "sfb/core/bounded_queue.h"
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
 #include "sfb/core/thread_group.h"
+#include "sfb/runtime/shared_weights.h"
 
 namespace sfb::runtime {
 
-struct Snapshot {
+// What the update thread asks of the monitor at a clock boundary.
+struct EvalRequest {
   EvalRecord record;  // everything but objective and accuracy filled in
-  Matrix W;           // the true parameters (scale folded in), stored in the model's layout
   bool final = false;
   bool evaluate = true;     // compute the objective and accuracy, write a metrics line
-  bool checkpoint = false;  // write it as the checkpoint (checkpoint.path)
+  bool checkpoint = false;  // write W as the checkpoint (checkpoint.path)
 };
 
 // Where the monitor writes, and what goes into a checkpoint besides W.
@@ -44,18 +53,20 @@ struct MonitorOutputs {
 
 class ObjectiveMonitor {
  public:
+  // `weights`: the replica it evaluates; `snapshot`: through one copy (true) or in place.
   ObjectiveMonitor(const EvalConfig& eval, const StopConfig& stop, MonitorOutputs out, const api::Model& model,
-                   const io::Dataset& train, const io::Dataset* test);
+                   const io::Dataset& train, const io::Dataset* test, const SharedWeights& weights, bool snapshot);
   ~ObjectiveMonitor();
   void start();
-  // Blocks when the monitor is more than a few snapshots behind (back-pressure).
-  void submit(std::unique_ptr<Snapshot> s);
-  // Waits for the final snapshot's evaluation; rethrows an evaluation error.
+  // Update thread, W unchanged during the call: waits until the monitor is done with its previous
+  // request (back-pressure), then copies W into the snapshot (copy) or waits until the monitor
+  // holds W's shared lock (in place). Returns at once when the monitor was aborted.
+  void submit(const EvalRequest& r);
+  // Waits for the final request's evaluation; rethrows an evaluation error.
   void finish();
-  // Stops the monitor; snapshots still queued are dropped.
+  // Stops the monitor; a request not yet taken is dropped.
   void abort();
-  // Snapshots submitted and not yet taken by the monitor thread (tests).
-  size_t queued() const;
+  bool snapshots() const { return snapshot_; }
   // Empty while training should go on.
   std::string stop_reason() const;
   std::vector<EvalRecord> records() const;
@@ -66,10 +77,17 @@ class ObjectiveMonitor {
   void set_drift(int64_t clock, double drift);
 
  private:
+  // W as the monitor sees it while handling one request.
+  struct View {
+    api::Weights weights;
+    RowSource file_order;
+    bool finite = true;
+  };
   void loop();
-  EvalRecord evaluate(const Snapshot& s);
-  void write_checkpoint(const Snapshot& s);
-  void checkpoint_if_good(const Snapshot& s, const EvalRecord& r);
+  void handle(const EvalRequest& q, const View& w);
+  EvalRecord evaluate(const EvalRecord& base, const View& w);
+  void write_checkpoint(int64_t clock, const View& w);
+  void checkpoint_if_good(int64_t clock, const View& w, const EvalRecord& r);
   void decide(const EvalRecord& r);
   bool diverged(const EvalRecord& r) const;
   void log_progress(const EvalRecord& r) const;
@@ -82,7 +100,16 @@ class ObjectiveMonitor {
   const io::Dataset& train_;
   const io::Dataset* test_;
   JsonlWriter metrics_;
-  BoundedQueue<std::unique_ptr<Snapshot>> queue_;
+  const SharedWeights& weights_;
+  const bool snapshot_;
+  Matrix snap_;  // copy mode: W at the request's clock (stored layout, scale folded in)
+  // The hand-over: the update thread sets pending_, the monitor takes it (busy_ until it is done);
+  // in place, `acquired_` counts the requests whose shared lock the monitor holds or held.
+  std::mutex hand_mu_;
+  std::condition_variable hand_cv_;
+  std::optional<EvalRequest> pending_;
+  bool busy_ = false, aborted_ = false;
+  int64_t submitted_ = 0, acquired_ = 0;
   mutable std::mutex mu_;
   std::vector<EvalRecord> records_;
   std::string stop_reason_;

@@ -16,7 +16,9 @@
 //    clocks stale (exact for linear updates; to first order under an L2 shrinkage). Measured on
 //    Fashion-MNIST, P = 8: as good as full broadcast at every = 1 or 2, unstable at 4 (the amplified
 //    sum of gradients taken on drifted replicas): docs/compare.md.
-// Between reconciliations the replicas move as before. The exact drift just before each
+// Between reconciliations the replicas move as before. The all-reduce runs in row blocks of at most
+// 16 MiB, each replaced by its consensus before the next: memory is W plus one block (kSum also
+// keeps B, one more W). The exact drift just before each
 // reconciliation, sqrt(mean_q ||W_q - M||^2) / ||M||, comes for one more all-reduce of one float.
 // Threads: the update thread calls reconcile() with W held exclusively; the all-reduce takes its
 // messages from `channel` (kTagReconcile, fed by the communication thread).
@@ -70,8 +72,8 @@ class Reconciler {
   const double gain_;  // kSum: P / (Q + 1)
   const Mode mode_;
   const int64_t every_;
-  Matrix base_;  // kSum: the last consensus
-  Matrix mean_;  // reused
+  Matrix base_;  // kSum: the last consensus (the one W-sized copy the algorithm needs)
+  Matrix mean_;  // one row block of the mean, reused
   int64_t last_ = 0;
   int64_t calls_ = 0;
   Stats stats_;

@@ -1,5 +1,7 @@
 #include "sfb/runtime/shared_weights.h"
 
+#include <cmath>
+
 #include "sfb/core/error.h"
 
 namespace sfb::runtime {
@@ -23,18 +25,25 @@ void SharedWeights::fold_scale() {
   scale_ = 1.0f;
 }
 
-Matrix SharedWeights::materialized() const { return scale_ == 1.0f ? stored_ : Matrix(scale_ * stored_); }
-
-Matrix SharedWeights::row_major() const {
-  if (layout_ == Layout::kRowMajor) return materialized();
-  if (scale_ == 1.0f) return stored_.transpose();
-  return (scale_ * stored_).transpose();
+RowSink SharedWeights::Writer::assign_rows() {
+  w_.scale_ = 1.0f;
+  return row_sink(w_.stored_, w_.layout_);
 }
 
-Matrix SharedWeights::take_row_major() {
-  fold_scale();
-  if (layout_ == Layout::kRowMajor) return std::move(stored_);
-  return stored_.transpose();
+void SharedWeights::copy_materialized(Matrix& out) const {
+  out.resize(stored_.rows(), stored_.cols());
+  if (scale_ == 1.0f)
+    out = stored_;
+  else
+    out = scale_ * stored_;
+}
+
+bool SharedWeights::all_finite_unlocked() const { return std::isfinite(scale_) && stored_.allFinite(); }
+
+Matrix SharedWeights::row_major_copy() const {
+  Matrix W(J_, D_);
+  for_each_row_block(file_order_unlocked(), row_sink(W, Layout::kRowMajor));
+  return W;
 }
 
 }  // namespace sfb::runtime

@@ -4,12 +4,16 @@
 // and the lock. The types say who may do what:
 //   * read():  the SF-compute thread, a shared lock for the duration of compute_sf();
 //   * write(): the update thread, the exclusive lock while it changes W or its scale;
-//   * the update thread is the only writer, so it may also copy W without the lock
-//     (materialized(), row_major(), the drift sketch); every other thread reads only through read().
+//   * the objective monitor (rank 0) reads W in place under read() (objective_monitor.h);
+//   * the update thread is the only writer, so it may also read W without the lock (a snapshot
+//     copy, the drift sketch); every other thread reads only through read().
+// W is never copied whole on the way out: checksums, model files and checkpoints stream it in file
+// order, a row block at a time (file_order(), core/row_blocks.h).
 #include <mutex>
 #include <shared_mutex>
 
 #include "sfb/api/weights.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::runtime {
@@ -29,6 +33,9 @@ class SharedWeights {
    public:
     // W as the model reads it: the stored matrix, its scale and layout.
     api::Weights weights() const { return api::Weights{w_.stored_, w_.scale_, w_.layout_}; }
+    // The true W (scale folded in) in file order, streamed; valid while this Reader lives.
+    RowSource file_order() const { return w_.file_order_unlocked(); }
+    bool all_finite() const { return w_.all_finite_unlocked(); }
 
    private:
     friend class SharedWeights;
@@ -52,6 +59,8 @@ class SharedWeights {
     }
     // W (file order, J x D row-major) replaces the replica; scale 1.
     void assign_row_major(const Matrix& W);
+    // The same, streamed: rows in file order go into the stored matrix (the scale becomes 1 first).
+    RowSink assign_rows();
 
    private:
     friend class SharedWeights;
@@ -63,15 +72,16 @@ class SharedWeights {
   Reader read() const { return Reader(*this); }
   Writer write() { return Writer(*this); }
 
-  // The update thread (the only writer), or any thread once the threads have ended: W in the
-  // stored layout with the scale folded in (a copy), W in file order (J x D row-major), the stored
-  // matrix and scale as they are.
-  Matrix materialized() const;
-  Matrix row_major() const;  // one copy in either layout
+  // The update thread (the only writer), or any thread once the threads have ended: W in the stored
+  // layout with the scale folded in, copied into `out` (whose memory is reused: the monitor's one
+  // snapshot); the true W in file order, streamed; the stored matrix and scale as they are.
+  void copy_materialized(Matrix& out) const;
+  RowSource file_order_unlocked() const { return row_source(stored_, layout_, scale_); }
+  bool all_finite_unlocked() const;
   const Matrix& stored_unlocked() const { return stored_; }
   float scale_unlocked() const { return scale_; }
-  // After the threads have ended: the true W in file order, moved out when no copy is needed.
-  Matrix take_row_major();
+  // A copy of the true W in file order (tests and small models; the runtime streams it instead).
+  Matrix row_major_copy() const;
 
  private:
   void fold_scale();

@@ -114,7 +114,8 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
       rank(tr.rank()),
       P(worker_count(c, tr.size())),
       topo(make_topology(c, P)),
-      weights(m.rows(), m.cols(), m.layout()) {}
+      weights_owner(std::make_shared<SharedWeights>(m.rows(), m.cols(), m.layout())),
+      weights(*weights_owner) {}
 
 RankStats Worker::State::collect_stats() {
   RankStats s;
@@ -124,7 +125,7 @@ RankStats Worker::State::collect_stats() {
   s.v_nonzeros_sent = v_nonzeros_sent;
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
-  s.checksum = matrix_checksum(weights.row_major());  // the same in either layout
+  s.checksum = matrix_checksum(weights.file_order_unlocked());  // streamed; the same in either layout
   for (int q = P; q < t.size(); ++q) s.bytes_from_servers += t.counters(q).bytes_received;
   fill_traffic_and_times(s);
   s.max_lead = gate->max_lead();
@@ -170,12 +171,12 @@ void Worker::State::compute_loop() {
               model.name(), c);
     gate->own_committed();
     // SFB applies its own batch like everyone's; a baseline gets it back inside the exchanged update.
-    if (!exchange) in_q.push(committed);
+    if (!exchange) in_q.push({committed, nullptr});
     out_q.push(std::move(committed));
     compute_ns += to_ns(sw.seconds());
     if (hooks.on_clock_committed) hooks.on_clock_committed(c);
   }
-  in_q.push(nullptr);
+  in_q.push({});
 }
 
 Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
@@ -194,7 +195,9 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.K = static_cast<int32_t>(cfg.optimizer.minibatch);
   {
     auto w = s.weights.write();  // no other thread yet
-    if (start.W) {
+    if (start.load) {
+      start.load(w.assign_rows());  // streamed in file order: no second W
+    } else if (start.W) {
       SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
                 "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
                 start.W->cols(), model.name(), s.J, s.D);
@@ -220,7 +223,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   if (s.rank == 0)
     s.monitor = std::make_unique<ObjectiveMonitor>(
         cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
-        start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test);
+        start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test, s.weights,
+        cfg.eval.copies(4.0 * static_cast<double>(s.J) * static_cast<double>(s.D)));
   s.sketcher = std::make_unique<DriftSketcher>(s.weights.stored_unlocked().rows(), s.weights.stored_unlocked().cols(),
                                                cfg.job.seed);
   if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
@@ -246,7 +250,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     // that pops later (it checks aborted() after every pop).
     s.out_q.abort();
     s.in_q.abort();
-    s.in_q.try_push(nullptr);
+    s.in_q.try_push({});
     if (s.monitor) s.monitor->abort();
     if (s.exchange) s.exchange->abort();
     if (s.reconcile_ch) s.reconcile_ch->close();
@@ -281,7 +285,7 @@ WorkerResult Worker::run() {
   WorkerResult r;
   r.seconds = s.since_start.seconds();
   r.self = s.collect_stats();
-  r.W = s.weights.take_row_major();
+  r.weights = s.weights_owner;
   r.pairs_sent_to = s.pairs_sent_to;
   r.pairs_applied_from = s.pairs_applied_from;
   r.start_clock = s.start_clock;

@@ -34,6 +34,7 @@
 #include "sfb/io/dataset.h"
 #include "sfb/runtime/exchange.h"
 #include "sfb/runtime/rank_stats.h"
+#include "sfb/runtime/shared_weights.h"
 #include "sfb/runtime/topology.h"
 
 namespace sfb::runtime {
@@ -52,14 +53,21 @@ struct WorkerHooks {
 // (the same on every rank, so under any consistency the replicas start equal).
 struct WorkerStart {
   int64_t clock = 0;
-  const Matrix* W = nullptr;  // null: model.init()
+  const Matrix* W = nullptr;  // null: model.init() (or `load`)
+  // Instead of W: writes every row of W in file order into the sink it is given (a checkpoint or
+  // model file streamed in row blocks, so the start never holds W twice). Collective when it
+  // broadcasts: every rank's Worker calls it in its constructor.
+  std::function<void(const RowSink&)> load;
   // Rank 0: the rows the objective is evaluated on (io::LoadedData::eval_sample, a uniform sample
   // of every partition); null or empty: rank 0's own partition (tests on one process).
   const io::Dataset* objective_rows = nullptr;
 };
 
 struct WorkerResult {
-  Matrix W;
+  // The final replica (threads ended: read it unlocked); the model file and checksum stream it.
+  std::shared_ptr<const SharedWeights> weights;
+  // A copy of the final W in file order (tests and small models).
+  Matrix W() const { return weights->row_major_copy(); }
   RankStats self;
   std::vector<int64_t> pairs_sent_to;       // per destination rank
   std::vector<int64_t> pairs_applied_from;  // per source rank (own included)

@@ -26,7 +26,7 @@ void Worker::State::start_exchange() {
   host.start_clock = start_clock;
   // The update thread has not started to write it (it waits for batches).
   host.initial_W = &weights.stored_unlocked();
-  host.deliver = [this](SfBatchPtr item) { in_q.push(std::move(item)); };
+  host.deliver = [this](DenseUpdatePtr item) { in_q.push({nullptr, std::move(item)}); };
   host.fail = [this](std::exception_ptr e) { threads.fail(e); };
   exchange->start(host);
 }
@@ -84,7 +84,7 @@ void Worker::State::receive_sf(comm::Message&& m) {
   auto batch = std::make_shared<const SfBatch>(comm::decode_sf_batch(m.data, {m.src, J, D}));
   pairs_received += batch->count;
   gate->received(m.src, batch->clock);
-  in_q.push(std::move(batch));
+  in_q.push({std::move(batch), nullptr});
 }
 
 // Everything that has arrived: SF batches, the exchange's messages, control messages.

@@ -31,6 +31,12 @@ namespace sfb::runtime {
 inline int64_t to_ns(double s) { return static_cast<int64_t>(s * 1e9); }
 inline double to_s(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
+// What the update thread pops: a batch of factors, a baseline's dense update, or neither (a wake-up).
+struct UpdateItem {
+  SfBatchPtr sf;
+  DenseUpdatePtr dense;
+};
+
 struct Worker::State {
   State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m,
         WorkerHooks h, Exchange* ex);
@@ -54,15 +60,16 @@ struct Worker::State {
   // update thread under write(). The true parameters are scale * stored: a model whose prox is a
   // pure shrinkage (L2) has it applied in O(1) to the scale (Model::prox_scale); for every other
   // model the scale stays 1.
-  SharedWeights weights;
+  std::shared_ptr<SharedWeights> weights_owner;  // handed to WorkerResult at the end
+  SharedWeights& weights;
   std::unique_ptr<UpdateApplier> applier;  // update thread only
   std::vector<const SfBatch*> apply_raw;   // update thread only: reused by apply()
   std::vector<float> apply_alpha;          // update thread: per batch multiplier 1 / scale
 
   // Own batches for peers (compute -> comm) and batches to apply (compute, comm -> update).
-  // A null pointer in in_q only wakes the update thread.
+  // An empty item in in_q only wakes the update thread.
   BoundedQueue<SfBatchPtr> out_q;
-  BoundedQueue<SfBatchPtr> in_q;
+  BoundedQueue<UpdateItem> in_q;
 
   // The clocks (clock_gate.h): what each rank has received and applied, the stop point, the
   // staleness rule. Every thread goes through its methods; it has its own lock.
@@ -118,7 +125,7 @@ struct Worker::State {
   void update_loop();
   void apply(std::span<const SfBatchPtr> batches);
   void apply_scaled(SharedWeights::Writer& w, std::span<const SfBatch* const> raw);
-  void apply_dense(const SfBatch& item);
+  void apply_dense(const DenseUpdate& item);
   void count_applied(std::span<const SfBatch* const> raw);
   void clock_applied(int64_t clock);
   void apply_complete_clocks(std::map<std::pair<int64_t, int>, SfBatchPtr>& pending, int64_t& next_clock,

@@ -56,31 +56,38 @@ void Worker::State::count_applied(std::span<const SfBatch* const> raw) {
   gate->applied(raw);
 }
 
-void Worker::State::apply_dense(const SfBatch& item) {
-  // Dense items are in the stored layout (the baselines form and shard them that way).
-  SFB_ENFORCE(item.dense && item.dense->rows() == weights.stored_unlocked().rows() &&
-                  item.dense->cols() == weights.stored_unlocked().cols(),
-              "dense item of clock {}", item.clock);
+// A baseline's row block (exchange.h), in the stored layout. A clock's kSum blocks all add with the
+// same 1 / scale; its proximal step and the scale's shrinkage follow its last block, as SFB applies
+// them after the clock's batches.
+void Worker::State::apply_dense(const DenseUpdate& item) {
+  SFB_ENFORCE(
+      item.kind == DenseUpdate::Kind::kOwn ||
+          (item.block && item.block->rows() >= item.rows && item.block->cols() == weights.stored_unlocked().cols() &&
+           item.row_begin >= 0 && item.row_begin + item.rows <= weights.stored_unlocked().rows()),
+      "dense item of clock {} rows [{}, +{})", item.clock, item.row_begin, item.rows);
   Stopwatch sw;
   {
     auto w = weights.write();
-    Matrix& W = w.stored();
-    if (item.kind == SfBatch::Kind::kOwnDense) {
+    auto rows = w.stored().middleRows(item.row_begin, item.rows);
+    if (item.kind == DenseUpdate::Kind::kOwn) {
       // Read-my-writes: the raw update, no proximal step (the servers apply it when they apply the
-      // update; the next PULL replaces W).
-      W += (1.0f / w.scale()) * *item.dense;
-    } else if (item.kind == SfBatch::Kind::kReplaceW) {
-      // The parameter servers' W after every worker's clock item.clock.
-      W = *item.dense;
-      w.set_scale(1.0f);
+      // update; the next PULL replaces these rows).
+      const SfBatch* raw = item.own.get();
+      apply_alpha.assign(1, 1.0f / w.scale());
+      applier->apply(w.stored(), std::span<const SfBatch* const>(&raw, 1), apply_alpha);
+    } else if (item.kind == DenseUpdate::Kind::kReplace) {
+      // The parameter servers' rows after every worker's clock item.clock.
+      w.fold_scale();
+      rows = item.block->topRows(item.rows);
+    } else if (!scaling_prox) {
+      rows += item.block->topRows(item.rows);
     } else {
-      // The sum of every worker's update of the clock, then one proximal step per worker's batch
-      // (as SFB applies one per batch).
+      rows += (1.0f / w.scale()) * item.block->topRows(item.rows);
+    }
+    if (item.kind == DenseUpdate::Kind::kSum && item.last) {
+      // One proximal step per worker's batch of the clock (as SFB applies one per batch).
       const double eta = step(item.clock);
-      if (!scaling_prox) {
-        W += *item.dense;
-      } else {
-        W += (1.0f / w.scale()) * *item.dense;
+      if (scaling_prox) {
         float scale = w.scale();
         for (int q = 0; q < P; ++q) scale *= static_cast<float>(model.prox_scale(eta));
         w.set_scale(scale);
@@ -93,12 +100,14 @@ void Worker::State::apply_dense(const SfBatch& item) {
     }
   }
   update_ns += to_ns(sw.seconds());
-  if (item.kind == SfBatch::Kind::kOwnDense) {
+  if (item.kind == DenseUpdate::Kind::kOwn) {
     gate->applied_own_dense(item.clock);
     return;
   }
+  if (!item.last) return;
   for (int q : sources) pairs_applied_from[static_cast<size_t>(q)] += K;
   gate->applied_dense(item.clock);
+  clock_applied(item.clock);
 }
 
 void Worker::State::clock_applied(int64_t clock) {
@@ -150,11 +159,10 @@ bool Worker::State::reconcile(int64_t clock) {
 // Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
 void Worker::State::submit_start_snapshot() {
   if (rank != 0 || !monitor) return;
-  auto snap = std::make_unique<Snapshot>();
-  snap->W = weights.materialized();
-  snap->record.clock = start_clock;
-  fill_traffic_and_times(snap->record);
-  monitor->submit(std::move(snap));
+  EvalRequest q;
+  q.record.clock = start_clock;
+  fill_traffic_and_times(q.record);
+  monitor->submit(q);
 }
 
 void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool final) {
@@ -170,18 +178,17 @@ void Worker::State::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool 
     while (next_eval <= done) next_eval += cfg.eval.every;
     while (checkpoint && next_ckpt <= done) next_ckpt += cfg.checkpoint.every;
   }
-  auto s = std::make_unique<Snapshot>();
-  s->final = final;
-  s->evaluate = evaluate;
-  s->checkpoint = checkpoint;
-  s->W = weights.materialized();
-  auto& r = s->record;
+  EvalRequest q;
+  q.final = final;
+  q.evaluate = evaluate;
+  q.checkpoint = checkpoint;
+  auto& r = q.record;
   r.clock = done;
   r.seconds = since_start.seconds();
   // This run's rate: a resumed run's seconds start at the resume, and so do its clocks.
   r.samples_per_s = r.seconds > 0 ? static_cast<double>(done - start_clock) * P * K / r.seconds : 0.0;
   fill_traffic_and_times(r);
-  monitor->submit(std::move(s));
+  monitor->submit(q);
 }
 
 // Every eval.every clocks applied from every source: a sketch of W for the replica drift, labelled
@@ -209,20 +216,23 @@ void Worker::State::update_loop() {
   std::vector<SfBatchPtr> group;  // batches applied together
   submit_start_snapshot();
   do {
-    SfBatchPtr b;
-    in_q.pop(b);
+    UpdateItem item;
+    in_q.pop(item);
     if (aborted()) return;
-    if (!b) continue;  // a wake-up: check for the end
-    if (b->kind != SfBatch::Kind::kSf) {
-      apply_dense(*b);
-      if (b->kind != SfBatch::Kind::kOwnDense) clock_applied(b->clock);
+    SfBatchPtr b = std::move(item.sf);
+    if (item.dense) {
+      apply_dense(*item.dense);
+    } else if (!b) {
+      continue;  // a wake-up: check for the end
     } else if (!bsp) {
       // SSP/ASP: apply what has arrived, up to one batch per source, in one sweep.
       group.clear();
       group.push_back(std::move(b));
-      while (group.size() < sources.size() && in_q.try_pop(b)) {
-        if (!b) break;  // a wake-up: the termination check below runs anyway
-        group.push_back(std::move(b));
+      while (group.size() < sources.size() && in_q.try_pop(item)) {
+        // Batches of factors come only under SFB, dense items only from a baseline's exchange.
+        SFB_ENFORCE(!item.dense, "rank {}: a dense item among SF batches", rank);
+        if (!item.sf) break;  // a wake-up: the termination check below runs anyway
+        group.push_back(std::move(item.sf));
       }
       apply(group);
     } else {

@@ -1,0 +1,48 @@
+#pragma once
+// W in file order (J x D row-major) as a stream of blocks of whole rows, so that checksums, model
+// files, checkpoints and their broadcast never need a second W: a replica stored feature-major or
+// carrying a scale is transposed or scaled one block at a time into a bounded buffer. A block holds
+// at most about kRowBlockBytes (at least one row).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sfb/core/tensor.h"
+
+namespace sfb {
+
+inline constexpr int64_t kRowBlockBytes = int64_t{8} << 20;
+
+// Rows per block for rows of `cols` floats: about `bytes`, at least 1.
+inline int64_t rows_per_block(int64_t cols, int64_t bytes = kRowBlockBytes) {
+  return std::max<int64_t>(1, bytes / (4 * std::max<int64_t>(1, cols)));
+}
+
+// A J x D matrix in file order: read(row_begin, rows, out) writes rows [row_begin, row_begin +
+// rows) into `out` (rows x cols floats, row-major).
+struct RowSource {
+  int64_t rows = 0, cols = 0;
+  std::function<void(int64_t row_begin, int64_t rows, float* out)> read;
+};
+
+// Where rows in file order go: write(row_begin, rows, data) with rows x cols floats.
+using RowSink = std::function<void(int64_t row_begin, int64_t rows, const float* data)>;
+
+// A matrix that already is in file order (a copy of each block; for tests and small matrices).
+RowSource row_source(const Matrix& W);
+// The stored matrix of a replica in layout `l`, times `scale`, in file order.
+RowSource row_source(const Matrix& stored, Layout l, float scale = 1.0f);
+// Writes file-order rows into a stored matrix of layout `l` (already of the stored shape).
+RowSink row_sink(Matrix& stored, Layout l);
+
+// Calls fn(row_begin, rows, data) for every block of `src` in order, through one buffer of at most
+// about `block_bytes`.
+void for_each_row_block(const RowSource& src, const RowSink& fn, int64_t block_bytes = kRowBlockBytes);
+
+class FileReader;
+// Reads a rows x cols float32 matrix in file order from `in` (at its current position) into `fn`,
+// block by block.
+void read_row_blocks(FileReader& in, int64_t rows, int64_t cols, const RowSink& fn,
+                     int64_t block_bytes = kRowBlockBytes);
+
+}  // namespace sfb
