@@ -132,6 +132,11 @@ TEST(UpdateApplier, RefusesWOfTheOtherLayoutsShape) {
 INSTANTIATE_TEST_SUITE_P(UpdateApplier, Layouts,
                          ::testing::Combine(::testing::Values(1, 8, 70, 129), ::testing::Values(1, 9, 300),
                                             ::testing::Values(1, 2), ::testing::Values(0, 1, 2)));
+// A clock's U over 2 MiB (about 15 pairs x J = 40,000 floats): the feature-major sweep runs in tiles
+// of J (a tail tile too) and still gives row-major's bits.
+INSTANTIATE_TEST_SUITE_P(UpdateApplierTiledJ, Layouts,
+                         ::testing::Combine(::testing::Values(40000), ::testing::Values(9), ::testing::Values(1, 2),
+                                            ::testing::Values(1)));
 
 }  // namespace
 }  // namespace sfb::runtime

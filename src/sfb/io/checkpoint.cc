@@ -128,20 +128,23 @@ Checkpoint read_checkpoint(const std::string& path) {
 }
 
 void write_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W) {
+  begin_checkpoint(path, info, W)->commit();
+}
+
+std::unique_ptr<AtomicFileWriter> begin_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W) {
   info.rows = W.rows;
   info.cols = W.cols;
-  AtomicFileWriter out(path);
+  auto out = std::make_unique<AtomicFileWriter>(path);
   const Bytes header = encode_header(info, 0);
-  out.write(header);
+  out->write(header);
   uint32_t crc = header_crc(header);
   for_each_row_block(W, [&](int64_t, int64_t n, const float* data) {
     const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * W.cols)));
     crc = crc32(bytes, crc);
-    out.write(bytes);
+    out->write(bytes);
   });
-  const Bytes final_header = encode_header(info, crc);
-  out.write_at(0, final_header);
-  out.commit();
+  out->write_at(0, encode_header(info, crc));
+  return out;
 }
 
 CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowSink(const CheckpointInfo&)>& open,

@@ -23,10 +23,12 @@
 // checkpoints as streams of row blocks (core/row_blocks.h): W is never held twice.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "sfb/core/bytes.h"
+#include "sfb/core/files.h"
 #include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
@@ -64,6 +66,10 @@ CheckpointInfo decode_checkpoint_header(std::span<const std::byte> header, uint6
                                         const std::string& name);
 // Streams: W in row blocks from `W` (info's rows/cols are W's), written atomically.
 void write_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W);
+// The same in two steps: W's bytes written now (into the page cache), the fsync and the rename at
+// the returned writer's commit(). A writer that holds W still while it is copied out (the monitor,
+// in place) lets go of W before the disk has the file; a writer dropped uncommitted leaves nothing.
+std::unique_ptr<AtomicFileWriter> begin_checkpoint(const std::string& path, CheckpointInfo info, const RowSource& W);
 // Reads the header, calls open(info) (which may refuse the checkpoint by throwing, and returns where
 // W's rows go), streams W into it block by block, then checks the CRC: on a mismatch it throws
 // DataError, and what the sink received must be discarded.

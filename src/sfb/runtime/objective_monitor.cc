@@ -147,22 +147,39 @@ void ObjectiveMonitor::decide(const EvalRecord& r) {
   }
 }
 
+// A checkpoint that cannot be written (full disk, I/O error, read-only file system) loses nothing:
+// the previous one stays whole under its name (the file is written to a temporary and renamed),
+// training goes on and the next checkpoint tries again.
+void ObjectiveMonitor::checkpoint_failed(int64_t clock, const Error& e) const {
+  spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", clock, e.what(),
+                last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
+                                      : std::string("this run has written no checkpoint yet"));
+}
+
 void ObjectiveMonitor::write_checkpoint(int64_t clock, const View& w) {
-  // A checkpoint that cannot be written (full disk, I/O error, read-only file system) loses nothing:
-  // the previous one stays whole under its name (write_checkpoint writes a temporary and renames
-  // it), training goes on and the next checkpoint tries again.
   try {
     // Files hold W in row-major order whatever the layout: streamed in row blocks (transposed a
-    // block at a time here, on the monitor), never copied whole.
-    io::write_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, clock, out_.ranks}, w.file_order);
+    // block at a time here, on the monitor), never copied whole. The fsync and rename come in
+    // commit_checkpoint(), after the monitor has let go of W.
+    ckpt_writer_ = io::begin_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, clock, out_.ranks},
+                                    w.file_order);
+    pending_clock_ = clock;
   } catch (const Error& e) {
-    spdlog::error("checkpoint at clock {} not written: {}; {}; training continues", clock, e.what(),
-                  last_checkpoint_ >= 0 ? fmt::format("{} keeps clock {}", out_.checkpoint, last_checkpoint_)
-                                        : std::string("this run has written no checkpoint yet"));
+    checkpoint_failed(clock, e);
+  }
+}
+
+void ObjectiveMonitor::commit_checkpoint() {
+  if (!ckpt_writer_) return;
+  const auto writer = std::move(ckpt_writer_);
+  try {
+    writer->commit();
+  } catch (const Error& e) {
+    checkpoint_failed(pending_clock_, e);
     return;
   }
-  last_checkpoint_ = clock;
-  spdlog::info("checkpoint at clock {} written to {}", clock, out_.checkpoint);
+  last_checkpoint_ = pending_clock_;
+  spdlog::info("checkpoint at clock {} written to {}", pending_clock_, out_.checkpoint);
 }
 
 bool ObjectiveMonitor::drift_too_far(const EvalRecord& r) const {
@@ -236,6 +253,8 @@ void ObjectiveMonitor::loop() {
       busy_ = false;
       hand_cv_.notify_all();
     }
+    // W is free again (in place: training goes on) while the disk takes the checkpoint.
+    commit_checkpoint();
     if (q.final) return;
   }
 }

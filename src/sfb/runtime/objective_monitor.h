@@ -25,6 +25,8 @@
 
 #include "sfb/api/model.h"
 #include "sfb/core/config.h"
+#include "sfb/core/error.h"
+#include "sfb/core/files.h"
 #include "sfb/core/metrics.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/runtime/shared_weights.h"
@@ -87,6 +89,8 @@ class ObjectiveMonitor {
   void handle(const EvalRequest& q, const View& w);
   EvalRecord evaluate(const EvalRecord& base, const View& w);
   void write_checkpoint(int64_t clock, const View& w);
+  void commit_checkpoint();
+  void checkpoint_failed(int64_t clock, const Error& e) const;
   void checkpoint_if_good(int64_t clock, const View& w, const EvalRecord& r);
   void decide(const EvalRecord& r);
   bool diverged(const EvalRecord& r) const;
@@ -118,6 +122,8 @@ class ObjectiveMonitor {
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
   int64_t drift_clock_ = -1;
   int64_t last_checkpoint_ = -1;  // monitor thread: the clock of the last checkpoint this run wrote
+  std::unique_ptr<AtomicFileWriter> ckpt_writer_;  // monitor thread: a checkpoint written, not yet committed
+  int64_t pending_clock_ = -1;
   ThreadGroup thread_;            // last: its destructor stops the thread before the members it uses go
 };
 

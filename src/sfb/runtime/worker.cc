@@ -126,7 +126,9 @@ RankStats Worker::State::collect_stats() {
   s.pairs_received = pairs_received;
   for (auto v : pairs_applied_from) s.pairs_applied += v;
   s.checksum = matrix_checksum(weights.file_order_unlocked());  // streamed; the same in either layout
-  for (int q = P; q < t.size(); ++q) s.bytes_from_servers += t.counters(q).bytes_received;
+  for (int q = P; q < t.size(); ++q)
+    s.bytes_from_servers +=
+        t.counters(q).bytes_received - peer_traffic_at_start[static_cast<size_t>(q)].bytes_received;
   fill_traffic_and_times(s);
   s.max_lead = gate->max_lead();
   return s;
@@ -211,6 +213,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",
             start.clock, cfg.stop.max_clocks);
   s.start_clock = start.clock;
+  s.traffic_at_start = transport.total_counters();
+  for (int q = 0; q < transport.size(); ++q) s.peer_traffic_at_start.push_back(transport.counters(q));
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());

@@ -108,11 +108,15 @@ struct Worker::State {
 
   bool aborted() const { return threads.aborted(); }
   float step(int64_t clock) const { return clock_step(cfg, clock); }
+  // The transport's counters when training started: what set-up moved before (a checkpoint's W
+  // broadcast to every replica, comm.scheme = "auto"'s profiling) is not training traffic.
+  comm::PeerCounters traffic_at_start;
+  std::vector<comm::PeerCounters> peer_traffic_at_start;
   template <typename Record>
   void fill_traffic_and_times(Record& r) const {
     const auto c = t.total_counters();
-    r.bytes_sent = c.bytes_sent;
-    r.bytes_received = c.bytes_received;
+    r.bytes_sent = c.bytes_sent - traffic_at_start.bytes_sent;
+    r.bytes_received = c.bytes_received - traffic_at_start.bytes_received;
     r.compute_s = to_s(compute_ns);
     r.update_s = to_s(update_ns);
     r.wait_s = to_s(wait_ns);
