@@ -77,7 +77,22 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$config" ] || { echo "sfb-compare: --config is required" >&2; exit 2; }
 [ -f "$config" ] || { echo "sfb-compare: no such config: $config" >&2; exit 2; }
-[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "sfb-compare: --repeats must be >= 1, got $repeats" >&2; exit 2; }
+# Every number is checked before any work: exit 2 naming the option and the value.
+need_int() {  # <option> <value> <min>
+  [[ "$2" =~ ^[0-9]+$ ]] && [ "${#2}" -le 9 ] && [ "$2" -ge "$3" ] ||
+    { echo "sfb-compare: $1 must be an integer >= $3, got '$2'" >&2; exit 2; }
+}
+need_int --repeats "$repeats" 1
+need_int --np "$np" 1
+need_int --servers "$servers" 1
+[ -z "$q" ] || need_int --q "$q" 1
+[ -z "$k" ] || need_int --k "$k" 1
+IFS=, read -r -a stale_list <<< "$stales"
+for st in "${stale_list[@]}"; do
+  [ "$st" = inf ] || need_int --staleness "$st" 0
+done
+[ -z "$target" ] || [[ "$target" =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] ||
+  { echo "sfb-compare: --target must be a finite number >= 0, got '$target'" >&2; exit 2; }
 [ -x "$sfbd" ] || { echo "sfb-compare: no sfbd at $sfbd (set SFBD)" >&2; exit 2; }
 command -v gnuplot > /dev/null || { echo "sfb-compare: gnuplot is missing (scripts/install-deps.sh installs gnuplot-nox)" >&2; exit 2; }
 command -v jq > /dev/null || { echo "sfb-compare: jq is missing" >&2; exit 2; }
@@ -177,8 +192,10 @@ repeat_dirs() {  # <run>: its run directories
 }
 # The target: given, or the worst final objective (every run reached it).
 if [ -z "$target" ]; then
-  target=$(for r in "${runs[@]}"; do for d in $(repeat_dirs "$r"); do field final_objective "$d/summary.json"; done; done \
-           | sort -g | tail -1)
+  target=$(for r in "${runs[@]}"; do
+             mapfile -t ds < <(repeat_dirs "$r")
+             for d in "${ds[@]}"; do field final_objective "$d/summary.json"; done
+           done | sort -g | tail -1)
 fi
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
   awk -v t="$target" '$3 <= t { print $1; found = 1; exit } END { if (!found) print "-" }' "$1"
@@ -205,7 +222,8 @@ for r in "${runs[@]}"; do
   row_ttt[$r]=$(for d in "${dirs[@]}"; do ttt "$d/curve.dat"; done | stats)
   row_spc[$r]=$(for d in "${dirs[@]}"; do steady "$d"; done | stats)
   med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
-  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done | awk -v m="$med" '$1 == m { print $2; exit }')
+  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done |
+    awk -v m="$med" '$1 == m { sub(/^[^ ]* /, ""); print; exit }')
 done
 
 for r in "${runs[@]}"; do echo "$r ${row_dir[$r]}"; done > "$out/median_runs.txt"
@@ -286,32 +304,61 @@ base_ttt=""
   verdict
 } > "$out/table.md"
 
-# Plots, from each run's median repeat.
+# Plots, from each run's median repeat. gnuplot runs fixed scripts (plot_*.gp below) and gets every
+# name, path, label and number as an argument (ARGV): nothing a user or a file supplies is ever
+# spliced into a gnuplot command.
+gp_dir=$(mktemp -d)
+trap 'rm -rf "$gp_dir"' EXIT
+cat > "$gp_dir/lines.gp" <<'GP'
+# ARGV: png, x column, y column, x label, y label, title, target ("" for none), then (data file, title) pairs
+set terminal pngcairo size 900,560 noenhanced
+set output ARGV[1]
+set key top right
+set grid
+set xlabel ARGV[4]
+set ylabel ARGV[5]
+set title ARGV[6]
+if (strlen(ARGV[7]) > 0) { target = real(ARGV[7]); set arrow from graph 0, first target to graph 1, first target nohead dt 2 lc rgb 'gray' }
+xcol = int(ARGV[2])
+ycol = int(ARGV[3])
+plot for [i=8:ARGC:2] ARGV[i] using xcol:ycol with linespoints title ARGV[i+1]
+GP
+cat > "$gp_dir/bars.gp" <<'GP'
+# ARGV: bars.dat, bytes png, time png
+set terminal pngcairo size 900,560 noenhanced
+set output ARGV[2]
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8
+set logscale y
+set ylabel 'MB per clock (log)'
+set grid ytics
+set title 'network bytes per clock'
+set xtics rotate by -30
+plot ARGV[1] using ($2/1e6):xtic(1) title 'measured', '' using ($3/1e6) title 'theory'
+unset logscale y
+set output ARGV[3]
+set style histogram rowstacked
+set boxwidth 0.6
+set ylabel 'seconds (wall time of the run)'
+set title 'where the wall time went: compute, waiting on peers and updates, other'
+plot ARGV[1] using 4:xtic(1) title 'compute', '' using 5 title 'wait', '' using 6 title 'other'
+GP
+name=$(basename "$config")
 plot_lines() {  # <png> <xcol> <xlabel>
-  local cmd="set terminal pngcairo size 900,560 noenhanced; set output '$1'; set key top right; set grid;"
-  cmd+=" set xlabel '$3'; set ylabel 'objective'; set title 'objective, $(basename "$config")';"
-  cmd+=" set arrow from graph 0, first $target to graph 1, first $target nohead dt 2 lc rgb 'gray';"
-  local first=1
-  cmd+=" plot"
-  for r in "${runs[@]}"; do
-    [ $first = 1 ] || cmd+=","
-    first=0
-    cmd+=" '${row_dir[$r]}/curve.dat' using $2:3 with linespoints title '$r'"
-  done
-  gnuplot -e "$cmd"
+  local args=()
+  for r in "${runs[@]}"; do args+=("${row_dir[$r]}/curve.dat" "$r"); done
+  gnuplot -c "$gp_dir/lines.gp" "$1" "$2" 3 "$3" objective "objective, $name" "$target" "${args[@]}"
 }
 plot_lines "$out/objective_vs_time.png" 1 "seconds"
 plot_lines "$out/objective_vs_clock.png" 2 "clock"
-drift_cmd="set terminal pngcairo size 900,560 noenhanced; set output '$out/drift_vs_clock.png'; set key top right; set grid;"
-drift_cmd+=" set xlabel 'clock'; set ylabel 'replica drift'; set title 'replica drift, $(basename "$config")'; plot"
-first=1
+drift_args=()
 for r in "${runs[@]}"; do
-  [ -s "${row_dir[$r]}/drift.dat" ] || continue
-  [ $first = 1 ] || drift_cmd+=","
-  first=0
-  drift_cmd+=" '${row_dir[$r]}/drift.dat' using 1:2 with linespoints title '$r'"
+  [ -s "${row_dir[$r]}/drift.dat" ] && drift_args+=("${row_dir[$r]}/drift.dat" "$r")
 done
-[ $first = 1 ] || gnuplot -e "$drift_cmd"
+[ ${#drift_args[@]} -eq 0 ] ||
+  gnuplot -c "$gp_dir/lines.gp" "$out/drift_vs_clock.png" 1 2 clock "replica drift" "replica drift, $name" "" \
+    "${drift_args[@]}"
 for r in "${runs[@]}"; do
   sum="${row_dir[$r]}/summary.json"
   m=$(field bytes_per_clock "$sum")
@@ -319,14 +366,7 @@ for r in "${runs[@]}"; do
   wall=$(field seconds "$sum") comp=$(field compute_s_mean "$sum") wait=$(field wait_s_mean "$sum")
   echo "$r $m $(field theory_bytes_per_clock "$sum") $comp $wait $(awk -v w="$wall" -v c="$comp" -v x="$wait" 'BEGIN { print w - c - x }')"
 done > "$out/bars.dat"
-gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/bytes_per_clock.png'; set style data histograms;
-  set style histogram clustered gap 1; set style fill solid 0.8; set logscale y; set ylabel 'MB per clock (log)'; set grid ytics;
-  set title 'network bytes per clock'; set xtics rotate by -30;
-  plot '$out/bars.dat' using (\$2/1e6):xtic(1) title 'measured', '' using (\$3/1e6) title 'theory'"
-gnuplot -e "set terminal pngcairo size 900,560 noenhanced; set output '$out/time_breakdown.png'; set style data histograms;
-  set style histogram rowstacked; set style fill solid 0.8; set boxwidth 0.6; set ylabel 'seconds (wall time of the run)'; set grid ytics;
-  set title 'where the wall time went: compute, waiting on peers and updates, other'; set xtics rotate by -30;
-  plot '$out/bars.dat' using 4:xtic(1) title 'compute', '' using 5 title 'wait', '' using 6 title 'other'"
+gnuplot -c "$gp_dir/bars.gp" "$out/bars.dat" "$out/bytes_per_clock.png" "$out/time_breakdown.png"
 cat "$out/table.md"
 echo
 echo "plots: $out/{objective_vs_time,objective_vs_clock,bytes_per_clock,time_breakdown}.png; raw: $out/<run>/metrics.jsonl"

@@ -4,11 +4,13 @@
 # for the BSP-equivalent schemes sfb, fms and allreduce) and that every plot was written; then
 # sparse coding (a proximal model with sparse v) under SFB and under FMS with 2 servers, which
 # gather W for the column projection: the same final objective, and SFB's bytes match the theory
-# that counts v's nonzeros.
+# that counts v's nonzeros. The config's name and the output directory are hostile (quotes, a
+# gnuplot command, spaces): nothing runs and every plot is still written; numbers that are not
+# numbers (--target with a command, --np 0, --servers -1, --staleness x) exit 2 before any work.
 #   compare_test.sh <source dir> <build dir>
 set -euo pipefail
-SRC=$1
-export SFB_BUILD=$2 SFB_NO_BUILD=1  # built already; never rebuild while other tests run
+SRC=$(cd "$1" && pwd)
+export SFB_BUILD=$(cd "$2" && pwd) SFB_NO_BUILD=1  # built already; never rebuild while other tests run
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; cat "$OUT/table.md" 2>/dev/null; exit 1; }
@@ -28,11 +30,24 @@ train_sample = 500
 [stop]
 max_clocks = 100
 TOML
-"$SRC/scripts/sfb-compare.sh" --config "$OUT/job.toml" --np 3 --out "$OUT/cmp" > "$OUT/log" 2>&1 \
+mkdir -p "$OUT/a dir"
+cd "$OUT"  # a command that ran would leave PWNED here
+HOSTILE="$OUT/a dir/c'; print system(\"touch PWNED\"); x='.toml"
+cp "$OUT/job.toml" "$HOSTILE"
+for bad in "--target 1;print(system(\"touch PWNED\"))" "--np 0" "--np abc" "--servers -1" "--staleness x" "--repeats 0"; do
+  read -r opt val <<< "$bad"
+  code=0
+  "$SRC/scripts/sfb-compare.sh" --config "$HOSTILE" "$opt" "$val" --out "$OUT/bad" > "$OUT/bad.log" 2>&1 || code=$?
+  [ "$code" = 2 ] && grep -q -- "$opt" "$OUT/bad.log" || { cat "$OUT/bad.log"; fail "$opt '$val': exit $code, want 2 naming it"; }
+done
+"$SRC/scripts/sfb-compare.sh" --config "$HOSTILE" --np 3 --out "$OUT/cmp out" > "$OUT/log" 2>&1 \
   || { cat "$OUT/log"; fail "sfb-compare failed"; }
+[ ! -e "$OUT/PWNED" ] || fail "a command in the config's name ran"
+mv "$OUT/cmp out" "$OUT/cmp"
 cp "$OUT/cmp/table.md" "$OUT/table.md"
 cat "$OUT/table.md"
 for png in objective_vs_time objective_vs_clock bytes_per_clock time_breakdown; do
+  [ "$(head -c 4 "$OUT/cmp/$png.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "$png.png is not a PNG"
   [ -s "$OUT/cmp/$png.png" ] || fail "no $png.png"
 done
 for run in sfb-s0 halton-s0 fms-s0 allreduce-s0; do

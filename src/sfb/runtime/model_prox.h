@@ -1,7 +1,7 @@
 #pragma once
 // A model's proximal step for a rank that applies dense updates to W (or to a row shard of it)
 // without running a worker: the FMS parameter servers (sfb/baselines/fms_server.h). It is the step
-// the worker's update thread applies after each sender's batch (worker_update.cc), as plain
+// the worker's update thread applies after each sender's batch (update_thread.cc), as plain
 // callbacks so that the baselines need not see the model API.
 //
 // Threads: the callbacks call the model; use them from one thread.

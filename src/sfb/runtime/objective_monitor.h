@@ -121,10 +121,10 @@ class ObjectiveMonitor {
   int64_t drift_warnings_ = 0;                               // guarded by mu_
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
   int64_t drift_clock_ = -1;
-  int64_t last_checkpoint_ = -1;  // monitor thread: the clock of the last checkpoint this run wrote
+  int64_t last_checkpoint_ = -1;                   // monitor thread: the clock of the last checkpoint this run wrote
   std::unique_ptr<AtomicFileWriter> ckpt_writer_;  // monitor thread: a checkpoint written, not yet committed
   int64_t pending_clock_ = -1;
-  ThreadGroup thread_;            // last: its destructor stops the thread before the members it uses go
+  ThreadGroup thread_;  // last: its destructor stops the thread before the members it uses go
 };
 
 }  // namespace sfb::runtime

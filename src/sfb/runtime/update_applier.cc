@@ -204,8 +204,7 @@ void UpdateApplier::apply_sparse_feature_major(Matrix& W, std::span<const SfBatc
 #pragma omp parallel for schedule(static) num_threads(threads_) if (threads_ > 1)
     for (int64_t n = 0; n < n_cols; ++n) {
       if (n + 1 < n_cols) {
-        const char* next =
-            reinterpret_cast<const char*>(w + int64_t{cols_used_[static_cast<size_t>(n + 1)]} * J + j0);
+        const char* next = reinterpret_cast<const char*>(w + int64_t{cols_used_[static_cast<size_t>(n + 1)]} * J + j0);
         for (int64_t l = 0; l < prefetch_lines; ++l) __builtin_prefetch(next + 64 * l, 1);
       }
       const int32_t c = cols_used_[static_cast<size_t>(n)];

@@ -1,5 +1,5 @@
-// The worker: construction, run(), and the SF-compute thread. The update thread is in
-// worker_update.cc, the communication thread in worker_comm.cc (worker_state.h has the state).
+// The worker: construction and run(); its three threads are classes of their own
+// (compute_thread.h, update_thread.h, comm_thread.h) around the shared owners of worker_state.h.
 #include "sfb/runtime/worker.h"
 
 #include <algorithm>
@@ -13,6 +13,9 @@
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
 #include "sfb/io/sampler.h"
+#include "sfb/runtime/comm_thread.h"
+#include "sfb/runtime/compute_thread.h"
+#include "sfb/runtime/update_thread.h"
 #include "sfb/runtime/worker_state.h"
 
 namespace sfb::runtime {
@@ -102,8 +105,8 @@ ClockGate::Rule clock_rule(const Config& cfg, int rank, int P, const std::vector
 
 }  // namespace
 
-Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te, api::Model& m,
-                     WorkerHooks h, Exchange* ex)
+WorkerState::WorkerState(const Config& c, comm::Transport& tr, const io::Dataset& tn, const io::Dataset* te,
+                         api::Model& m, WorkerHooks h, Exchange* ex)
     : cfg(c),
       t(tr),
       train(tn),
@@ -117,98 +120,72 @@ Worker::State::State(const Config& c, comm::Transport& tr, const io::Dataset& tn
       weights_owner(std::make_shared<SharedWeights>(m.rows(), m.cols(), m.layout())),
       weights(*weights_owner) {}
 
-RankStats Worker::State::collect_stats() {
+WorkerState::~WorkerState() = default;
+
+RankStats WorkerState::collect_stats() {
   RankStats s;
   s.rank = rank;
   s.clocks = gate->stop_at();
-  for (auto v : pairs_sent_to) s.pairs_sent += v;
-  s.v_nonzeros_sent = v_nonzeros_sent;
-  s.pairs_received = pairs_received;
-  for (auto v : pairs_applied_from) s.pairs_applied += v;
+  for (auto v : comm->pairs_sent_to()) s.pairs_sent += v;
+  s.v_nonzeros_sent = comm->v_nonzeros_sent();
+  s.pairs_received = comm->pairs_received();
+  for (auto v : update->pairs_applied_from()) s.pairs_applied += v;
   s.checksum = matrix_checksum(weights.file_order_unlocked());  // streamed; the same in either layout
   for (int q = P; q < t.size(); ++q)
-    s.bytes_from_servers +=
-        t.counters(q).bytes_received - peer_traffic_at_start[static_cast<size_t>(q)].bytes_received;
+    s.bytes_from_servers += t.counters(q).bytes_received - peer_traffic_at_start[static_cast<size_t>(q)].bytes_received;
   fill_traffic_and_times(s);
   s.max_lead = gate->max_lead();
   return s;
 }
 
-void Worker::State::compute_loop() {
-  io::EpochSampler sampler(train.n, cfg.job.seed, static_cast<uint64_t>(rank));
-  // The minibatches are a function of (seed, rank, clock): a resumed run draws what an
-  // uninterrupted one would have drawn from here on.
-  sampler.skip(start_clock * K);
-  api::MiniBatch batch;
-  std::vector<int64_t> rows;
-  // commit() runs inside compute_sf, under the shared lock on W: the batch is queued only after
-  // the lock is released, or a full in-queue would block us while the update thread waits for W.
-  SfBatchPtr committed;
-  api::BatchSfWriter writer(J, D, [&committed](SfBatchPtr b) { committed = std::move(b); });
-  const bool gradient = model.update_rule() == api::UpdateRule::kGradientStep;
-  const bool sparse_v = model.sparse_v();
-  double waited_s = 0;
-  const auto allowed = [&](int64_t c) {
-    const bool go = gate->wait_for_clock(c, cfg.runtime.peer_timeout_s, &waited_s);
-    wait_ns = to_ns(waited_s);
-    return go;
-  };
-  for (int64_t c = start_clock; allowed(c); ++c) {
-    if (hooks.on_clock_start) hooks.on_clock_start(c);
-    Stopwatch sw;
-    sampler.next(K, rows);
-    api::gather(train, rows, batch);
-    batch.clock = c;
-    writer.begin(rank, c, K, gradient ? -step(c) / static_cast<float>(K) : 1.0f, sparse_v);
-    try {
-      const auto w = weights.read();
-      model.compute_sf(w.weights(), batch, writer);
-    } catch (const InvalidArgument& e) {
-      // A contract error of the writer (write_u / write_v / commit) names the plugin and the call.
-      throw InvalidArgument(fmt::format("model \"{}\"{}: compute_sf() at clock {}: {}", model.name(),
-                                        cfg.model.plugin.empty() ? "" : " (plugin " + cfg.model.plugin + ")", c,
-                                        e.what()));
-    }
-    SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit() at clock {}",
-              model.name(), c);
-    gate->own_committed();
-    // SFB applies its own batch like everyone's; a baseline gets it back inside the exchanged update.
-    if (!exchange) in_q.push({committed, nullptr});
-    out_q.push(std::move(committed));
-    compute_ns += to_ns(sw.seconds());
-    if (hooks.on_clock_committed) hooks.on_clock_committed(c);
+namespace {
+
+// W where training starts: streamed from a file, a given matrix, or the model's init().
+void initial_weights(WorkerState& s, const WorkerStart& start) {
+  auto w = s.weights.write();  // no other thread yet
+  if (start.load) {
+    start.load(w.assign_rows());  // streamed in file order: no second W
+  } else if (start.W) {
+    SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
+              "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
+              start.W->cols(), s.model.name(), s.J, s.D);
+    w.assign_row_major(*start.W);
+  } else {
+    Rng init_rng = make_rng(s.cfg.job.seed, 0x1417);
+    s.model.init(w.view(), init_rng);  // in the model's layout
   }
-  in_q.push({});
 }
+
+// Partial broadcast's reconciliation period and channel (the update thread's Reconciler uses them).
+void set_up_reconciliation(WorkerState& s) {
+  const auto mode = reconcile_mode(s.cfg);
+  if (mode.empty()) return;
+  const int q = s.topo.receivers_per_clock();
+  // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
+  // partition's non-zeros before it starts the worker; here 0 falls back to dense v.
+  s.reconcile_every =
+      s.cfg.sfb.reconcile_every > 0 ? s.cfg.sfb.reconcile_every : auto_reconcile_every(s.P, q, s.K, s.J, s.D, s.D);
+  s.reconcile_ch = std::make_unique<comm::QueueChannel>(s.t, comm::kTagReconcile);
+  if (s.rank == 0)
+    spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
+                 s.reconcile_every);
+}
+
+}  // namespace
 
 Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset& train, const io::Dataset* test,
                api::Model& model, WorkerHooks hooks, WorkerStart start, Exchange* exchange)
-    : s_(std::make_unique<State>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
+    : s_(std::make_unique<WorkerState>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
   auto& s = *s_;
   transport.set_peer_timeout(cfg.runtime.peer_timeout_s);  // the flush at the end waits at most this long
   SFB_CHECK((cfg.comm.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.comm.scheme,
             exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
   SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
-  s.applier =
-      std::make_unique<UpdateApplier>(std::max<int>(1, static_cast<int>(cfg.runtime.threads)), s.weights.layout());
   s.J = static_cast<int32_t>(model.rows());
   s.D = static_cast<int32_t>(model.cols());
   s.scaling_prox = has_scaling_prox(cfg, model);
   s.K = static_cast<int32_t>(cfg.optimizer.minibatch);
-  {
-    auto w = s.weights.write();  // no other thread yet
-    if (start.load) {
-      start.load(w.assign_rows());  // streamed in file order: no second W
-    } else if (start.W) {
-      SFB_CHECK(start.W->rows() == s.J && start.W->cols() == s.D,
-                "the checkpoint's W is {} x {} but model \"{}\" on this data needs {} x {}", start.W->rows(),
-                start.W->cols(), model.name(), s.J, s.D);
-      w.assign_row_major(*start.W);
-    } else {
-      Rng init_rng = make_rng(cfg.job.seed, 0x1417);
-      model.init(w.view(), init_rng);  // in the model's layout
-    }
-  }
+  initial_weights(s, start);
   SFB_CHECK(start.clock >= 0 && start.clock < cfg.stop.max_clocks,
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",
             start.clock, cfg.stop.max_clocks);
@@ -218,8 +195,6 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];
   s.sources.push_back(s.rank);
   std::sort(s.sources.begin(), s.sources.end());
-  s.pairs_sent_to.assign(static_cast<size_t>(s.P), 0);
-  s.pairs_applied_from.assign(static_cast<size_t>(s.P), 0);
   s.out_q.set_capacity(cfg.runtime.queue_capacity);
   // The in-queue holds this rank's batches plus every peer's: the compute thread and the
   // communication thread must never block each other on it for long.
@@ -229,28 +204,15 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
         cfg.eval, cfg.stop, monitor_outputs(cfg, s.P, s.start_clock), model,
         start.objective_rows && start.objective_rows->n > 0 ? *start.objective_rows : train, test, s.weights,
         cfg.eval.copies(4.0 * static_cast<double>(s.J) * static_cast<double>(s.D)));
-  s.sketcher = std::make_unique<DriftSketcher>(s.weights.stored_unlocked().rows(), s.weights.stored_unlocked().cols(),
-                                               cfg.job.seed);
-  if (const auto mode = reconcile_mode(cfg); !mode.empty()) {
-    const int q = s.topo.receivers_per_clock();
-    // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
-    // partition's non-zeros before it starts the worker; here 0 falls back to dense v.
-    s.reconcile_every =
-        cfg.sfb.reconcile_every > 0 ? cfg.sfb.reconcile_every : auto_reconcile_every(s.P, q, s.K, s.J, s.D, s.D);
-    s.reconcile_ch = std::make_unique<comm::QueueChannel>(transport, comm::kTagReconcile);
-    s.reconciler = std::make_unique<Reconciler>(*s.reconcile_ch, s.P, q + 1,
-                                                mode == "sum" ? Reconciler::Mode::kSum : Reconciler::Mode::kMean,
-                                                s.reconcile_every, s.start_clock, s.weights.stored_unlocked());
-    if (s.rank == 0)
-      spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
-                   s.reconcile_every);
-  }
+  set_up_reconciliation(s);
   s.gate = std::make_unique<ClockGate>(
       clock_rule(cfg, s.rank, s.P, s.sources, s.reconcile_every, exchange, transport.size()), s.start_clock,
       cfg.stop.max_clocks);
-  if (s.rank == 0) s.drift = std::make_unique<DriftCollector>(s.P);
+  s.compute = std::make_unique<ComputeThread>(s);
+  s.update = std::make_unique<UpdateThread>(s);
+  s.comm = std::make_unique<CommThread>(s);
   s.threads.on_abort([&s] {
-    // abort() wakes the threads blocked on a queue now; the null batch wakes an update thread
+    // abort() wakes the threads blocked on a queue now; the empty item wakes an update thread
     // that pops later (it checks aborted() after every pop).
     s.out_q.abort();
     s.in_q.abort();
@@ -268,9 +230,9 @@ WorkerResult Worker::run() {
   auto& s = *s_;
   s.since_start.reset();
   if (s.monitor) s.monitor->start();
-  s.threads.spawn([&s] { s.compute_loop(); });
-  s.threads.spawn([&s] { s.update_loop(); });
-  s.threads.spawn([&s] { s.comm_loop(); });
+  s.threads.spawn([&s] { s.compute->run(); });
+  s.threads.spawn([&s] { s.update->run(); });
+  s.threads.spawn([&s] { s.comm->run(); });
   std::exception_ptr error;
   try {
     s.threads.join();
@@ -285,18 +247,23 @@ WorkerResult Worker::run() {
     }
   }
   if (error) std::rethrow_exception(error);
+  return result();
+}
 
+// After the threads have ended: every thread's statistics, the final W, rank 0's records.
+WorkerResult Worker::result() const {
+  auto& s = *s_;
   WorkerResult r;
   r.seconds = s.since_start.seconds();
   r.self = s.collect_stats();
   r.weights = s.weights_owner;
-  r.pairs_sent_to = s.pairs_sent_to;
-  r.pairs_applied_from = s.pairs_applied_from;
+  r.pairs_sent_to = s.comm->pairs_sent_to();
+  r.pairs_applied_from = s.update->pairs_applied_from();
   r.start_clock = s.start_clock;
   r.final_clock = s.gate->stop_at();
-  if (s.reconciler) {
-    const auto& st = s.reconciler->stats();
-    r.reconcile_mode = Reconciler::mode_name(s.reconciler->mode());
+  if (const Reconciler* rec = s.update->reconciler()) {
+    const auto& st = rec->stats();
+    r.reconcile_mode = Reconciler::mode_name(rec->mode());
     r.reconcile_every = s.reconcile_every;
     r.reconciles = st.count;
     r.reconcile_s = st.seconds;
@@ -304,9 +271,9 @@ WorkerResult Worker::run() {
     r.reconcile_last_drift = st.last_drift;
   }
   if (s.rank == 0) {
-    r.all = s.stop->all_stats();
+    r.all = s.comm->stop().all_stats();
     r.evals = s.monitor->records();
-    r.stop_reason = s.stop->stop_reason();
+    r.stop_reason = s.comm->stop().stop_reason();
     // The monitor may judge the last evaluations after the stop protocol ended the job (at
     // max_clocks, say): weights that diverged still make a diverged run.
     if (const auto m = s.monitor->stop_reason(); m == "diverged" || m == "replica_drift") r.stop_reason = m;

@@ -13,8 +13,8 @@
 //  * Communication thread: serialises each own batch once and sends it to the out-neighbours,
 //    decodes received batches into the in-queue, runs the stop protocol and the final handshake.
 //
-// No data race on W: the compute thread reads W only while holding the shared side of w_mu_,
-// the update thread writes only while holding the exclusive side; the monitor gets copies.
+// No data race on W (shared_weights.h): the compute thread and the monitor read W only through a
+// shared-lock Reader, the update thread writes only through the exclusive Writer.
 //
 // Stop protocol (stop_protocol.h): rank 0 decides to stop (monitor, time limit, signal, or a peer's
 // request) and sends STOP_QUERY; each rank pauses before its next clock and replies with its
@@ -38,6 +38,8 @@
 #include "sfb/runtime/topology.h"
 
 namespace sfb::runtime {
+
+struct WorkerState;
 
 // Hooks for tests and studies (study_hooks.h); each is called on the thread named.
 struct WorkerHooks {
@@ -98,8 +100,8 @@ class Worker {
   WorkerResult run();
 
  private:
-  struct State;
-  std::unique_ptr<State> s_;
+  WorkerResult result() const;
+  std::unique_ptr<WorkerState> s_;
 };
 
 // Ranks that train: all of them, except fms.servers parameter-server ranks under comm.scheme = "fms".
