@@ -179,33 +179,15 @@ Bytes FileReader::read_head(size_t bytes) {
 }
 
 Bytes read_file(const std::string& path, const std::string& what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path, what, ec.message());
-  SFB_CHECK_DATA(fs::is_regular_file(status), "{}: cannot read {}: {}", path, what,
-                 fs::is_directory(status) ? "it is a directory" : "not a regular file");
+  FileReader in(path, what);
   // A file is read whole into memory: one larger than this process can allocate is refused by its
   // size, before anything is allocated, naming it (a model, checkpoint or CNN file).
-  const uint64_t size = fs::file_size(path, ec);
-  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path, what, ec.message());
   const int64_t available = available_memory_bytes(1);
-  SFB_CHECK_DATA(available <= 0 || size <= static_cast<uint64_t>(available),
+  SFB_CHECK_DATA(available <= 0 || in.size() <= static_cast<uint64_t>(available),
                  "{}: the {} is {:.1f} GiB, more than this process can allocate ({:.1f} GiB): not read", path, what,
-                 static_cast<double>(size) / (1 << 30), static_cast<double>(available) / (1 << 30));
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  SFB_CHECK_DATA(fd >= 0, "{}: cannot read {}: {}", path, what, std::strerror(errno));
-  Bytes out(static_cast<size_t>(size));
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  const int err = errno;
-  ::close(fd);
-  SFB_CHECK_DATA(got == out.size(), "{}: cannot read {}: {}", path, what, got < out.size() ? std::strerror(err) : "");
+                 static_cast<double>(in.size()) / (1 << 30), static_cast<double>(available) / (1 << 30));
+  Bytes out(static_cast<size_t>(in.size()));
+  in.read(out, "its data");
   return out;
 }
 
