@@ -43,9 +43,8 @@ struct Setup {
 // naming the file otherwise.
 sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& model) {
   sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile");
-  const auto j =
-      sfb::Json::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()), nullptr, false);
-  SFB_CHECK_DATA(!j.is_discarded(), "comm.auto_profile = {}: not JSON", cfg.comm.auto_profile);
+  const auto j = sfb::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                 "comm.auto_profile = " + cfg.comm.auto_profile);
   const auto p = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile);
   SFB_CHECK_DATA(p.J == model.rows() && p.D == model.cols() && p.K == cfg.optimizer.minibatch,
                  "comm.auto_profile = {}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}",
@@ -356,7 +355,8 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
   if (!measure) {
     // Rank 0 read and checked the file (recorded_profile); every rank parses its bytes.
     const std::string text(reinterpret_cast<const char*>(s.recorded_profile.data()), s.recorded_profile.size());
-    return sfb::predict::profile_from_json(sfb::Json::parse(text), "comm.auto_profile = " + cfg.comm.auto_profile);
+    const std::string name = "comm.auto_profile = " + cfg.comm.auto_profile;
+    return sfb::predict::profile_from_json(sfb::parse_json(text, name), name);
   }
   auto model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
   sfb::runtime::ProfileRequest req;

@@ -138,6 +138,24 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   j = to_json(p);
   j["format"] = "other";
   EXPECT_THROW(profile_from_json(j, "x.json"), DataError);
+  // Wrong types name the key (never nlohmann's bare type_error).
+  for (const char* key : {"format", "config", "reconcile"}) {
+    j = to_json(p);
+    j[key] = Json::array({1, 2});
+    EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+                ::testing::ThrowsMessage<DataError>(HasSubstr(fmt::format("x.json: \"{}\" must be a string", key))));
+  }
+}
+
+TEST(SchemeProfile, DeeplyNestedJsonIsRefusedWhileParsing) {
+  // A field nested 10^6 arrays deep: refused at depth 33, never built (it once overflowed the stack).
+  const std::string deep =
+      "{\"format\": \"sfb-scheme-profile/1\", \"x\": " + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  EXPECT_THAT([&] { parse_json(deep, "deep.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("deep.json: JSON nested deeper than 32 levels")));
+  EXPECT_THAT([&] { parse_json("{\"a\": ", "cut.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("cut.json: not JSON")));
+  EXPECT_EQ(parse_json("{\"a\": [[1]]}", "ok.json")["a"][0][0], 1);
 }
 
 struct Recorded {

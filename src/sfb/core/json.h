@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,14 @@ inline double fixed(double v, int decimals) {
   if (!std::isfinite(v)) return v;
   return std::strtod(fmt::format("{:.{}f}", v, decimals).c_str(), nullptr);
 }
+
+// Every JSON document sfb reads (scheme profiles, summaries): `text` parsed with a nesting limit,
+// enforced while it is parsed (a value nested deeper is refused before it is built, so nothing
+// recurses over it), and every syntax error turned into DataError naming `name`.
+Json parse_json(std::string_view text, const std::string& name, int max_depth = 32);
+// The string at `key` of object `j` ("" when absent); DataError naming `name` and the key when the
+// value is there but not a string.
+std::string json_string(const Json& j, const std::string& key, const std::string& name);
 
 // One line of JSON (metrics.jsonl), or the indented form (summary.json).
 inline std::string to_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }

@@ -135,15 +135,15 @@ Json to_json(const SchemeProfile& p) {
 }
 
 SchemeProfile profile_from_json(const Json& j, const std::string& source) {
-  SFB_CHECK_DATA(j.is_object() && j.value("format", "") == "sfb-scheme-profile/1",
+  SFB_CHECK_DATA(j.is_object() && json_string(j, "format", source) == "sfb-scheme-profile/1",
                  "{}: not an sfb scheme profile (\"format\" must be \"sfb-scheme-profile/1\"; sfbd --profile writes "
                  "one)",
                  source);
   SchemeProfile p;
   const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
   const auto big = 1e15;
-  p.config = j.value("config", "");
-  p.model = j.value("model", "");
+  p.config = json_string(j, "config", source);
+  p.model = json_string(j, "model", source);
   p.workers = static_cast<int>(num("workers", 1, 1 << 20));
   p.ranks_on_host = static_cast<int>(num("ranks_on_host", 1, 1 << 20));
   p.cores = static_cast<int>(num("cores", 1, 1 << 20));
@@ -171,20 +171,15 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.allreduce_a_us = num("allreduce_a_us", -1e9, 1e9);
   p.allreduce_b_us_per_byte = num("allreduce_b_us_per_byte", 0, 1e6);
   p.allreduce_r2 = num("allreduce_r2", -1e9, 1);
-  p.reconcile = j.value("reconcile", "");
+  p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   return p;
 }
 
 SchemeProfile read_profile(const std::string& path) {
   const Bytes bytes = read_file(path, "scheme profile");
-  Json j;
-  try {
-    j = Json::parse(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  } catch (const std::exception& e) {
-    throw DataError(fmt::format("{}: not JSON: {}", path, e.what()));
-  }
-  return profile_from_json(j, path);
+  return profile_from_json(
+      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path), path);
 }
 
 std::string Scheme::label() const {
