@@ -6,10 +6,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/hash.h"
 #include "testing/configs.h"
 #include "testing/files.h"
 #include "testing/rank_threads.h"
@@ -108,6 +112,20 @@ TEST(CnnFile, EveryCorruptionIsRefusedNamingTheField) {
   Bytes magic = good;
   magic[7] = std::byte{'X'};
   EXPECT_THAT(error_of(magic), HasSubstr("bad magic"));
+  // A layer's tensor claiming 2^31 x 2^31 floats, CRC fixed up: refused by the file's size before
+  // any allocation (the product once wrapped around and reached one).
+  Bytes huge = good;
+  const int64_t fc[2] = {3, 16}, big[2] = {int64_t{1} << 31, int64_t{1} << 31};
+  const auto* fc_bytes = reinterpret_cast<const std::byte*>(fc);
+  const auto at = std::search(huge.begin() + 64, huge.end(), fc_bytes, fc_bytes + 16);
+  ASSERT_NE(at, huge.end());
+  std::memcpy(&*at, big, 16);
+  std::byte head[64];
+  std::memcpy(head, huge.data(), 64);
+  std::memset(head + 44, 0, 4);
+  const uint32_t crc = crc32(std::span(huge).subspan(64), crc32(std::span<const std::byte>(head, 64)));
+  std::memcpy(huge.data() + 44, &crc, 4);
+  EXPECT_THAT(error_of(huge), HasSubstr("a 2147483648 x 2147483648 tensor brings the network to more floats than"));
   // Non-finite values are never written.
   CnnFile nan = sample_file(false);
   nan.params[3] = std::nanf("");

@@ -82,8 +82,13 @@ mgwfbp::Profile get_profile(ByteReader& r, const std::string& name) {
   return p;
 }
 
+// The tensors' shapes, each checked as it is read: the running total of floats is bounded by what
+// the file holds (4 bytes each), computed without overflow (2^31 x 2^31 tensors once wrapped and
+// reached an allocation).
 NetworkSpec get_network(ByteReader& r, const std::string& name) {
   NetworkSpec n;
+  const uint64_t file_floats = r.remaining() / 4;
+  uint64_t total = 0;
   n.input = get_string(r, name, "input");
   const auto layers = r.get<uint32_t>("layers");
   SFB_CHECK_DATA(layers >= 1 && layers <= kMaxLayers, "{}: {} layers (1 to {})", name, layers, kMaxLayers);
@@ -97,6 +102,12 @@ NetworkSpec get_network(ByteReader& r, const std::string& name) {
       const auto rows = r.get<int64_t>("tensor rows"), cols = r.get<int64_t>("tensor cols");
       SFB_CHECK_DATA(rows >= 0 && cols >= 0 && rows <= (int64_t{1} << 31) && cols <= (int64_t{1} << 31),
                      "{}: layer {} ({}): implausible tensor {} x {}", name, i, excerpt(e.label), rows, cols);
+      uint64_t floats = 0;
+      SFB_CHECK_DATA(!__builtin_mul_overflow(static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), &floats) &&
+                         !__builtin_add_overflow(total, floats, &total) && total <= file_floats,
+                     "{}: layer {} ({}): a {} x {} tensor brings the network to more floats than the file's {} "
+                     "bytes hold",
+                     name, i, excerpt(e.label), rows, cols, file_floats * 4);
       e.shapes.emplace_back(rows, cols);
     }
   }
@@ -106,7 +117,7 @@ NetworkSpec get_network(ByteReader& r, const std::string& name) {
 int64_t tensor_floats(const NetworkSpec& n) {
   int64_t total = 0;
   for (const auto& e : n.layers)
-    for (const auto& [r, c] : e.shapes) total += r * c;  // each factor <= 2^31, at most 2^20 tensors: no overflow
+    for (const auto& [r, c] : e.shapes) total += r * c;  // decoded shapes are bounded by their file (get_network)
   return total;
 }
 
