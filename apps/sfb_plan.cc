@@ -63,7 +63,12 @@ std::vector<int> parse_nodes(const std::string& list) {
 }
 
 Link link_of(const std::string& name, const SchemeProfile& p) {
-  return name == "fitted" ? p.link : sfb::predict::named_link(name);
+  if (name == "fitted") return p.link;
+  try {
+    return sfb::predict::named_link(name);
+  } catch (const sfb::InvalidArgument& e) {
+    throw sfb::InvalidArgument(fmt::format("--links: {}", e.what()));
+  }
 }
 
 std::string seconds(double s) { return s < 0 ? "-" : s < 1 ? fmt::format("{:.4f}", s) : fmt::format("{:.3f}", s); }
@@ -101,7 +106,8 @@ int run(int argc, char** argv) {
                  "Comma list of sfb, halton[:Q], fms[:S] (fms:n: a server per node), allreduce");
   app.add_flag("--one-host", o.one_host,
                "Every rank on the profiled host, sharing its cores (the netns cluster); default: a node each");
-  app.add_option("--clocks", o.clocks, "Clocks to the target objective (from a measured run): time to target");
+  app.add_option("--clocks", o.clocks, "Clocks to the target objective (from a measured run): time to target")
+      ->check(CLI::Range(1.0, 1e15));  // NaN passes a range: checked again below
   app.add_option("--at", o.at, "N of the link-rate crossover (default: the profile's workers)");
   app.add_option("--csv", o.csv, "Also write every prediction as CSV");
   if (const auto code = sfb_tools::parse_args(app, argc, argv, true)) return *code;
@@ -110,6 +116,11 @@ int run(int argc, char** argv) {
   std::vector<Scheme> schemes;
   for (const auto& s : sfb::split_trimmed(o.schemes, ',')) schemes.push_back(sfb::predict::parse_scheme(s));
   SFB_CHECK(!schemes.empty(), "--schemes is empty");
+  SFB_CHECK(app.count("--clocks") == 0 || (std::isfinite(o.clocks) && o.clocks >= 1),
+            "--clocks must be a finite number of clocks >= 1, got {}", o.clocks);
+  SFB_CHECK(!sfb::split_trimmed(o.links, ',').empty(), "--links is empty: name at least one link (fitted, {})",
+            fmt::join(sfb::predict::named_links(), ", "));
+  for (const auto& lname : sfb::split_trimmed(o.links, ',')) link_of(lname, p);  // every name, before any output
   const int per_host = o.one_host ? 0 : 1;
   fmt::print(
       "# sfb-plan: {} ({}), W {} x {}, K = {}, {} v; profiled on {} workers ({} ranks on {} cores, "

@@ -79,6 +79,16 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "sfb-plan on a non-profile: exit $rc"
+# Arguments that are not numbers or name nothing: exit 2 naming the option, no table.
+for bad in "--clocks inf" "--clocks nan" "--clocks 0" "--links ,"; do
+  read -r opt val <<< "$bad"
+  set +e
+  "$PLAN" --profile "$OUT/p.json" "$opt" "$val" > "$OUT/plan_bad.log" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && grep -q -- "$opt" "$OUT/plan_bad.log" && ! grep -q '^| N |' "$OUT/plan_bad.log" ||
+    { cat "$OUT/plan_bad.log"; fail "sfb-plan $opt '$val': exit $rc, want 2 naming it"; }
+done
 
 echo "== the installed sfb-compare, outside the source tree"
 cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
