@@ -24,7 +24,8 @@ struct Job {
   sfb::comm::MpiSession& mpi;
   Watchdog& watchdog;
   std::unique_ptr<sfb::comm::Transport> transport;
-  std::string resume_path;  // --resume
+  std::string resume_path;   // --resume
+  std::string profile_path;  // --profile: claimed and proven writable with the outputs, before any work
   // Rank 0, for the whole job: output.dir and every other directory an output path names.
   std::vector<std::unique_ptr<sfb::DirectoryLock>> output_locks;
   bool check_only = false;  // --check: validate everything, train nothing

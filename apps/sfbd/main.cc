@@ -93,6 +93,13 @@ void Job::claim_outputs() {
   // Each directory written into, with the key that first names it (output.dir first).
   std::vector<std::pair<std::string, std::string>> dirs = {
       {std::filesystem::absolute(out.dir).lexically_normal().string(), "output.dir"}};
+  // --profile's file (relative to the working directory, not output.dir) is claimed like any output:
+  // it may not be another output or a live job's file, and its directory must take a file.
+  if (!profile_path.empty()) {
+    const auto path = std::filesystem::absolute(profile_path).lexically_normal();
+    by_path.emplace(path.string(), "--profile");
+    if (path.parent_path().string() != dirs.front().first) dirs.emplace_back(path.parent_path().string(), "--profile");
+  }
   for (const auto& [key, file] : files) {
     if (file.empty()) continue;
     const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
@@ -122,7 +129,12 @@ void Job::claim_outputs() {
     } catch (const sfb::InvalidArgument& e) {
       throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
     }
-    output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
+    try {
+      output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
+    } catch (const sfb::InvalidArgument& e) {
+      if (key == "output.dir") throw;
+      throw sfb::InvalidArgument(fmt::format("{} {} is in another job's directory: {}", key, dir, e.what()));
+    }
   }
   for (const auto& [path, key] : by_path)
     if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
@@ -264,6 +276,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
+  job.profile_path = cli.profile_path;
   if (cli.show) {
     if (mpi.rank() != 0) return kExitOk;
     const auto& c = job.cfg;

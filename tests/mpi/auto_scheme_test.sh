@@ -63,6 +63,20 @@ grep -q "scheme_profile_mlr512_k1024_4h.json: the profile is of W 512 x 512 at K
 [ "$rc2" = 2 ] || { cat "$OUT/bad2.log"; fail "a missing profile: exit $rc2"; }
 grep -q "none.json" "$OUT/bad2.log" || { cat "$OUT/bad2.log"; fail "missing profile message"; }
 
+echo "== sfbd --profile claims its file before any work: exit 2 within seconds, nothing replaced"
+mkdir -p "$OUT/prof"
+echo keep > "$OUT/prof/metrics.jsonl"
+for target in "$OUT" "/proc/no/such/p.json" "$OUT/prof/metrics.jsonl"; do
+  start=$(date +%s)
+  set +e
+  sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set "output.dir=\"$OUT/prof\"" --profile "$target" > "$OUT/claim.log" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] && grep -q -- "--profile" "$OUT/claim.log" && [ $(($(date +%s) - start)) -lt 30 ] ||
+    { cat "$OUT/claim.log"; fail "--profile $target: exit $rc, want 2 naming --profile before profiling"; }
+done
+[ "$(cat "$OUT/prof/metrics.jsonl")" = keep ] || fail "--profile replaced the run's metrics"
+
 echo "== sfbd --profile and sfb-plan"
 sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set "output.dir=\"$OUT/prof\"" \
   --profile "$OUT/p.json" > "$OUT/prof.log" 2>&1 || { cat "$OUT/prof.log"; fail "sfbd --profile"; }
