@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One W per rank: a 128 MiB W (J = 4096 classes x D = 8192 sparse features) trained on 4 ranks with
-# evaluations, checkpoints and partial broadcast with reconciliation, then under the all-reduce, under
+# One W per rank: a 64 MiB W (J = 2048 classes x D = 8192 sparse features + bias, just over the
+# 64 MiB below which rank 0 keeps one snapshot) trained on 4 ranks with evaluations, checkpoints and
+# partial broadcast with reconciliation, then under the all-reduce, under
 # FMS (4 workers + 1 server), and resumed from a checkpoint. For every rank, summary.json's measured
 # peak RSS (getrusage) less what the process held before training must stay within 1.25 x its W
 # (a server: its shard) plus the estimate's bounded parts (batches, workspaces, blocks), and the
@@ -17,11 +18,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 source "$SRC/scripts/common.sh"
 export OMP_NUM_THREADS=1
 CFG="$SRC/configs/synthetic_sparse.toml"
-COMMON=(--set data.features=8192 --set data.classes=4096 --set data.synthetic_samples=3000
+COMMON=(--set data.features=8192 --set data.classes=2048 --set data.synthetic_samples=3000
   --set data.synthetic_test_samples=300 --set data.synthetic_density=0.01 --set optimizer.minibatch=16
-  --set sfb.staleness=0 --set stop.max_clocks=8 --set eval.every=2 --set eval.train_sample=300
+  --set sfb.staleness=0 --set stop.max_clocks=6 --set eval.every=2 --set eval.train_sample=300
   --set checkpoint.every=3)
-W=$((4096 * 8192 * 4))
+W=$((2048 * 8193 * 4))
 run() {
   local dir=$1 np=$2
   shift 2
@@ -52,7 +53,7 @@ echo "== FMS: 4 workers and 1 parameter server"
 run fms 5 --set 'comm.scheme="fms"' --set fms.servers=1
 check fms 1
 echo "== resumed from the Halton run's checkpoint (streamed into every replica)"
-run resumed 4 --resume "$OUT/halton/ckpt.bin" --set stop.max_clocks=10
+run resumed 4 --resume "$OUT/halton/ckpt.bin" --set stop.max_clocks=8
 check resumed 1
 echo "== control: eval.snapshot = \"copy\" keeps one more W on rank 0, and the measurement sees it"
 run copy 4 --set 'eval.snapshot="copy"'
