@@ -31,7 +31,7 @@ class ClockGate {
     std::vector<int> sources;       // in-neighbours and this rank, ascending: the BSP apply order
     int64_t bound = 0;              // staleness s, or ASP's window
     bool own_batches = true;        // SFB: this rank's own batches of clocks < c must be applied
-    bool reads_own_writes = false;  // a baseline's own kOwnDense updates of clocks < c must be applied
+    bool reads_own_writes = false;  // a baseline's own updates (DenseUpdate::kOwn) of clocks < c must be applied
     int64_t reconcile_every = 0;    // 0: no reconciliation
     std::string exchange;           // the baseline's name ("" for SFB), for messages
     std::string via;                // " (their clocks come through ...)" for the timeout message
@@ -54,7 +54,7 @@ class ClockGate {
   // Update thread.
   // Batches applied (SF batches or clock markers): CommError on a gap or repeat of a sender's clocks.
   void applied(std::span<const SfBatch* const> batches);
-  // A baseline's dense item: own update (kOwnDense) of `clock`, or every source's clock `clock`.
+  // A baseline's dense item: own update (DenseUpdate::kOwn) of `clock`, or every source's clock `clock`.
   void applied_own_dense(int64_t clock);
   void applied_dense(int64_t clock);
   void reconciled(int64_t clock);
@@ -77,7 +77,7 @@ class ClockGate {
   std::condition_variable cv_;
   std::vector<int64_t> applied_;   // per rank: batches applied (= clocks, they arrive in order)
   std::vector<int64_t> received_;  // per rank: batches received (own: committed), for diagnostics
-  int64_t own_applied_ = 0;        // a baseline with read-my-writes: own kOwnDense updates applied
+  int64_t own_applied_ = 0;        // a baseline with read-my-writes: own kOwn updates applied
   int64_t stop_at_ = 0;            // clocks every rank computes
   int64_t started_ = 0;            // clocks this rank has started computing
   int64_t reconciled_ = 0;         // the clock of the last reconciliation

@@ -68,7 +68,6 @@ class ObjectiveMonitor {
   void finish();
   // Stops the monitor; a request not yet taken is dropped.
   void abort();
-  bool snapshots() const { return snapshot_; }
   // Empty while training should go on.
   std::string stop_reason() const;
   std::vector<EvalRecord> records() const;
