@@ -5,6 +5,7 @@
 #include <span>
 
 #include "sfb/core/files.h"
+#include "sfb/core/hash.h"
 
 namespace sfb {
 
@@ -51,15 +52,28 @@ void for_each_row_block(const RowSource& src, const RowSink& fn, int64_t block_b
   }
 }
 
-void read_row_blocks(FileReader& in, int64_t rows, int64_t cols, const RowSink& fn, int64_t block_bytes) {
-  if (rows == 0 || cols == 0) return;
-  const int64_t per = std::min(rows, rows_per_block(cols, block_bytes));
-  std::vector<float> buf(static_cast<size_t>(per * cols));
-  for (int64_t r0 = 0; r0 < rows; r0 += per) {
-    const int64_t n = std::min(per, rows - r0);
-    in.read(std::as_writable_bytes(std::span(buf.data(), static_cast<size_t>(n * cols))), "W");
-    fn(r0, n, buf.data());
-  }
+uint32_t write_row_blocks(AtomicFileWriter& out, const RowSource& src, uint32_t crc) {
+  for_each_row_block(src, [&](int64_t, int64_t n, const float* data) {
+    const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * src.cols)));
+    crc = crc32(bytes, crc);
+    out.write(bytes);
+  });
+  return crc;
+}
+
+uint32_t read_row_blocks(FileReader& in, int64_t rows, int64_t cols, const RowSink& fn, uint32_t crc,
+                         int64_t block_bytes) {
+  const RowSource file{rows, cols, [&in, cols](int64_t, int64_t n, float* out) {
+                         in.read(std::as_writable_bytes(std::span(out, static_cast<size_t>(n * cols))), "W");
+                       }};
+  for_each_row_block(
+      file,
+      [&](int64_t r0, int64_t n, const float* data) {
+        crc = crc32(std::as_bytes(std::span(data, static_cast<size_t>(n * cols))), crc);
+        fn(r0, n, data);
+      },
+      block_bytes);
+  return crc;
 }
 
 }  // namespace sfb

@@ -39,10 +39,14 @@ RowSink row_sink(Matrix& stored, Layout l);
 // about `block_bytes`.
 void for_each_row_block(const RowSource& src, const RowSink& fn, int64_t block_bytes = kRowBlockBytes);
 
+class AtomicFileWriter;
 class FileReader;
-// Reads a rows x cols float32 matrix in file order from `in` (at its current position) into `fn`,
-// block by block.
-void read_row_blocks(FileReader& in, int64_t rows, int64_t cols, const RowSink& fn,
-                     int64_t block_bytes = kRowBlockBytes);
+// The data of a model file or checkpoint: `src` appended to `out` block by block; returns the
+// CRC-32 of those bytes continued from `crc`.
+uint32_t write_row_blocks(AtomicFileWriter& out, const RowSource& src, uint32_t crc);
+// A rows x cols float32 matrix in file order read from `in` (at its current position) into `fn`,
+// block by block; returns the CRC-32 of its bytes continued from `crc`.
+uint32_t read_row_blocks(FileReader& in, int64_t rows, int64_t cols, const RowSink& fn, uint32_t crc,
+                         int64_t block_bytes = kRowBlockBytes);
 
 }  // namespace sfb

@@ -137,12 +137,7 @@ std::unique_ptr<AtomicFileWriter> begin_checkpoint(const std::string& path, Chec
   auto out = std::make_unique<AtomicFileWriter>(path);
   const Bytes header = encode_header(info, 0);
   out->write(header);
-  uint32_t crc = header_crc(header);
-  for_each_row_block(W, [&](int64_t, int64_t n, const float* data) {
-    const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * W.cols)));
-    crc = crc32(bytes, crc);
-    out->write(bytes);
-  });
+  const uint32_t crc = write_row_blocks(*out, W, header_crc(header));
   out->write_at(0, encode_header(info, crc));
   return out;
 }
@@ -154,14 +149,7 @@ CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowS
   const CheckpointInfo info =
       decode_checkpoint_header(header, in.size() - std::min<uint64_t>(in.size(), kCheckpointHeaderBytes), path);
   const RowSink sink = open(info);
-  uint32_t crc = header_crc(header);
-  read_row_blocks(
-      in, info.rows, info.cols,
-      [&](int64_t r0, int64_t n, const float* data) {
-        crc = crc32(std::as_bytes(std::span(data, static_cast<size_t>(n * info.cols))), crc);
-        sink(r0, n, data);
-      },
-      block_bytes);
+  const uint32_t crc = read_row_blocks(in, info.rows, info.cols, sink, header_crc(header), block_bytes);
   SFB_CHECK_DATA(crc == stored_crc(header),
                  "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt", path,
                  stored_crc(header), crc);

@@ -64,12 +64,7 @@ void write_model(const std::string& path, const Matrix& w) { write_model(path, r
 void write_model(const std::string& path, const RowSource& w) {
   AtomicFileWriter out(path);
   out.write(encode_header(w.rows, w.cols, 0));
-  uint32_t crc = 0;
-  for_each_row_block(w, [&](int64_t, int64_t n, const float* data) {
-    const auto bytes = std::as_bytes(std::span(data, static_cast<size_t>(n * w.cols)));
-    crc = crc32(bytes, crc);
-    out.write(bytes);
-  });
+  const uint32_t crc = write_row_blocks(out, w, 0);
   out.write_at(0, encode_header(w.rows, w.cols, crc));
   out.commit();
 }
@@ -89,11 +84,7 @@ void read_model(const std::string& path, const std::function<RowSink(int64_t row
   const Bytes head = in.read_head(kModelHeaderBytes);
   const Header h = decode_header(head, in.size() - std::min<uint64_t>(in.size(), kModelHeaderBytes), path);
   const RowSink sink = open(h.rows, h.cols);
-  uint32_t crc = 0;
-  read_row_blocks(in, h.rows, h.cols, [&](int64_t r0, int64_t n, const float* data) {
-    crc = crc32(std::as_bytes(std::span(data, static_cast<size_t>(n * h.cols))), crc);
-    sink(r0, n, data);
-  });
+  const uint32_t crc = read_row_blocks(in, h.rows, h.cols, sink, 0);
   SFB_CHECK_DATA(crc == h.crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", path,
                  h.crc, crc);
 }
