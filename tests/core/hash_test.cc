@@ -27,5 +27,21 @@ TEST(Hash, MatrixChecksumSeesOneBitAndShape) {
   EXPECT_NE(matrix_checksum(a), matrix_checksum(c));
 }
 
+// The streamed fingerprint (a replica in file order, block by block) is the in-memory one: for a
+// row-major matrix, for its transpose kept feature-major, and across blocks of one row each.
+TEST(Hash, StreamedMatrixChecksumEqualsTheInMemoryOne) {
+  const Matrix W = Matrix::Random(37, 5);
+  const Matrix stored = W.transpose();
+  EXPECT_EQ(matrix_checksum(row_source(W)), matrix_checksum(W));
+  EXPECT_EQ(matrix_checksum(row_source(stored, Layout::kFeatureMajor)), matrix_checksum(W));
+  const Matrix half = 0.5f * W;
+  EXPECT_EQ(matrix_checksum(row_source(W, Layout::kRowMajor, 0.5f)), matrix_checksum(half));
+  uint64_t rows_one_by_one = 0;
+  RowSource src = row_source(W);
+  for_each_row_block(
+      src, [&](int64_t, int64_t n, const float*) { rows_one_by_one += n; }, 4 * 5);
+  EXPECT_EQ(rows_one_by_one, 37u);
+}
+
 }  // namespace
 }  // namespace sfb

@@ -32,11 +32,22 @@ uint32_t crc32(std::span<const std::byte> data, uint32_t running) {
   return static_cast<uint32_t>(crc);
 }
 
-uint64_t matrix_checksum(const Matrix& m) { return matrix_checksum(row_source(m)); }
+namespace {
+// The fingerprint's start: the shape, before the floats' bytes.
+uint64_t shape_hash(int64_t rows, int64_t cols) {
+  const int64_t shape[2] = {rows, cols};
+  return fnv1a64(std::as_bytes(std::span(shape)));
+}
+}  // namespace
+
+// A row-major matrix is already in file order: hashed where it lies (sparse coding fingerprints B at
+// every evaluation), not copied block by block.
+uint64_t matrix_checksum(const Matrix& m) {
+  return fnv1a64(std::as_bytes(std::span(m.data(), static_cast<size_t>(m.size()))), shape_hash(m.rows(), m.cols()));
+}
 
 uint64_t matrix_checksum(const RowSource& m) {
-  const int64_t shape[2] = {m.rows, m.cols};
-  uint64_t h = fnv1a64(std::as_bytes(std::span(shape)));
+  uint64_t h = shape_hash(m.rows, m.cols);
   for_each_row_block(m, [&h, cols = m.cols](int64_t, int64_t n, const float* data) {
     h = fnv1a64(std::as_bytes(std::span(data, static_cast<size_t>(n * cols))), h);
   });
