@@ -1,5 +1,6 @@
 // job.mode = "sfb": a worker per rank (sfb/runtime/worker.h) under the configured scheme, or a
 // parameter server on the ranks after the workers (comm.scheme = "fms").
+#include <functional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -52,17 +53,30 @@ sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& 
   return bytes;
 }
 
-// Checks a model file without keeping it: its shape fits the model, its CRC holds, every value is
-// finite (one streaming pass; `what` names where the path came from). Throws DataError.
-void check_model_file(const std::string& what, const std::string& path, const sfb::api::Model& model) {
+// Rows of `cols` floats that must all be finite on their way to `next` (none: only checked);
+// `bad(first, last)` words the DataError for the rows of a block that is not.
+sfb::RowSink finite_rows(int64_t cols, std::function<std::string(int64_t, int64_t)> bad, sfb::RowSink next = {}) {
+  return [cols, bad = std::move(bad), next = std::move(next)](int64_t r0, int64_t n, const float* data) {
+    SFB_CHECK_DATA(Eigen::Map<const Eigen::ArrayXf>(data, n * cols).allFinite(), "{}", bad(r0, r0 + n - 1));
+    if (next) next(r0, n, data);
+  };
+}
+
+// Checks a model file in one streaming pass: its shape fits the model, its CRC holds, every value is
+// finite; the rows also go to `into` when given (whose contents are to be discarded when this
+// throws). `what` names where the path came from. Throws DataError.
+void check_model_file(const std::string& what, const std::string& path, const sfb::api::Model& model,
+                      sfb::RowSink into = {}) {
   sfb::io::read_model(path, [&](int64_t rows, int64_t cols) -> sfb::RowSink {
     SFB_CHECK_DATA(rows == model.rows() && cols == model.cols(),
                    "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, rows, cols,
                    model.name(), model.rows(), model.cols());
-    return [what, path, cols](int64_t r0, int64_t n, const float* data) {
-      const Eigen::Map<const Eigen::ArrayXf> block(data, n * cols);
-      SFB_CHECK_DATA(block.allFinite(), "{} {}: W has non-finite values (rows {}..{})", what, path, r0, r0 + n - 1);
-    };
+    return finite_rows(
+        cols,
+        [what, path](int64_t r0, int64_t r1) {
+          return fmt::format("{} {}: W has non-finite values (rows {}..{})", what, path, r0, r1);
+        },
+        std::move(into));
   });
 }
 
@@ -130,12 +144,12 @@ sfb::io::CheckpointInfo verify_checkpoint(const sfb::Config& cfg, const std::str
                                           const sfb::api::Model* model) {
   return sfb::io::read_checkpoint(path, [&](const sfb::io::CheckpointInfo& info) -> sfb::RowSink {
     check_resumable(cfg, path, info, model);
-    return [&path, cols = info.cols](int64_t r0, int64_t n, const float* data) {
-      SFB_CHECK_DATA(Eigen::Map<const Eigen::ArrayXf>(data, n * cols).allFinite(),
-                     "{}: the checkpoint's W has non-finite values (rows {}..{}; its CRC is valid: it was written "
-                     "so); resume from an earlier checkpoint",
-                     path, r0, r0 + n - 1);
-    };
+    return finite_rows(info.cols, [&path](int64_t r0, int64_t r1) {
+      return fmt::format(
+          "{}: the checkpoint's W has non-finite values (rows {}..{}; its CRC is valid: it was written so); resume "
+          "from an earlier checkpoint",
+          path, r0, r1);
+    });
   });
 }
 
@@ -286,10 +300,10 @@ int evaluate_sfb(Job& job, const std::string& path) {
     sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
     data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     model = sfb::models::make_model(cfg, data.train, data.total_train, 0, 1);
-    check_model_file("--evaluate", path, *model);
+    // One pass: checked and read into the model's layout together.
     stored.resize(sfb::stored_rows(model->layout(), model->rows(), model->cols()),
                   sfb::stored_cols(model->layout(), model->rows(), model->cols()));
-    sfb::io::read_model(path, [&](int64_t, int64_t) { return sfb::row_sink(stored, model->layout()); });
+    check_model_file("--evaluate", path, *model, sfb::row_sink(stored, model->layout()));
   });
   if (!ok) return kExitBadInput;
   if (job.rank() != 0) return kExitOk;
