@@ -41,7 +41,7 @@ void AllreduceExchange::on_message(comm::Message&& m) { channel_->push(std::move
 void AllreduceExchange::gemm_loop() {
   // Blocks of the stored matrix's rows (the workers' layout).
   const int64_t R = host_.rows(), C = host_.cols();
-  const int64_t bytes = std::clamp<int64_t>(4 * R * C / 32, int64_t{1} << 20, kMaxBlockBytes);
+  const int64_t bytes = dense_allreduce_block_bytes(4 * R * C);
   const int64_t rows = rows_per_block(C, bytes);
   std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
   // The first block is small: nothing is on the wire until it is formed.

@@ -8,7 +8,7 @@
 // Bucketed like DDP: the update is formed in row blocks of a thirty-second of W (1 - 32 MiB), and
 // each block is all-reduced as soon as it is formed while the next one is computed, then handed to
 // the update thread, which adds it to W (sums per element are in rank order whatever the blocks, so
-// replicas stay bitwise identical). The blocks come from a pool of kBlocksInFlight buffers: memory is
+// replicas stay bitwise identical). The blocks come from a pool of kDenseAllreduceBlocksInFlight buffers: memory is
 // bounded by them, never a W-sized update, however far the GEMM runs ahead.
 //
 // Threads: the worker's communication thread hands over own batches and the all-reduce's messages
@@ -24,6 +24,7 @@
 #include "sfb/comm/transport.h"
 #include "sfb/core/bounded_queue.h"
 #include "sfb/core/buffer_pool.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
@@ -42,8 +43,6 @@ class AllreduceExchange final : public runtime::Exchange {
   void abort() override;
 
  private:
-  static constexpr int64_t kMaxBlockBytes = int64_t{32} << 20;
-  static constexpr int kBlocksInFlight = 4;
   struct Block {
     int64_t clock = 0;
     std::shared_ptr<Matrix> sum;  // from pool_
@@ -58,7 +57,7 @@ class AllreduceExchange final : public runtime::Exchange {
   int rank_ = 0, P_ = 1;
   BoundedQueue<SfBatchPtr> own_;
   BoundedQueue<std::shared_ptr<Block>> blocks_;  // formed, to all-reduce; null stops the reduce thread
-  BufferPool pool_{kBlocksInFlight};
+  BufferPool pool_{kDenseAllreduceBlocksInFlight};
   std::unique_ptr<comm::QueueChannel> channel_;
   std::unique_ptr<comm::Allreduce> allreduce_;
   std::thread gemm_thread_, reduce_thread_;

@@ -53,4 +53,17 @@ inline int64_t auto_reconcile_every(int workers, int q, int64_t K, int64_t J, in
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(reduce / (budget * factors))));
 }
 
+// W's all-reduces go in row blocks, so no W-sized buffer exists beside W (docs/design.md,
+// "Memory"): the dense baseline's blocks are a thirty-second of W's `w_bytes`, 1 - 32 MiB, with
+// kDenseAllreduceBlocksInFlight of them formed, reduced or waiting to be applied; the
+// reconciliation's a sixteenth, 1 - 16 MiB, one at a time. The engines and the memory estimate
+// take their sizes from here.
+inline constexpr int kDenseAllreduceBlocksInFlight = 4;
+inline int64_t dense_allreduce_block_bytes(int64_t w_bytes) {
+  return std::clamp<int64_t>(w_bytes / 32, int64_t{1} << 20, int64_t{32} << 20);
+}
+inline int64_t reconcile_block_bytes(int64_t w_bytes) {
+  return std::clamp<int64_t>(w_bytes / 16, int64_t{1} << 20, int64_t{16} << 20);
+}
+
 }  // namespace sfb

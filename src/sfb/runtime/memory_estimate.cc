@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "sfb/core/collective_cost.h"
+
 namespace sfb::runtime {
 namespace {
 
@@ -37,7 +39,9 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
       cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full" && cfg.sfb.staleness == 0 && cfg.sfb.reconcile != "off";
   if (partial && cfg.sfb.reconcile == "sum")
     e.add("the reconciliation's previous consensus (sfb.reconcile = \"sum\")", "sfb.reconcile", w);
-  if (partial) e.add("the reconciliation's row block", "sfb.reconcile", std::clamp(w / 16, kMiB, 16 * kMiB));
+  if (partial)
+    e.add("the reconciliation's row block", "sfb.reconcile",
+          static_cast<double>(reconcile_block_bytes(static_cast<int64_t>(w))));
   // Batches in flight per source: the clocks the consistency model lets run ahead, at most the
   // queue capacity; for every source (in-queue) and this rank's out-queue, plus their encodings.
   const int64_t ahead = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
@@ -54,7 +58,10 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
         8.0 * K * static_cast<double>(J) + 8.0 * K * v_floats);
   if (rank == 0) e.add("the evaluation's row blocks", "eval.train_sample", 2 * 16 * kMiB);
   if (cfg.comm.scheme == "allreduce")
-    e.add("the all-reduce's row blocks (4 in flight)", "the model's shape", 5 * std::clamp(w / 32, kMiB, 32 * kMiB));
+    e.add(fmt::format("the all-reduce's row blocks ({} in flight, one being reduced)", kDenseAllreduceBlocksInFlight),
+          "the model's shape",
+          (kDenseAllreduceBlocksInFlight + 1.0) *
+              static_cast<double>(dense_allreduce_block_bytes(static_cast<int64_t>(w))));
   if (cfg.comm.scheme == "fms" && general_prox)
     e.add("a clock's pushes, queued whole (the servers answer whole clocks under a general prox)", "the model's prox",
           w);

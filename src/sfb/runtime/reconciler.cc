@@ -26,7 +26,7 @@ Reconciler::Reconciler(comm::Channel& channel, int workers, int replicas_per_upd
 double Reconciler::reconcile(Matrix& W, int64_t clock) {
   Stopwatch sw;
   // In row blocks of at most 16 MiB (and a sixteenth of W): the consensus never needs a second W.
-  const int64_t bytes = std::clamp<int64_t>(4 * W.size() / 16, 1 << 20, 16 << 20);
+  const int64_t bytes = reconcile_block_bytes(4 * W.size());
   const int64_t per = std::min<int64_t>(std::max<int64_t>(W.rows(), 1), rows_per_block(W.cols(), bytes));
   double spread = 0, norm2 = 0;
   for (int64_t r0 = 0; r0 < W.rows(); r0 += per) {
