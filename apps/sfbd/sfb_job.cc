@@ -210,12 +210,10 @@ void broadcast_checkpoint(Job& job, const std::string& path, int64_t J, int64_t 
 
 // Every rank's peak RSS so far and its estimate, in rank order (collective: workers and servers).
 RankMemory gather_memory(Job& job, const Setup& s) {
-  double held = 0;
-  for (const auto& p : s.memory.parts) held += p.held ? p.bytes : 0;
   RankMemory m;
   m.peak_rss = sfb::comm::allgather_i64(*job.transport, sfb::peak_rss_bytes());
   m.estimate = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(s.memory.total()));
-  m.before_training = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(held));
+  m.before_training = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(s.memory.held()));
   return m;
 }
 

@@ -51,6 +51,12 @@ double MemoryEstimate::total() const {
   return t;
 }
 
+double MemoryEstimate::held() const {
+  double h = 0;
+  for (const auto& p : parts) h += p.held ? p.bytes : 0;
+  return h;
+}
+
 std::string MemoryEstimate::describe() const {
   auto sorted = parts;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
@@ -60,8 +66,7 @@ std::string MemoryEstimate::describe() const {
 }
 
 void MemoryEstimate::check(int64_t available, const std::string& subject) const {
-  double needed = 0;
-  for (const auto& p : parts) needed += p.held ? 0 : p.bytes;
+  const double needed = total() - held();
   if (available < 0 || needed <= static_cast<double>(available)) return;
   auto sorted = parts;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });

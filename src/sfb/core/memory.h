@@ -26,6 +26,8 @@ struct MemoryEstimate {
     parts.push_back({std::move(what), std::move(keys), bytes, held});
   }
   double total() const;
+  // Of the total, what the process already held when it was estimated (the held parts).
+  double held() const;
   // The parts, largest first, in plain words: "about 4.1 GiB: 3.7 GiB W itself (...), ...".
   std::string describe() const;
   // Throws InvalidArgument listing every part and the keys that size it when what is still to be
