@@ -274,7 +274,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
 bool check_sfb(Job& job) {
   Setup s;
   if (!set_up(job, s)) return false;
-  if (job.rank() == 0) fmt::print("memory on rank 0 (the largest): {}\n", s.memory.describe());
+  if (job.rank() == 0) fmt::print("memory on rank 0: {}\n", s.memory.describe());
   if (job.resume_path.empty()) return true;
   // The run's last clock, as training computes it (stop.max_epochs may set it).
   if (!s.server)
