@@ -26,6 +26,7 @@
 #include "sfb/comm/mpi_session.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/links.h"
 #include "sfb/mgwfbp/cost_model.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/profile.h"
@@ -246,9 +247,10 @@ int main(int argc, char** argv) {
   app.add_option("--forward-ratio", forward_ratio,
                  "Forward = ratio * backward when the profile has no t_f (default 0.5)");
   app.add_option("--network", net.spec,
-                 "10gbe | ib | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | "
-                 "ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>]");
-  app.add_option("--algo", algo, "All-reduce algorithm for 10gbe/ib extrapolation: ring | rd | tree");
+                 fmt::format("{} (named links, as in sfb-plan) | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | "
+                             "ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>]",
+                             fmt::join(sfb::link_names(), " | ")));
+  app.add_option("--algo", algo, "All-reduce algorithm for a named link's extrapolation: ring | rd | tree");
   app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)");
   app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
   app.add_option("--planners", planners_arg,

@@ -1,5 +1,6 @@
 #include "sfb/mgwfbp/cost_model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -10,36 +11,28 @@
 
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/fit.h"
+#include "sfb/core/links.h"
 
 namespace sfb::mgwfbp {
 
 Fit fit_cost_model(const std::vector<Sample>& samples, int64_t min_bytes) {
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::vector<double> x, y;
   for (const auto& s : samples) {
     if (s.bytes < min_bytes) continue;
-    const double x = static_cast<double>(s.bytes);
-    n += 1;
-    sx += x;
-    sy += s.us;
-    sxx += x * x;
-    sxy += x * s.us;
+    x.push_back(static_cast<double>(s.bytes));
+    y.push_back(s.us);
   }
-  SFB_CHECK(n >= 2, "fitting T = a + b*M needs at least 2 samples with >= {} bytes, got {}", min_bytes, n);
-  const double den = n * sxx - sx * sx;
-  SFB_CHECK(den > 0, "fitting T = a + b*M needs at least two different message sizes");
+  SFB_CHECK(x.size() >= 2, "fitting T = a + b*M needs at least 2 samples with >= {} bytes, got {}", min_bytes,
+            x.size());
+  SFB_CHECK(std::any_of(x.begin(), x.end(), [&](double v) { return v != x.front(); }),
+            "fitting T = a + b*M needs at least two different message sizes");
+  const LineFit l = fit_line(x, y);
   Fit f;
-  f.model.b_us_per_byte = (n * sxy - sx * sy) / den;
-  f.model.a_us = (sy - f.model.b_us_per_byte * sx) / n;
-  f.used = static_cast<int>(n);
-  const double mean = sy / n;
-  double ss_res = 0, ss_tot = 0;
-  for (const auto& s : samples) {
-    if (s.bytes < min_bytes) continue;
-    const double pred = f.model.a_us + f.model.b_us_per_byte * static_cast<double>(s.bytes);
-    ss_res += (s.us - pred) * (s.us - pred);
-    ss_tot += (s.us - mean) * (s.us - mean);
-  }
-  f.r2 = ss_tot > 0 ? 1.0 - ss_res / ss_tot : 1.0;
+  f.model.a_us = l.a;
+  f.model.b_us_per_byte = l.b;
+  f.r2 = l.r2;
+  f.used = l.used;
   return f;
 }
 
@@ -88,10 +81,15 @@ CostModel with_ring_allgather(CostModel c, int nodes) {
 }
 
 Network named_network(const std::string& name) {
-  if (name == "10gbe") return {name, 523.03 / 14.0, 8e-4};
-  if (name == "ib") return {name, 97.537 / 14.0, 8.0 / 56000.0};
-  throw InvalidArgument(
-      fmt::format("network must be 10gbe, ib, fit:FILE or ab:<a_us>,<b_us_per_byte>, got \"{}\"", name));
+  if (name == "fitted")  // sfb-plan's name for a profile's own link: mgwfbp-plan fits with fit:FILE
+    throw InvalidArgument("network \"fitted\": give the measurements to fit as fit:FILE");
+  try {
+    const NamedLink& l = find_link(name);
+    return {l.name, l.a_us, l.b_us_per_byte};
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(
+        fmt::format("network must be a named link, fit:FILE or ab:<a_us>,<b_us_per_byte>: {}", e.what()));
+  }
 }
 
 }  // namespace sfb::mgwfbp

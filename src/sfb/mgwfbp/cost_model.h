@@ -58,15 +58,16 @@ enum class Algorithm { kRing, kRecursiveDoubling, kTree };
 Algorithm parse_algorithm(const std::string& name);  // ring | rd | tree
 CostModel alpha_beta_model(Algorithm algo, int nodes, double alpha_us, double beta_us_per_byte);
 
-// Named networks for the simulator: point-to-point alpha and beta of a cluster interconnect.
+// Named networks for the simulator: point-to-point alpha and beta of a cluster interconnect, from
+// the catalogue sfb-plan uses too (core/links.h): 1gbe, 10gbe, 25gbe, ib, 100gbe.
 struct Network {
   std::string name;
   double alpha_us = 0.0;
   double beta_us_per_byte = 0.0;
 };
-// "10gbe": alpha 37 us (fitted so that ring gives the 523 us start-up the MG-WFBP authors use
-// for 8 nodes), beta at 10 Gbit/s line rate (8e-4 us/B). "ib": 56 Gbit/s FDR InfiniBand, alpha
-// 7 us (the authors' 8-node start-up 97.5 us / 14), beta 1.43e-4 us/B.
+// "10gbe": alpha 37 us (so that ring gives the 523 us start-up the MG-WFBP authors measured on 8
+// nodes), beta at 10 Gbit/s line rate (8e-4 us/B). "ib": 56 Gbit/s FDR InfiniBand, alpha 7 us (the
+// authors' 8-node start-up 97.5 us / 14), beta 1.43e-4 us/B.
 Network named_network(const std::string& name);
 
 }  // namespace sfb::mgwfbp
