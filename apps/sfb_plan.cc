@@ -3,10 +3,13 @@
 // "profile" of a comm.scheme = "auto" run's summary.json), predicts seconds per clock, bytes per
 // clock and time to target of SFB full broadcast, Halton, FMS and the all-reduce at N nodes on named
 // or fitted links (sfb/predict/scheme_model.h has the model and what it ignores), and the
-// crossovers: the N, and the link rate, at which the winner changes.
+// crossovers: the N, and the link rate, at which the winner changes. The profile's pieces scale to
+// another shape and other nodes (sfb/predict/profile.h): --rows, --cols, --minibatch and --nnz
+// give the model's shape, --cores and --threads a node's cores and a rank's threads.
 //
-//   sfb-plan --profile p.json [--nodes 4,8,...,1024] [--links fitted,1gbe,10gbe,25gbe,100gbe]
+//   sfb-plan --profile p.json [--nodes 4,8,...,1024] [--links fitted,1gbe,10gbe,25gbe,ib,100gbe]
 //            [--schemes sfb,halton,fms:1,allreduce] [--one-host] [--clocks C] [--csv out.csv]
+//            [--rows J] [--cols D] [--minibatch K] [--nnz Z] [--cores C] [--threads T]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include "sfb/core/files.h"
 #include "sfb/core/json.h"
 #include "sfb/core/strings.h"
+#include "sfb/predict/crossovers.h"
 #include "sfb/predict/scheme_model.h"
 
 namespace {
@@ -31,14 +35,46 @@ using sfb::predict::Link;
 using sfb::predict::Prediction;
 using sfb::predict::Scheme;
 using sfb::predict::SchemeProfile;
+using sfb::predict::Target;
 
 struct Options {
   std::string profile, nodes = "4,8,16,32,64,128,256,512,1024", links = "fitted,1gbe,10gbe,25gbe,100gbe",
                        schemes = "sfb,halton,fms:1,allreduce", csv;
   bool one_host = false;
   double clocks = -1;
-  int at = 0;  // the N of the link-rate crossover (default: the profile's workers)
+  int at = 0;                                 // the N of the link-rate crossover (default: the profile's workers)
+  int64_t rows = 0, cols = 0, minibatch = 0;  // 0: the profile's
+  double nnz = 0, cores = 0;
+  int threads = 0;
 };
+
+// The target's shape from --rows/--cols/--minibatch/--nnz over the profile's; InvalidArgument
+// naming the option and value for anything out of range.
+sfb::predict::Shape shape_of(const Options& o, const SchemeProfile& p) {
+  sfb::predict::Shape s = p.shape();
+  const auto count = [](const char* opt, int64_t v, int64_t& out) {
+    if (v == 0) return;
+    SFB_CHECK(v >= 1 && v <= (int64_t{1} << 40), "{} must be a count from 1 to 2^40, got {}", opt, v);
+    out = v;
+  };
+  count("--rows", o.rows, s.J);
+  count("--cols", o.cols, s.D);
+  count("--minibatch", o.minibatch, s.K);
+  if (o.nnz != 0) {
+    SFB_CHECK(p.sparse_v,
+              "--nnz {}: the profile's v is dense ({} = D nonzeros per pair): its pieces were measured on dense data "
+              "and do not scale to sparse v; profile a job on sparse data",
+              o.nnz, p.D);
+    SFB_CHECK(std::isfinite(o.nnz) && o.nnz > 0 && o.nnz <= static_cast<double>(s.D),
+              "--nnz must be the mean nonzeros of a sample, from 0 to D = {}, got {}", s.D, o.nnz);
+    s.v_nonzeros = o.nnz;
+  } else if (!s.sparse_v) {
+    s.v_nonzeros = static_cast<double>(s.D);
+  } else {
+    s.v_nonzeros = std::min(s.v_nonzeros, static_cast<double>(s.D));
+  }
+  return s;
+}
 
 // A profile file, or a summary.json of comm.scheme = "auto" (its "auto.profile").
 SchemeProfile load_profile(const std::string& path) {
@@ -80,12 +116,13 @@ const Prediction* fastest(const std::vector<Prediction>& rows) {
 }
 
 // The link rates (Gbit/s, 0.1 .. 400 in steps of 2^(1/4)) at which the winner at N changes.
-std::string rate_crossovers(const SchemeProfile& p, const std::vector<Scheme>& schemes, int N, int per_host) {
+std::string rate_crossovers(const SchemeProfile& p, const std::vector<Scheme>& schemes, Target t) {
   std::string out, prev;
+  t.fitted = false;
   for (double g = 0.1; g <= 400; g *= std::pow(2.0, 0.25)) {
-    const Link l{"", p.link.a_us, 8e-3 / g};
+    t.link = Link{"", p.link.a_us, 8e-3 / g};
     std::vector<Prediction> rows;
-    for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, {N, l, per_host, false}));
+    for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t));
     const std::string best = fastest(rows)->scheme;
     if (!prev.empty() && best != prev) out += fmt::format("  {} -> {} at {:.3g} Gbit/s\n", prev, best, g);
     prev = best;
@@ -110,6 +147,13 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1.0, 1e15));  // NaN passes a range: checked again below
   app.add_option("--at", o.at, "N of the link-rate crossover (default: the profile's workers)");
   app.add_option("--csv", o.csv, "Also write every prediction as CSV");
+  app.add_option("--rows", o.rows, "W's rows J (classes) to predict (default: the profile's)");
+  app.add_option("--cols", o.cols, "W's columns D (features) to predict (default: the profile's)");
+  app.add_option("--minibatch", o.minibatch, "Samples per clock K (default: the profile's)");
+  app.add_option("--nnz", o.nnz, "Mean nonzeros of a sample, for a profile of sparse data (default: the profile's)");
+  app.add_option("--cores", o.cores,
+                 "A node's cores (default: the profiled host's); threads per rank then cores / ranks per node");
+  app.add_option("--threads", o.threads, "Threads per rank (default: the profile's, or with --cores cores / ranks)");
   if (const auto code = sfb_tools::parse_args(app, argc, argv, true)) return *code;
   const SchemeProfile p = load_profile(o.profile);
   const auto nodes = parse_nodes(o.nodes);
@@ -122,13 +166,29 @@ int run(int argc, char** argv) {
             fmt::join(sfb::predict::named_links(), ", "));
   for (const auto& lname : sfb::split_trimmed(o.links, ',')) link_of(lname, p);  // every name, before any output
   const int per_host = o.one_host ? 0 : 1;
+  SFB_CHECK(app.count("--cores") == 0 || (std::isfinite(o.cores) && o.cores > 0 && o.cores <= 1e6),
+            "--cores must be a node's cores, above 0, got {}", o.cores);
+  SFB_CHECK(app.count("--threads") == 0 || (o.threads >= 1 && o.threads <= 4096),
+            "--threads must be threads per rank from 1 to 4096, got {}", o.threads);
+  SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
+  const Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
   fmt::print(
-      "# sfb-plan: {} ({}), W {} x {}, K = {}, {} v; profiled on {} workers ({} ranks on {} cores, "
-      "contention {:.2f}); fitted link {:.0f} us + {:.3f} Gbit/s\n",
+      "# sfb-plan: {} ({}), profiled on W {} x {}, K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "
+      "{} threads each); fitted link {:.0f} us + {:.3f} Gbit/s\n",
       p.config, p.model, p.J, p.D, p.K, p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense",
-      p.workers, p.ranks_on_host, p.cores, p.contention(), p.link.a_us, 8e-3 / p.link.b_us_per_byte);
-  fmt::print("# compute and update {}\n\n",
-             o.one_host ? "scaled to every rank sharing the profiled host's cores" : "at one rank per node");
+      p.workers, p.ranks_on_host, p.cores, p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  fmt::print("# compute and update {}, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
+             o.one_host ? "scaled to every rank sharing the profiled host's cores" : "at one rank per node",
+             sfb::predict::target_rank_cores(p, base), p.rank_cores());
+  const auto& sh = base.shape;
+  if (sh.J != p.J || sh.D != p.D || sh.K != p.K || sh.v_nonzeros != p.shape().v_nonzeros)
+    fmt::print(
+        "# predicted for W {} x {}, K = {}{}: the profile's pieces rescaled by their work (sfb/predict/profile.h){}\n",
+        sh.J, sh.D, sh.K, sh.sparse_v ? fmt::format(", {:.4g} nonzeros per sample", sh.v_nonzeros) : "",
+        p.mem_bytes_per_s > 0
+            ? fmt::format(", no faster than {:.3g} GB/s of memory traffic per profiled rank", p.mem_bytes_per_s / 1e9)
+            : "; this profile has no memory bandwidth (an older sfbd): no memory floor");
+  fmt::print("\n");
   std::string csv =
       "link,nodes,scheme,q,servers,clock_s,compute_s,comm_s,update_s,bytes_per_clock,link_bytes,"
       "time_to_target_s,winner\n";
@@ -141,8 +201,11 @@ int run(int argc, char** argv) {
     std::vector<std::string> winners;
     for (int n : nodes) {
       std::vector<Prediction> rows;
-      for (const auto& s : schemes)
-        rows.push_back(sfb::predict::predict(p, s, {n, link, per_host, lname == "fitted"}, o.clocks));
+      Target t = base;
+      t.nodes = n;
+      t.link = link;
+      t.fitted = lname == "fitted";
+      for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t, o.clocks));
       const Prediction* best = fastest(rows);
       for (const auto& r : rows) {
         fmt::print("| {} | {}{} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} |\n", n, r.scheme,
@@ -156,14 +219,18 @@ int run(int argc, char** argv) {
       winners.push_back(fmt::format("{}: {}", n, best->scheme));
     }
     fmt::print("\nwinner by N: {}\n", fmt::join(winners, ", "));
-    const auto cross = sfb::predict::crossovers(p, schemes, nodes, link, per_host);
+    Target t = base;
+    t.link = link;
+    t.fitted = lname == "fitted";
+    const auto cross = sfb::predict::crossovers(p, schemes, nodes, t);
     if (cross.empty()) fmt::print("crossover in N: none over {}..{}\n", nodes.front(), nodes.back());
     for (const auto& c : cross) fmt::print("crossover in N: {} -> {} at N = {}\n", c.from, c.to, c.nodes);
     fmt::print("\n");
   }
-  const int N = o.at > 0 ? o.at : std::max(2, p.workers);
-  fmt::print("## crossover in link rate at N = {} (start-up {:.0f} us)\n\n{}", N, p.link.a_us,
-             rate_crossovers(p, schemes, N, per_host));
+  Target at = base;
+  at.nodes = o.at > 0 ? o.at : std::max(2, p.workers);
+  fmt::print("## crossover in link rate at N = {} (start-up {:.0f} us)\n\n{}", at.nodes, p.link.a_us,
+             rate_crossovers(p, schemes, at));
   if (!o.csv.empty()) sfb::write_file_atomic(o.csv, csv);
   return 0;
 }

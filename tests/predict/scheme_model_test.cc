@@ -1,5 +1,5 @@
 // The SFB engine's predictor (sfb/predict/scheme_model.h) and its profiler
-// (baselines/scheme_profiler.h): the bytes it predicts are the theory sfb-compare checks the
+// (profiler/scheme_profiler.h): the bytes it predicts are the theory sfb-compare checks the
 // measured counters against; recorded profiles of the netns cluster predict what they predicted
 // when recorded, and comm.scheme = "auto" picks from them the scheme that won there; the profiler
 // measures on the in-process transport and every rank gets the same profile.
@@ -15,10 +15,13 @@
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/core/fit.h"
 #include "sfb/io/load_data.h"
+#include "sfb/mgwfbp/cost_model.h"
 #include "sfb/models/registry.h"
+#include "sfb/predict/crossovers.h"
 #include "sfb/predict/scheme_model.h"
-#include "sfb/runtime/scheme_profiler.h"
+#include "sfb/profiler/scheme_profiler.h"
 #include "testing/configs.h"
 #include "testing/rank_threads.h"
 
@@ -108,11 +111,17 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   // Each worker applies its own batch and every peer's: apply_fixed + N apply_batch.
   EXPECT_DOUBLE_EQ(full8.update_s, 0.01 + 8 * 0.02);
   // Its link carries N - 1 batches of K (J + D) floats.
-  EXPECT_NEAR(full8.comm_s, (25 + 7 * 16 * 2048 * 4 * 8e-4) * 1e-6, 1e-12);
+  EXPECT_NEAR(full8.comm_s, (l.a_us + 7 * 16 * 2048 * 4 * 8e-4) * 1e-6, 1e-12);
   // FMS with one server: its link carries every worker's W each way, pushes and pulls at once,
-  // then it adds the 8 updates.
+  // while the workers form their updates block by block (forming hides that much of the push),
+  // then the pipeline's fill and the server's adds of the 8 updates.
   const auto fms = predict(p, {"fms", 0, 1}, {8, l});
-  EXPECT_NEAR(fms.comm_s, (25 + (8 * 4.0 * 1024 * 1024 + 4 * 512 * 1024) * 8e-4) * 1e-6 + 8 * 0.01, 1e-12);
+  const double push = (l.a_us + 8 * 4.0 * 1024 * 1024 * 8e-4) * 1e-6;
+  EXPECT_NEAR(fms.comm_s, std::max(0.0, push - p.form_dense_s) + 4 * 512 * 1024 * 8e-4 * 1e-6 + 8 * 0.01, 1e-12);
+  SchemeProfile slow_link = p;
+  slow_link.form_dense_s = 1e-4;
+  EXPECT_NEAR(predict(slow_link, {"fms", 0, 1}, {8, l}).comm_s, push - 1e-4 + 4 * 512 * 1024 * 8e-4 * 1e-6 + 8 * 0.01,
+              1e-12);
   // Ranks sharing cores: all 8 on the profiled 8-core host changes nothing, 16 double compute.
   const auto shared16 = predict(p, {"sfb"}, {16, l, 0});
   EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {8, l, 0}).compute_s, p.sf_s);
@@ -120,6 +129,99 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {16, l, 1}).compute_s, p.sf_s);
   EXPECT_EQ(halton_q(8, 0), 3);
   EXPECT_EQ(halton_q(4, 9), 3);
+}
+
+// One catalogue of links for both predictors: "10gbe" is the same link in sfb-plan and mgwfbp-plan.
+TEST(NamedLinks, OneCatalogueForBothPredictors) {
+  for (const auto& name : named_links()) {
+    const Link l = named_link(name);
+    const mgwfbp::Network n = mgwfbp::named_network(name);
+    EXPECT_DOUBLE_EQ(l.a_us, n.alpha_us) << name;
+    EXPECT_DOUBLE_EQ(l.b_us_per_byte, n.beta_us_per_byte) << name;
+  }
+  EXPECT_NEAR(named_link("10gbe").a_us, 37.36, 0.01);  // the MG-WFBP authors' 523 us ring start-up / 14
+}
+
+Target at_shape(int nodes, const Link& l, const Shape& s, double cores = 0) {
+  Target t{nodes, l, 1, false};
+  t.shape = s;
+  t.cores = cores;
+  return t;
+}
+
+// The profile's shape given explicitly predicts what no shape does; the pieces scale with their
+// work: K J w for SF computation and the per-pair apply, J D for the pass over W and the add, the
+// batch's bytes by the codec's formula plus the measured header.
+TEST(Shapes, PiecesScaleWithTheirWork) {
+  SchemeProfile p = dense_profile(1000, 500, 16);
+  p.batch_bytes = static_cast<int64_t>(batch_payload_bytes(p.shape())) + 56;
+  const Link l = named_link("10gbe");
+  for (const char* s : {"sfb", "halton", "fms:2", "allreduce"}) {
+    EXPECT_DOUBLE_EQ(predict(p, parse_scheme(s), at_shape(8, l, p.shape())).clock_s,
+                     predict(p, parse_scheme(s), {8, l}).clock_s)
+        << s;
+  }
+  Shape big = p.shape();
+  big.J *= 2;
+  big.K *= 3;
+  const Pieces x = pieces_at(p, big, p.rank_cores(), p.ranks_on_host);
+  EXPECT_DOUBLE_EQ(x.sf_s, 6 * p.sf_s);
+  EXPECT_DOUBLE_EQ(x.apply_batch_s, 6 * p.apply_batch_s);
+  EXPECT_DOUBLE_EQ(x.apply_fixed_s, 2 * p.apply_fixed_s);
+  EXPECT_DOUBLE_EQ(x.add_dense_s, 2 * p.add_dense_s);
+  // Forming the dense update: its W part (add's share) as J D, its GEMM part as K J w.
+  EXPECT_DOUBLE_EQ(x.form_dense_s, p.form_dense_s * (0.01 * 2 + 0.02 * 6) / 0.03);
+  EXPECT_DOUBLE_EQ(x.batch_bytes, 48.0 * (2000 + 500) * 4 + 56);
+  const auto sfb8 = predict(p, {"sfb"}, at_shape(8, l, big));
+  EXPECT_DOUBLE_EQ(sfb8.compute_s, 6 * p.sf_s);
+  EXPECT_DOUBLE_EQ(sfb8.bytes_per_clock, 8 * 7 * x.batch_bytes);
+  // Sparse v: the width is the nonzeros.
+  SchemeProfile q = p;
+  q.sparse_v = true;
+  q.v_nonzeros = 20;
+  Shape wider = q.shape();
+  wider.v_nonzeros = 50;
+  EXPECT_DOUBLE_EQ(pieces_at(q, wider, q.rank_cores(), q.ranks_on_host).sf_s, 2.5 * q.sf_s);
+}
+
+// A profile taken on a W that fits in cache predicts a W of gigabytes no faster than the measured
+// memory bandwidth; at its own shape the floor changes nothing.
+TEST(Shapes, NoFasterThanMemory) {
+  SchemeProfile p = dense_profile(512, 512, 64);
+  p.add_dense_s = 1e-5;  // 3 MiB of traffic in 10 us: cache speed
+  p.mem_bytes_per_s = 5e9;
+  Shape big = p.shape();
+  big.J = 50000;
+  big.D = 20000;
+  const Pieces x = pieces_at(p, big, p.rank_cores(), p.ranks_on_host);
+  EXPECT_DOUBLE_EQ(x.add_dense_s, 12.0 * 50000 * 20000 / 5e9);
+  EXPECT_GT(x.add_dense_s, 1e-5 * 50000.0 * 20000 / (512 * 512));
+  EXPECT_GE(x.apply_fixed_s, 8.0 * 50000 * 20000 / 5e9);
+  const Pieces same = pieces_at(p, p.shape(), p.rank_cores(), p.ranks_on_host);
+  EXPECT_DOUBLE_EQ(same.add_dense_s, p.add_dense_s);
+}
+
+// A rank computes with min(threads, cores / ranks sharing them): 4 ranks on 2 cores profiled, one
+// rank of 16 threads on a 16-core node predicted, 32x faster compute; memory bandwidth grows only
+// up to the profiled machine's (4 ranks' worth).
+TEST(Shapes, CoresOfTheTargetNode) {
+  SchemeProfile p = dense_profile(1024, 1024, 16);
+  p.ranks_on_host = 4;
+  p.cores = 2;
+  p.mem_bytes_per_s = 1e9;
+  const Link l = named_link("10gbe");
+  EXPECT_DOUBLE_EQ(p.rank_cores(), 0.5);
+  const Target t16 = at_shape(8, l, p.shape(), 16);
+  EXPECT_DOUBLE_EQ(target_rank_cores(p, t16), 16);
+  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, t16).compute_s, p.sf_s / 32);
+  Shape big = p.shape();
+  big.J *= 1000;
+  const Pieces x = pieces_at(p, big, 16, 1);
+  EXPECT_DOUBLE_EQ(x.add_dense_s, 12.0 * big.J * big.D / 4e9);
+  // A CPU budget of a quarter core per emulated host, one rank each.
+  Target quarter = at_shape(4, l, p.shape(), 0.25);
+  EXPECT_DOUBLE_EQ(target_rank_cores(p, quarter), 0.25);
+  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, quarter).compute_s, 2 * p.sf_s);
 }
 
 TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
@@ -193,14 +295,13 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   testing::run_ranks(3, [&](comm::Transport& t) {
     const auto data = io::load_data(cfg.data, cfg.job.seed, t.rank(), 3, false);
     auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), 3);
-    runtime::ProfileRequest req;
+    profiler::ProfileRequest req;
     req.cfg = &cfg;
     req.transport = &t;
     req.model = model.get();
     req.train = &data.train;
     req.workers = 3;
-    req.form_dense = baselines::dense_update;
-    const SchemeProfile p = runtime::measure_scheme_profile(req);
+    const SchemeProfile p = profiler::measure_scheme_profile(req);
     got[static_cast<size_t>(t.rank())] = to_json(p);
     if (t.rank() == 0) encoded = p.batch_bytes;
   });
@@ -220,7 +321,10 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.engine_clock_s, 0);
   EXPECT_GT(p.engine_sf_s, 0);
   EXPECT_GT(p.engine_apply_s, 0);
-  EXPECT_EQ(p.engine_allreduce_clock_s, 0);  // no exchange factory given
+  EXPECT_GT(p.engine_allreduce_clock_s, 0);
+  EXPECT_GT(p.incast_b_us_per_byte, 0);
+  EXPECT_GT(p.mem_bytes_per_s, 0);
+  EXPECT_GT(p.profile_s, 0);
   EXPECT_GT(p.anchors().compute, 0);
 }
 

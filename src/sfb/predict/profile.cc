@@ -1,0 +1,201 @@
+#include "sfb/predict/profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sfb/core/error.h"
+#include "sfb/core/files.h"
+#include "sfb/core/links.h"
+
+namespace sfb::predict {
+namespace {
+
+double get_number(const Json& j, const std::string& key, const std::string& source, double lo, double hi) {
+  SFB_CHECK_DATA(j.contains(key) && j[key].is_number(), "{}: the profile has no number \"{}\"", source, key);
+  const double v = j[key].get<double>();
+  SFB_CHECK_DATA(std::isfinite(v) && v >= lo && v <= hi, "{}: \"{}\" = {} is outside [{}, {}]", source, key, v, lo, hi);
+  return v;
+}
+
+// A piece measured at the profile and scaled by its work `ratio` and the cores (`core`, a time
+// multiplier), no faster than its memory traffic at the target (`bytes` at `bw` bytes/s) once that
+// traffic outgrows the profile's own (`bytes0`: what the measurement already includes).
+struct Roofline {
+  double core = 1, bw = 0;
+  double operator()(double t0, double ratio, double bytes0, double bytes) const {
+    const double t = t0 * ratio * core;
+    if (!(bw > 0) || bytes <= bytes0) return t;
+    return std::max(t, bytes / bw);
+  }
+};
+
+}  // namespace
+
+Link named_link(const std::string& name) {
+  const NamedLink& l = find_link(name);
+  return Link{l.name, l.a_us, l.b_us_per_byte};
+}
+
+std::vector<std::string> named_links() { return link_names(); }
+
+double Shape::v_width() const {
+  return sparse_v ? std::min(v_nonzeros, static_cast<double>(D)) : static_cast<double>(D);
+}
+
+Shape SchemeProfile::shape() const { return Shape{J, D, K, sparse_v, sparse_v ? v_nonzeros : static_cast<double>(D)}; }
+
+Link SchemeProfile::incast() const {
+  return incast_b_us_per_byte > 0 ? Link{"fitted incast", incast_a_us, incast_b_us_per_byte} : link;
+}
+
+double SchemeProfile::rank_cores() const {
+  return std::min(static_cast<double>(threads), cores / std::max(1, ranks_on_host));
+}
+
+SchemeProfile::Anchors SchemeProfile::anchors() const {
+  Anchors a;
+  if (!(engine_clock_s > 0) || workers < 2) return a;
+  const double apply = std::max(0.0, apply_fixed_s + workers * apply_batch_s);
+  if (sf_s > 0 && engine_sf_s > 0) a.compute = engine_sf_s / sf_s;
+  if (apply > 0 && engine_apply_s > 0) a.apply = engine_apply_s / apply;
+  // The network is not anchored: what the engine's clock leaves of compute and apply mixes the
+  // broadcast with the ranks' stagger (measured 0.009 s against a 0.14 s round on the netns
+  // cluster: peers' batches arrive while a slower rank still computes), so the fit stands alone.
+  const double ar =
+      std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
+      1e-6;
+  const double ar_engine = engine_allreduce_clock_s - (sf_s + form_dense_s) * a.compute - add_dense_s * a.apply;
+  if (ar > 0 && engine_allreduce_clock_s > 0 && ar_engine > 0) a.allreduce = ar_engine / ar;
+  return a;
+}
+
+double batch_payload_bytes(const Shape& s) {
+  const double K = static_cast<double>(s.K);
+  return K * 4.0 * static_cast<double>(s.J) +
+         (s.sparse_v ? 8.0 * (K + 1) + K * 8.0 * s.v_width() : K * 4.0 * static_cast<double>(s.D));
+}
+
+Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int ranks_sharing) {
+  const Shape o = p.shape();
+  const auto dbl = [](int64_t v) { return static_cast<double>(v); };
+  const double JD0 = dbl(o.J) * dbl(o.D), JD = dbl(s.J) * dbl(s.D);
+  const double rW = JD / JD0, rF = dbl(s.K) * dbl(s.J) * s.v_width() / (dbl(o.K) * dbl(o.J) * o.v_width());
+  // W's rows a batch touches, in bytes of floats: every row for dense v, K w of them for sparse.
+  const double touched0 = 4 * dbl(o.J) * std::min(dbl(o.D), dbl(o.K) * o.v_width());
+  const double touched = 4 * dbl(s.J) * std::min(dbl(s.D), dbl(s.K) * s.v_width());
+  const double e0 = p.rank_cores(), e = std::max(rank_cores, 1e-9);
+  Roofline roof{e0 / e};
+  if (p.mem_bytes_per_s > 0)
+    roof.bw = p.mem_bytes_per_s *
+              std::min(e / e0, std::max(1.0, static_cast<double>(p.ranks_on_host) / std::max(1, ranks_sharing)));
+  Pieces out;
+  out.sf_s = roof(p.sf_s, rF, touched0, touched);
+  // Dense v: an apply is one GEMM over W whatever the batches (its pass over W is the fixed part);
+  // sparse v: each batch reads and writes the rows it touches.
+  out.apply_batch_s = roof(p.apply_batch_s, rF, p.sparse_v ? 2 * touched0 : 0, p.sparse_v ? 2 * touched : 0);
+  out.apply_fixed_s = roof(p.apply_fixed_s, rW, p.sparse_v ? 0 : 8 * JD0, p.sparse_v ? 0 : 8 * JD);
+  const double a0 = std::max(0.0, p.add_dense_s), b0 = std::max(0.0, p.apply_batch_s);
+  const double form_ratio = a0 + b0 > 0 ? (a0 * rW + b0 * rF) / (a0 + b0) : rW;
+  out.form_dense_s = roof(p.form_dense_s, form_ratio, 8 * JD0, 8 * JD);
+  out.add_dense_s = roof(p.add_dense_s, rW, 12 * JD0, 12 * JD);
+  const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
+  out.batch_bytes = batch_payload_bytes(s) + header;
+  return out;
+}
+
+Json to_json(const SchemeProfile& p) {
+  return {{"format", "sfb-scheme-profile/1"},
+          {"config", p.config},
+          {"model", p.model},
+          {"workers", p.workers},
+          {"ranks_on_host", p.ranks_on_host},
+          {"cores", sig(p.cores, 4)},
+          {"threads", p.threads},
+          {"J", p.J},
+          {"D", p.D},
+          {"K", p.K},
+          {"sparse_v", p.sparse_v},
+          {"v_nonzeros", sig(p.v_nonzeros, 6)},
+          {"batch_bytes", p.batch_bytes},
+          {"sf_s", sig(p.sf_s, 6)},
+          {"apply_fixed_s", sig(p.apply_fixed_s, 6)},
+          {"apply_batch_s", sig(p.apply_batch_s, 6)},
+          {"form_dense_s", sig(p.form_dense_s, 6)},
+          {"add_dense_s", sig(p.add_dense_s, 6)},
+          {"mem_bytes_per_s", sig(p.mem_bytes_per_s, 4)},
+          {"engine_clock_s", sig(p.engine_clock_s, 6)},
+          {"engine_sf_s", sig(p.engine_sf_s, 6)},
+          {"engine_comm_s", sig(p.engine_comm_s, 6)},
+          {"engine_apply_s", sig(p.engine_apply_s, 6)},
+          {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
+          {"link_a_us", sig(p.link.a_us, 6)},
+          {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
+          {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
+          {"bcast_r2", sig(p.bcast_r2, 4)},
+          {"incast_a_us", sig(p.incast_a_us, 6)},
+          {"incast_b_us_per_byte", sig(p.incast_b_us_per_byte, 6)},
+          {"allreduce_a_us", sig(p.allreduce_a_us, 6)},
+          {"allreduce_b_us_per_byte", sig(p.allreduce_b_us_per_byte, 6)},
+          {"allreduce_r2", sig(p.allreduce_r2, 4)},
+          {"reconcile", p.reconcile},
+          {"reconcile_every", p.reconcile_every},
+          {"profile_s", sig(p.profile_s, 4)}};
+}
+
+SchemeProfile profile_from_json(const Json& j, const std::string& source) {
+  SFB_CHECK_DATA(j.is_object() && json_string(j, "format", source) == "sfb-scheme-profile/1",
+                 "{}: not an sfb scheme profile (\"format\" must be \"sfb-scheme-profile/1\"; sfbd --profile writes "
+                 "one)",
+                 source);
+  SchemeProfile p;
+  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
+  const auto big = 1e15;
+  p.config = json_string(j, "config", source);
+  p.model = json_string(j, "model", source);
+  p.workers = static_cast<int>(num("workers", 1, 1 << 20));
+  p.ranks_on_host = static_cast<int>(num("ranks_on_host", 1, 1 << 20));
+  p.cores = num("cores", 0.001, 1 << 20);
+  p.threads = static_cast<int>(num("threads", 1, 4096));
+  p.J = static_cast<int64_t>(num("J", 1, big));
+  p.D = static_cast<int64_t>(num("D", 1, big));
+  p.K = static_cast<int64_t>(num("K", 1, big));
+  SFB_CHECK_DATA(j.contains("sparse_v") && j["sparse_v"].is_boolean(), "{}: the profile has no boolean \"sparse_v\"",
+                 source);
+  p.sparse_v = j["sparse_v"].get<bool>();
+  p.v_nonzeros = num("v_nonzeros", 0, big);
+  p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
+  p.sf_s = num("sf_s", 0, 1e6);
+  p.apply_fixed_s = num("apply_fixed_s", -1e6, 1e6);
+  p.apply_batch_s = num("apply_batch_s", 0, 1e6);
+  p.form_dense_s = num("form_dense_s", 0, 1e6);
+  p.add_dense_s = num("add_dense_s", 0, 1e6);
+  // Profiles written before the bandwidth was measured have none: no memory floor then.
+  p.mem_bytes_per_s = j.contains("mem_bytes_per_s") ? num("mem_bytes_per_s", 0, 1e15) : 0.0;
+  p.engine_clock_s = num("engine_clock_s", 0, 1e6);
+  p.engine_sf_s = num("engine_sf_s", 0, 1e6);
+  p.engine_comm_s = num("engine_comm_s", 0, 1e6);
+  p.engine_apply_s = num("engine_apply_s", 0, 1e6);
+  p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
+  p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
+  p.bcast_r2 = num("bcast_r2", -1e9, 1);
+  // Profiles written before the incast was measured have none: the broadcast's link stands in.
+  p.incast_a_us = j.contains("incast_a_us") ? num("incast_a_us", 0, 1e9) : 0.0;
+  p.incast_b_us_per_byte = j.contains("incast_b_us_per_byte") ? num("incast_b_us_per_byte", 0, 1e6) : 0.0;
+  p.allreduce_a_us = num("allreduce_a_us", -1e9, 1e9);
+  p.allreduce_b_us_per_byte = num("allreduce_b_us_per_byte", 0, 1e6);
+  p.allreduce_r2 = num("allreduce_r2", -1e9, 1);
+  p.reconcile = json_string(j, "reconcile", source);
+  p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
+  p.profile_s = j.contains("profile_s") ? num("profile_s", 0, 1e9) : 0.0;
+  return p;
+}
+
+SchemeProfile read_profile(const std::string& path) {
+  const Bytes bytes = read_file(path, "scheme profile");
+  return profile_from_json(
+      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path), path);
+}
+
+}  // namespace sfb::predict

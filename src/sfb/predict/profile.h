@@ -1,0 +1,126 @@
+#pragma once
+// What the SFB engine's predictor (scheme_model.h) knows about a job: the scheme profile sfbd
+// measures on it (sfbd --profile FILE, or the start of comm.scheme = "auto": runtime/
+// scheme_profiler.h), and how each measured piece scales to another shape and another node.
+//
+// A profile holds one shape's seconds; the pieces scale with the work they do (the laws below),
+// so one profile predicts any J, D, K and nonzeros of v (sfb-plan --rows --cols --minibatch
+// --nnz). With w = the width of v (nonzeros per pair for sparse v, D for dense v):
+//   sf_s           K J w       (u from W and x: logits, projections, codes; the built-in models)
+//   apply_batch_s  K J w       (W += u v^T per pair)
+//   apply_fixed_s  J D         (an apply's pass over W)
+//   add_dense_s    J D         (W += dW)
+//   form_dense_s   J D and K J w, in the profile's own proportion of the two (add_dense_s and
+//                  apply_batch_s at the profiled shape)
+//   batch_bytes    the encoding's formula at the new shape (comm/sf_codec.h), plus the profile's
+//                  measured header bytes
+// and none is faster than its memory traffic at the measured bandwidth (mem_bytes_per_s, a
+// STREAM-style add every rank runs at once): a profile taken on a W that fits in cache would
+// otherwise predict a W of gigabytes at cache speed. The floor holds once a piece's traffic
+// outgrows the profile's own (which its measurement includes, at whatever cache level it ran):
+// a target between the two in size, still in cache, is predicted slower than it runs (the cache
+// sizes VMs report are not to be trusted: this one's says 480 MiB of L3). Traffic per piece: SF computation reads the
+// W rows it touches (4 J min(D, K w) bytes), an apply reads and writes them (8 J min(D, K w)), its
+// pass over W and forming the dense update 8 J D, the add 12 J D.
+// Cores: a rank's compute time goes as 1 / min(threads, cores / ranks sharing them) (parallel
+// efficiency 1 assumed: measured here only up to 2 cores), its memory bandwidth as that up to the
+// machine's (the profile's bandwidth times its ranks sharing it, over the target's).
+#include <cstdint>
+#include <string>
+
+#include "sfb/core/json.h"
+
+namespace sfb::predict {
+
+// A host's link: a message of M bytes takes a_us + b_us_per_byte M; b is the per-byte time of the
+// host's link when it carries every flow (a switched network: each host's link is the bottleneck).
+struct Link {
+  std::string name;
+  double a_us = 0.0;
+  double b_us_per_byte = 0.0;
+};
+// The catalogue's links (core/links.h: 1gbe, 10gbe, 25gbe, ib, 100gbe); InvalidArgument naming
+// the list otherwise.
+Link named_link(const std::string& name);
+std::vector<std::string> named_links();
+
+// A matrix model's shape: what the pieces' work scales with.
+struct Shape {
+  int64_t J = 0, D = 0, K = 0;
+  bool sparse_v = false;
+  double v_nonzeros = 0.0;  // sparse v: mean nonzeros per pair (MLR: of a sample's x)
+  double v_width() const;   // sparse: min(v_nonzeros, D); dense: D
+};
+
+// What sfbd measured (sfbd --profile FILE, or the start of comm.scheme = "auto").
+struct SchemeProfile {
+  std::string config;  // the job's config file
+  std::string model;
+  int workers = 0;        // ranks that trained when measured
+  int ranks_on_host = 1;  // ranks sharing `cores` (one machine's kernel and CPU budget: netns hosts too)
+  double cores = 1;       // the cores those ranks share (a CPU budget's quota when one is set)
+  int threads = 1;        // OpenMP threads per rank
+  int64_t J = 0, D = 0, K = 0;
+  bool sparse_v = false;
+  double v_nonzeros = 0.0;  // mean nonzeros of v per pair (sparse v)
+  int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
+  // Seconds, the slowest rank's median (measured on every rank at once):
+  double sf_s = 0.0;           // compute_sf of K samples
+  double apply_fixed_s = 0.0;  // applying m batches: apply_fixed_s + m apply_batch_s
+  double apply_batch_s = 0.0;
+  double form_dense_s = 0.0;     // U^T V of K pairs into a J x D update
+  double add_dense_s = 0.0;      // W += a J x D update
+  double mem_bytes_per_s = 0.0;  // a rank's memory bandwidth, every rank at once (0: not measured)
+  // The SFB engine itself (runtime::Worker) for a few clocks of full broadcast at `workers` (0:
+  // not measured): its steady seconds per clock, and of it the compute thread's SF computation,
+  // the update thread's apply of the `workers` batches and the rest, the network. They anchor the
+  // pieces measured alone at the profiled N (engine_*_s / the modelled piece there).
+  double engine_clock_s = 0.0;
+  double engine_sf_s = 0.0;
+  double engine_comm_s = 0.0;
+  double engine_apply_s = 0.0;
+  // The engine's steady clock of the all-reduce baseline at `workers` (0: not measured): anchors
+  // the all-reduce's network (what the clock leaves of its compute and add).
+  double engine_allreduce_clock_s = 0.0;
+  Link link;              // fitted from the broadcast at `workers` ranks (name "fitted")
+  double bcast_r2 = 0.0;  // the fit's R^2
+  // A host's link when the other workers all send to it at once (what an FMS server's link sees):
+  // a + b M for M bytes into it (0: not measured; the broadcast's link stands in).
+  double incast_a_us = 0.0;
+  double incast_b_us_per_byte = 0.0;
+  Link incast() const;          // the incast's link, or `link` without one
+  double allreduce_a_us = 0.0;  // sfb's all-reduce at `workers` ranks: T(M) = A + B M
+  double allreduce_b_us_per_byte = 0.0;
+  double allreduce_r2 = 0.0;
+  std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
+  int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
+  double profile_s = 0.0;       // how long measuring it took (0: not recorded)
+  Shape shape() const;
+  double rank_cores() const;  // min(threads, cores / ranks_on_host): what one rank computes with
+  // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
+  // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
+  struct Anchors {
+    double compute = 1.0, apply = 1.0, allreduce = 1.0;
+  };
+  Anchors anchors() const;
+};
+
+// Encoded bytes of one worker's batch of K pairs at shape s: u K J floats; v K D floats dense, or
+// K + 1 row pointers and 8 bytes per nonzero (the codec's payload, without its header).
+double batch_payload_bytes(const Shape& s);
+
+// The measured pieces at another shape and another rank's cores (the laws above), before the
+// engine's anchors. `rank_cores`: a target rank's min(threads, cores / ranks sharing them);
+// `ranks_sharing`: the ranks sharing one machine's memory there.
+struct Pieces {
+  double sf_s = 0, apply_fixed_s = 0, apply_batch_s = 0, form_dense_s = 0, add_dense_s = 0;
+  double batch_bytes = 0;
+};
+Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int ranks_sharing);
+
+Json to_json(const SchemeProfile& p);
+// Throws DataError naming `source` and the key when a field is missing or out of range.
+SchemeProfile profile_from_json(const Json& j, const std::string& source);
+SchemeProfile read_profile(const std::string& path);
+
+}  // namespace sfb::predict
