@@ -14,15 +14,17 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/machine.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
 #include "sfb/models/registry.h"
+#include "sfb/predict/crossovers.h"
 #include "sfb/predict/scheme_model.h"
+#include "sfb/profiler/scheme_profiler.h"
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/reconciler.h"
-#include "sfb/runtime/scheme_profiler.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
@@ -371,24 +373,19 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
     return sfb::predict::profile_from_json(sfb::parse_json(text, name), name);
   }
   auto model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
-  sfb::runtime::ProfileRequest req;
+  sfb::profiler::ProfileRequest req;
   req.cfg = &cfg;
   req.transport = job.transport.get();
   req.model = model.get();
   req.train = &s.data.train;
   req.workers = s.workers;
   req.ranks_on_host = job.mpi.ranks_on_host();
-  req.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  req.form_dense = [](const sfb::SfBatch& b, sfb::Layout l, sfb::Matrix& out) {
-    sfb::baselines::dense_update(b, l, out);
-  };
-  sfb::Config ar = cfg;
-  ar.comm.scheme = "allreduce";
-  req.make_allreduce_exchange = [ar, prox = s.model->has_prox()] {
-    return sfb::baselines::make_exchange(ar, prox, allreduce_factory(ar));
-  };
+  const sfb::CpuBudget budget = sfb::cpu_budget();
+  req.cores = budget.cores;
+  req.cpu_group = budget.group;
+  req.allreduce = allreduce_factory(cfg);
   auto guard = job.waiting_on_peers("profiling the schemes");
-  return sfb::runtime::measure_scheme_profile(req);
+  return sfb::profiler::measure_scheme_profile(req);
 }
 
 // Every prediction (the candidates fastest first, then FMS) as JSON and in the log.

@@ -1,24 +1,36 @@
-#include "sfb/runtime/scheme_profiler.h"
+#include "sfb/profiler/scheme_profiler.h"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 
+#include <spdlog/spdlog.h>
+
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
+#include "sfb/baselines/dense_update.h"
+#include "sfb/baselines/make_exchange.h"
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/channel.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/core/fit.h"
 #include "sfb/core/hash.h"
 #include "sfb/core/rng.h"
 #include "sfb/core/timer.h"
 #include "sfb/io/sampler.h"
+#include "sfb/predict/scheme_model.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
 
-namespace sfb::runtime {
+namespace sfb::profiler {
+
+using runtime::Exchange;
+using runtime::UpdateApplier;
+using runtime::Worker;
+using runtime::WorkerHooks;
+using runtime::WorkerResult;
 namespace {
 
 // The slowest rank's median of `times`.
@@ -43,13 +55,13 @@ double slowest_median(comm::Transport& t, int repeats, F&& f) {
 }
 
 // Least squares of (bytes, seconds) as microseconds = a + b bytes.
-predict::LineFit fit_us(const std::vector<std::pair<double, double>>& xs) {
+LineFit fit_us(const std::vector<std::pair<double, double>>& xs) {
   std::vector<double> x, y;
   for (const auto& [bytes, sec] : xs) {
     x.push_back(bytes);
     y.push_back(sec * 1e6);
   }
-  return predict::fit_line(x, y);
+  return fit_line(x, y);
 }
 
 // The model's compute_sf of K samples of this rank's partition on the profile's own W, `repeats`
@@ -83,21 +95,21 @@ struct EngineClocks {
   double clock_s = 0, compute_s = 0, apply_s = 0;
 };
 
-// The engine itself (runtime::Worker: its three threads, queues and stop protocol) for repeats + 4
-// BSP clocks of `scheme` (sfb full broadcast without an exchange, else the exchange's baseline) on
+// The engine itself (runtime::Worker: its three threads, queues and stop protocol) for `clocks`
+// (at least 4) BSP clocks of `scheme` (sfb full broadcast without an exchange, else the exchange's baseline) on
 // the profile's model, nothing written: the steady seconds per clock (from clock 2's start to the
 // last's: connections, first touches and TCP's slow start left out), the compute thread's median
 // compute over the same clocks and the update thread's seconds per clock. What the pieces measured
 // alone miss (the threads' polling and locking, the transport's threads, the ranks' phases
 // interleaving on shared cores) is in them.
-EngineClocks time_engine(const ProfileRequest& r, const std::string& scheme, Exchange* exchange) {
+EngineClocks time_engine(const ProfileRequest& r, const std::string& scheme, Exchange* exchange, int64_t clocks) {
   Config cfg = *r.cfg;
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = "full";
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = "off";
   cfg.stop = StopConfig{};
-  cfg.stop.max_clocks = r.repeats + 4;
+  cfg.stop.max_clocks = std::max<int64_t>(4, clocks);
   cfg.stop.divergence_factor = 0;
   cfg.eval.every = cfg.stop.max_clocks + 1;
   cfg.checkpoint.every = 0;
@@ -119,17 +131,41 @@ EngineClocks time_engine(const ProfileRequest& r, const std::string& scheme, Exc
   return e;
 }
 
+// Engine clocks of a scheme predicted at `clock_s` each that fit in `budget_s` (at most repeats + 4);
+// 0 when even 4 do not (the same on every rank: the profile is).
+int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) {
+  const int64_t fit = clock_s > 0 ? static_cast<int64_t>(budget_s / clock_s) : r.repeats + 4;
+  return fit < 4 ? 0 : std::min<int64_t>(fit, r.repeats + 4);
+}
+
 // The SFB engine's pieces (the network as what the clock leaves of compute and apply), and the
-// all-reduce baseline's clock when the request can make its exchange.
-void time_engines(const ProfileRequest& r, predict::SchemeProfile& p) {
-  const EngineClocks sfb = time_engine(r, "sfb", nullptr);
-  p.engine_clock_s = sfb.clock_s;
-  p.engine_sf_s = sfb.compute_s;
-  p.engine_apply_s = sfb.apply_s;
-  p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
-  if (!r.make_allreduce_exchange) return;
-  auto ex = r.make_allreduce_exchange();
-  p.engine_allreduce_clock_s = time_engine(r, "allreduce", ex.get()).clock_s;
+// all-reduce baseline's clock, each for as many clocks as fit in its share of the time budget
+// (from the pieces' prediction); an engine whose 4 clocks would not fit is left out (its anchors
+// stay 1) and said so.
+void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
+  const predict::Target here{r.workers, p.link, p.ranks_on_host, true};
+  const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
+  if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 2)) {
+    const EngineClocks sfb = time_engine(r, "sfb", nullptr, n);
+    p.engine_clock_s = sfb.clock_s;
+    p.engine_sf_s = sfb.compute_s;
+    p.engine_apply_s = sfb.apply_s;
+    p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
+  } else if (r.transport->rank() == 0) {
+    spdlog::warn("profile: the SFB engine's 4 clocks would take about {:.0f} s: not run (its anchors stay 1)",
+                 4 * sfb_s);
+  }
+  const Config& cfg = *r.cfg;
+  Config ar = cfg;
+  ar.comm.scheme = "allreduce";
+  const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
+  if (const int64_t n = engine_clocks(r, ar_s, budget_s / 2)) {
+    auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
+    p.engine_allreduce_clock_s = time_engine(r, "allreduce", ex.get(), n).clock_s;
+  } else if (r.transport->rank() == 0) {
+    spdlog::warn("profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1)",
+                 4 * ar_s);
+  }
 }
 
 // Every rank sends `bytes` to every other at once and receives theirs (on kTagSf: nothing else
@@ -141,11 +177,37 @@ void broadcast_round(comm::Transport& t, const std::shared_ptr<const Bytes>& buf
 
 // a + b M from (bytes, seconds) points; when noise gives no positive slope (small messages on an
 // idle link), the largest point's time per byte with a = 0.
-predict::LineFit robust_fit(const std::vector<std::pair<double, double>>& xs) {
-  predict::LineFit f = fit_us(xs);
+LineFit robust_fit(const std::vector<std::pair<double, double>>& xs) {
+  LineFit f = fit_us(xs);
   if (std::isfinite(f.b) && f.b > 0 && std::isfinite(f.a)) return f;
   const auto& [bytes, sec] = xs.back();
-  return {0.0, sec * 1e6 / bytes, 0.0};
+  return {0.0, sec * 1e6 / bytes, 0.0, static_cast<int>(xs.size())};
+}
+
+// Every rank but 0 sends `buf` to rank 0 at once, which answers each with an empty message once
+// all are in: what a parameter server's link sees when every worker pushes to it.
+void incast_round(comm::Transport& t, const std::shared_ptr<const Bytes>& buf) {
+  if (t.rank() == 0) {
+    for (int q = 1; q < t.size(); ++q) t.recv(comm::kTagSf);
+    for (int q = 1; q < t.size(); ++q) t.send(q, comm::kTagSf, {});
+  } else {
+    t.send_shared(0, comm::kTagSf, buf);
+    t.recv(comm::kTagSf);
+  }
+}
+
+// a + b M from the slowest rank's median of `round` at 16 KiB, top / 4 and top bytes, M the bytes
+// one host's link carries (`per_host` messages of each size).
+template <typename Round>
+LineFit fit_rounds(const ProfileRequest& r, int64_t top, int per_host, Round&& round) {
+  std::vector<std::pair<double, double>> xs;
+  for (int64_t m : {int64_t{16} << 10, top / 4, top}) {
+    const auto buf = std::make_shared<const Bytes>(static_cast<size_t>(m), std::byte{1});
+    round(*r.transport, buf);  // warm-up (connections, TCP windows)
+    xs.emplace_back(static_cast<double>(m) * per_host,
+                    slowest_median(*r.transport, r.repeats, [&] { round(*r.transport, buf); }));
+  }
+  return robust_fit(xs);
 }
 
 void measure_links(const ProfileRequest& r, predict::SchemeProfile& p) {
@@ -153,16 +215,14 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p) {
   const int P = r.workers;
   if (P < 2) return;
   // A small message for the start-up a, and the batch's size for b (at least 1 MiB: measurable).
-  std::vector<std::pair<double, double>> bc;
   const int64_t top = std::clamp<int64_t>(p.batch_bytes, 1 << 20, 16 << 20);
-  for (int64_t m : {int64_t{16} << 10, top / 4, top}) {
-    const auto buf = std::make_shared<const Bytes>(static_cast<size_t>(m), std::byte{1});
-    broadcast_round(t, buf);  // warm-up (connections, TCP windows)
-    bc.emplace_back(static_cast<double>(m), slowest_median(t, r.repeats, [&] { broadcast_round(t, buf); }));
-  }
-  const auto f = robust_fit(bc);
-  p.link = {"fitted", std::max(0.0, f.a), f.b / (P - 1)};
+  const auto f = fit_rounds(r, top, P - 1, broadcast_round);
+  p.link = {"fitted", std::max(0.0, f.a), f.b};
   p.bcast_r2 = f.r2;
+  // The incast: P - 1 workers' pushes into one host's link, at the dense update's size.
+  const auto in = fit_rounds(r, std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 16 << 20), P - 1, incast_round);
+  p.incast_a_us = std::max(0.0, in.a);
+  p.incast_b_us_per_byte = in.b;
   comm::TransportChannel ch(t, comm::kTagReduce);
   comm::RankOrderAllreduce ar(ch, P);
   ar.set_cost(LinkCost{p.link.a_us, p.link.b_us_per_byte});
@@ -180,31 +240,84 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p) {
   p.allreduce_r2 = g.r2;
 }
 
-// Ranks whose process runs on this machine's kernel (the same boot id): they share its cores even
-// when MPI sees them on different hosts (network namespaces with their own hostnames: the netns
-// cluster). `fallback` (MPI's ranks on this host) when the boot id cannot be read.
-int ranks_on_machine(comm::Transport& t, int fallback) {
+// Ranks whose process runs on this machine's kernel (the same boot id) in the same CPU budget
+// (cgroup): they share its cores even when MPI sees them on different hosts (network namespaces
+// with their own hostnames: the netns cluster, whose --cpus gives each host a budget of its own).
+// `fallback` (MPI's ranks on this host) when the boot id cannot be read.
+int ranks_on_machine(comm::Transport& t, int fallback, const std::string& cpu_group) {
   std::string id;  // procfs files report size 0: read as a stream
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::getline(in, id);
-  const auto mine = static_cast<int64_t>(id.empty() ? 0 : fnv1a64(id) >> 1);
+  const auto mine = static_cast<int64_t>(id.empty() ? 0 : fnv1a64(id + "\n" + cpu_group) >> 1);
   int same = 0;
   for (int64_t v : comm::allgather_i64(t, mine)) same += v == mine;
   return mine == 0 ? fallback : std::max(same, fallback);
+}
+
+// A rank's memory bandwidth with every rank at once: a += b over two 32 MiB float arrays (beyond
+// a core's share of any cache), with the rank's OpenMP threads, 12 bytes of traffic per float.
+double memory_bandwidth(const ProfileRequest& r, int threads) {
+  const size_t n = size_t{8} << 20;
+  std::vector<float> a(n, 1.0f), b(n, 1e-7f);
+  const auto add = [&] {
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (size_t i = 0; i < n; ++i) a[i] += b[i];
+  };
+  add();  // first touch
+  const double s = slowest_median(*r.transport, r.repeats, add);
+  return s > 0 ? 12.0 * static_cast<double>(n) / s : 0.0;
+}
+
+}  // namespace
+
+namespace {
+
+// The largest of every rank's value (the same on every rank).
+double largest(comm::Transport& t, double v) {
+  int64_t top = 0;
+  for (int64_t x : comm::allgather_i64(t, static_cast<int64_t>(std::llround(v * 1e3)))) top = std::max(top, x);
+  return static_cast<double>(top) * 1e-3;
+}
+
+// The applier on 1 and m copies of the batch, forming the dense update and adding it, on the
+// profile's own W (its values no longer matter: the SF computation was timed before). The dense
+// update is formed and added by row blocks of at most 16 MiB, as the baselines do, and scaled to
+// W's rows: no second W is held.
+void time_updates(const ProfileRequest& r, Matrix& stored, const SfBatch& batch, predict::SchemeProfile& p) {
+  const Layout layout = r.model->layout();
+  UpdateApplier applier(p.threads, layout);
+  const int m = std::clamp(r.workers, 2, 8);
+  // m distinct copies, as m senders' batches are (one buffer read m times would stay in cache).
+  std::vector<SfBatch> copies(static_cast<size_t>(m), batch);
+  std::vector<const SfBatch*> many;
+  for (const auto& c : copies) many.push_back(&c);
+  auto& t = *r.transport;
+  const double one = slowest_median(t, r.repeats, [&] { applier.apply(stored, batch); });
+  const double lots = slowest_median(t, r.repeats, [&] { applier.apply(stored, many); });
+  p.apply_batch_s = std::max(0.0, (lots - one) / (m - 1));
+  p.apply_fixed_s = one - p.apply_batch_s;
+  const int64_t rows = std::clamp<int64_t>((int64_t{16} << 20) / (4 * std::max<int64_t>(1, stored.cols())), 1,
+                                           std::max<int64_t>(1, stored.rows()));
+  const double scale = static_cast<double>(stored.rows()) / static_cast<double>(rows);
+  Matrix block;
+  p.form_dense_s =
+      scale * slowest_median(t, r.repeats, [&] { baselines::dense_update_rows(batch, layout, 0, rows, block); });
+  p.add_dense_s = scale * slowest_median(t, r.repeats, [&] { stored.topRows(rows) += block; });
 }
 
 }  // namespace
 
 predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
   SFB_CHECK(r.cfg && r.transport && r.model && r.train, "measure_scheme_profile: incomplete request");
+  const Stopwatch took;
   const auto& cfg = *r.cfg;
   auto& model = *r.model;
   predict::SchemeProfile p;
   p.config = cfg.source;
   p.model = model.name();
   p.workers = r.workers;
-  p.ranks_on_host = ranks_on_machine(*r.transport, r.ranks_on_host);
-  p.cores = std::max(1, r.cores);
+  p.ranks_on_host = ranks_on_machine(*r.transport, r.ranks_on_host, r.cpu_group);
+  p.cores = std::max(0.001, r.cores);
   p.threads = static_cast<int>(std::max<int64_t>(1, cfg.runtime.threads));
   p.J = model.rows();
   p.D = model.cols();
@@ -215,31 +328,23 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
                 : cfg.sfb.reconcile == "off" ? ""
                                              : cfg.sfb.reconcile;
   p.reconcile_every = cfg.sfb.reconcile_every;
-  const Layout layout = model.layout();
-  Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
-  Rng rng = make_rng(cfg.job.seed, static_cast<uint64_t>(r.transport->rank()));
-  model.init(MatrixMap(stored.data(), stored.rows(), stored.cols()), rng);
-  if (r.workers > 1) time_engines(r, p);
-  const SfBatchPtr batch = time_sf(r, stored, p);
-  p.batch_bytes = static_cast<int64_t>(comm::encode_sf_batch(*batch).size());
-  p.v_nonzeros = static_cast<double>(batch->nnz_v()) / std::max(1, batch->count);
-  // The applier on 1 and m copies of the batch, on a scratch W.
-  UpdateApplier applier(p.threads, layout);
-  Matrix scratch = stored;
-  const int m = std::clamp(r.workers, 2, 8);
-  // m distinct copies, as m senders' batches are (one buffer read m times would stay in cache).
-  std::vector<SfBatch> copies(static_cast<size_t>(m), *batch);
-  std::vector<const SfBatch*> many;
-  for (const auto& c : copies) many.push_back(&c);
-  const double one = slowest_median(*r.transport, r.repeats, [&] { applier.apply(scratch, *batch); });
-  const double lots = slowest_median(*r.transport, r.repeats, [&] { applier.apply(scratch, many); });
-  p.apply_batch_s = std::max(0.0, (lots - one) / (m - 1));
-  p.apply_fixed_s = one - p.apply_batch_s;
-  Matrix dW = Matrix::Zero(scratch.rows(), scratch.cols());
-  if (r.form_dense) p.form_dense_s = slowest_median(*r.transport, r.repeats, [&] { r.form_dense(*batch, layout, dW); });
-  p.add_dense_s = slowest_median(*r.transport, r.repeats, [&] { scratch += dW; });
+  {  // The pieces, on one W of the profile's own (freed before the engines hold theirs).
+    const Layout layout = model.layout();
+    Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
+    Rng rng = make_rng(cfg.job.seed, static_cast<uint64_t>(r.transport->rank()));
+    model.init(MatrixMap(stored.data(), stored.rows(), stored.cols()), rng);
+    const SfBatchPtr batch = time_sf(r, stored, p);
+    // Sparse rows differ between partitions: every rank takes the largest batch.
+    p.batch_bytes =
+        static_cast<int64_t>(largest(*r.transport, static_cast<double>(comm::encode_sf_batch(*batch).size())));
+    p.v_nonzeros = largest(*r.transport, static_cast<double>(batch->nnz_v()) / std::max(1, batch->count));
+    time_updates(r, stored, *batch, p);
+  }
+  p.mem_bytes_per_s = memory_bandwidth(r, p.threads);
   measure_links(r, p);
+  if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - largest(*r.transport, took.seconds())));
+  p.profile_s = largest(*r.transport, took.seconds());
   return p;
 }
 
-}  // namespace sfb::runtime
+}  // namespace sfb::profiler

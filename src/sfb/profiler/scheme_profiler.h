@@ -6,36 +6,46 @@
 //                 its own, so a model with state, such as SDCA's duals, trains from the start after)
 //   apply         the update applier on 1 and on m copies of the batch (m = min(P, 8), at least 2):
 //                 the fit apply_fixed_s + m apply_batch_s
-//   form_dense_s  the baselines' dense update U^T V of the batch (ProfileRequest::form_dense: sfbd
-//                 passes baselines::dense_update; this layer does not see the baselines)
-//   add_dense_s   W += a J x D update (what the all-reduce baseline adds, FMS's servers add per shard)
+//   form_dense_s  the baselines' dense update U^T V of the batch, formed by row blocks of <= 16 MiB
+//                 as they form it (baselines/dense_update.h), scaled to W's rows
+//   add_dense_s   W += a J x D update (what the all-reduce baseline adds, FMS's servers add per
+//                 shard), by the same row blocks
+//   mem_bytes_per_s  a += b over two 32 MiB arrays with the rank's threads: the memory floor of
+//                 the pieces at a larger shape (predict/profile.h)
 //   link          every rank sends M bytes to every other at once and receives theirs, as the SFB
 //                 communication thread does, at M = 16 KiB, B / 4 and B (B the batch's encoded
 //                 bytes, at least 1 MiB, at most 16 MiB): T(M) = a + (P - 1) M b fitted per rank
-//   engine        the engine itself (runtime::Worker) for repeats + 4 clocks of SFB full broadcast, and
-//                 of the all-reduce baseline when the caller can make its exchange: the steady
-//                 clock, the compute thread's SF computation and the update thread's apply (the
-//                 anchors of predict/scheme_model.h)
+//   incast        every rank but 0 sends M bytes to rank 0 at once (an FMS server's link under
+//                 every worker's push), M up to W's bytes (1 - 16 MiB): T = a + (P - 1) M b
+//   engine        the engine itself (runtime::Worker) for up to repeats + 4 clocks of SFB full
+//                 broadcast and of the all-reduce baseline: the steady clock, the compute thread's
+//                 SF computation and the update thread's apply (the anchors of predict/
+//                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
+//                 ProfileRequest::budget_s, at least 4, or none (anchors 1, and a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
 // time per byte with no start-up.
-// ranks_on_host counts the ranks on this machine's kernel (its boot id): the netns cluster's "hosts"
-// are one machine's cores.
-// It costs 2 (repeats + 4) engine clocks and `repeats` SF computations, dense updates and adds, 2
-// repeats applies, 3 (repeats + 1) broadcast rounds and 2 (repeats + 1) all-reduces: seconds to a
-// minute for the large models it is meant for.
-#include <functional>
+// ranks_on_host counts the ranks on this machine's kernel (its boot id) in the same CPU budget: the
+// netns cluster's "hosts" are one machine's cores, or with --cpus a cgroup's share of them each.
+// Order and memory: the pieces first, on one W of the profile's own, freed before the engines hold
+// theirs, so profiling needs what training needs (one W per rank and bounded parts), whatever
+// the shape. Cost: `repeats` SF computations, dense-update blocks and adds, 2 repeats applies, 6
+// (repeats + 1) broadcast and incast rounds and 2 (repeats + 1) all-reduces, then the engines'
+// clocks within the budget: about a minute at most for the large models it is meant for
+// (profile_s says how long it took).
+// It is its own layer, above the baselines it times (profiler: baselines runtime ...): the engine
+// and the predictor stay apart (runtime does not see predict).
+#include <string>
 
 #include "sfb/api/model.h"
+#include "sfb/comm/allreduce.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
-#include "sfb/core/sf_batch.h"
 #include "sfb/io/dataset.h"
-#include "sfb/predict/scheme_model.h"
-#include "sfb/runtime/exchange.h"
+#include "sfb/predict/profile.h"
 
-namespace sfb::runtime {
+namespace sfb::profiler {
 
 struct ProfileRequest {
   const Config* cfg = nullptr;
@@ -44,15 +54,15 @@ struct ProfileRequest {
   const io::Dataset* train = nullptr;    // this rank's partition
   int workers = 0;
   int ranks_on_host = 1;  // MPI's ranks on this host (the fallback without a boot id)
-  int cores = 1;
+  double cores = 1;       // the cores this rank's CPU budget allows (core/machine.h)
+  std::string cpu_group;  // the cgroup of that budget ("" none): ranks in one share it
   int repeats = 3;
-  // Forms the dense J x D update of a batch in a layout, as the baselines do (null: not measured).
-  std::function<void(const SfBatch&, Layout, Matrix&)> form_dense;
-  // The all-reduce baseline's exchange, to time a few of its clocks in the engine (null: not timed).
-  std::function<std::unique_ptr<Exchange>()> make_allreduce_exchange;
+  double budget_s = 60;  // the whole profile's time, which bounds the engines' clocks
+  // The all-reduce baseline's engine (comm.collectives: null is sfb's; sfbd passes MPI's for "mpi").
+  comm::AllreduceFactory allreduce;
 };
 
 // Every rank returns the same profile (the slowest rank's times).
 predict::SchemeProfile measure_scheme_profile(const ProfileRequest& req);
 
-}  // namespace sfb::runtime
+}  // namespace sfb::profiler
