@@ -175,6 +175,11 @@ TEST(Shapes, PiecesScaleWithTheirWork) {
   const auto sfb8 = predict(p, {"sfb"}, at_shape(8, l, big));
   EXPECT_DOUBLE_EQ(sfb8.compute_s, 6 * p.sf_s);
   EXPECT_DOUBLE_EQ(sfb8.bytes_per_clock, 8 * 7 * x.batch_bytes);
+  // Rank 0's evaluations: 32 rows a clock cost two batches' SF computation, in every scheme.
+  SchemeProfile e = p;
+  e.eval_rows_per_clock = 32;
+  EXPECT_DOUBLE_EQ(predict(e, {"sfb"}, {8, l}).compute_s, 3 * p.sf_s);
+  EXPECT_DOUBLE_EQ(predict(e, {"allreduce"}, {8, l}).compute_s, 3 * p.sf_s + p.form_dense_s);
   // Sparse v: the width is the nonzeros.
   SchemeProfile q = p;
   q.sparse_v = true;

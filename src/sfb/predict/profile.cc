@@ -141,7 +141,8 @@ Json to_json(const SchemeProfile& p) {
           {"allreduce_r2", sig(p.allreduce_r2, 4)},
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
-          {"profile_s", sig(p.profile_s, 4)}};
+          {"profile_s", sig(p.profile_s, 4)},
+          {"eval_rows_per_clock", sig(p.eval_rows_per_clock, 6)}};
 }
 
 SchemeProfile profile_from_json(const Json& j, const std::string& source) {
@@ -189,6 +190,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   p.profile_s = j.contains("profile_s") ? num("profile_s", 0, 1e9) : 0.0;
+  // Profiles written before evaluations were modelled leave them out.
+  p.eval_rows_per_clock = j.contains("eval_rows_per_clock") ? num("eval_rows_per_clock", 0, 1e15) : 0.0;
   return p;
 }
 

@@ -95,6 +95,9 @@ struct SchemeProfile {
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)
+  // Rows rank 0's monitor evaluates the objective on per clock (eval.train_sample / eval.every; 0:
+  // none): under BSP every rank waits for it, so it adds to every clock.
+  double eval_rows_per_clock = 0.0;
   Shape shape() const;
   double rank_cores() const;  // min(threads, cores / ranks_on_host): what one rank computes with
   // The engine's pieces over the same pieces measured alone, at `workers` (1 without a

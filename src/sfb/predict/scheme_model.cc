@@ -151,7 +151,9 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
   const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const SchemeProfile::Anchors an = p.anchors();
-  r.compute_s = x.sf_s * an.compute;
+  // SF computation, and rank 0's evaluation of the objective (a row costs what computing one
+  // sample's factors does: the model's forward pass), which every rank waits for under BSP.
+  r.compute_s = x.sf_s * an.compute * (1.0 + p.eval_rows_per_clock / static_cast<double>(std::max<int64_t>(1, sh.K)));
   if (s.name == "sfb" || s.name == "halton") {
     predict_broadcast(p, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {

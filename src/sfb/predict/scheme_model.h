@@ -10,7 +10,9 @@
 // One BSP clock (sfb.staleness = 0) of worker p, every worker alike, is modelled as its phases in
 // sequence (under BSP each waits for the previous: clock c + 1 computes on W with every clock <= c
 // applied):
-//   compute   SF computation of K samples (sf_s), scaled by the cores the ranks share (below)
+//   compute   SF computation of K samples (sf_s), scaled by the cores the ranks share (below),
+//             and rank 0's evaluation of the objective on eval_rows_per_clock rows (a row costs a
+//             sample's SF computation), which under BSP every rank waits for
 //   sfb       send its batch of B bytes to the N - 1 peers (full) or Q of them (halton) and receive
 //             as many: a + n B b on its link (n = N - 1 or Q; b the per-byte time of a host's link
 //             with every flow at once, fitted from the broadcast itself); then apply the own batch
@@ -23,8 +25,10 @@
 //   fms       form the dense update, push 4 J D bytes split over S servers and pull W back: each
 //             server's link carries N/S of every worker's bytes each way, a worker's link all of
 //             its own; pushes and pulls overlap (pipelined blocks), so the busiest direction
-//             a + (4 J D max(1, N/S) + fill) b, with the servers' adds of N shards of J D / S
-//             floats (N add_dense_s / S) after it and the worker's copy of W in
+//             a + 4 J D max(1, N/S) b, of which forming the update block by block hides its own
+//             time, then the pipeline's fill, the servers' adds of N shards of J D / S floats
+//             (N add_dense_s / S) and the worker's copy of W in; on the fitted link a server's
+//             link is the profile's incast (every worker pushing into one host at once)
 // Anchors: every piece is measured alone (a kernel, a broadcast round), and the SFB engine itself
 // runs a few clocks at the profiled N; each piece of the engine over the same piece modelled there
 // scales it everywhere (the three threads' polling and locking, the transport's threads and the
@@ -40,8 +44,10 @@
 // cores, N when all N ranks share the profiled host (the netns emulation).
 // Ignored: the overlap of the three threads within a clock (the update thread applies batches as
 // they arrive: the model is an upper bound by the apply of the last ones), SSP/ASP overlap,
-// stragglers and the variance of compute, message headers, the FMS servers' own CPU contention,
-// TCP slow start after idle, a switch's limits (full bisection assumed), and topology (one hop).
+// stragglers and the variance of compute, message headers, the FMS servers' own CPU contention
+// (a server's adds are timed on a worker's cores), TCP slow start after idle, a switch's limits
+// (full bisection assumed), topology (one hop), checkpoints, and the cost of the threads' polling
+// at another shape (the anchors are ratios taken at the profiled shape).
 #include <cstdint>
 #include <string>
 #include <vector>

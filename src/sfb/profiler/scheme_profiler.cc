@@ -328,6 +328,7 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
                 : cfg.sfb.reconcile == "off" ? ""
                                              : cfg.sfb.reconcile;
   p.reconcile_every = cfg.sfb.reconcile_every;
+  p.eval_rows_per_clock = cfg.eval.every > 0 ? static_cast<double>(cfg.eval.train_sample) / cfg.eval.every : 0.0;
   {  // The pieces, on one W of the profile's own (freed before the engines hold theirs).
     const Layout layout = model.layout();
     Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
