@@ -3,7 +3,8 @@
 # UTS hostname, joined by veth links to a bridge, with tc tbf rate limits both ways, so Open MPI
 # sees N hosts and talks TCP between them through rate-limited links.
 #
-#   scripts/netns-cluster.sh up N [--rate 1gbit]   create hosts sfbh0..sfbh{N-1} (10.77.0.1..N)
+#   scripts/netns-cluster.sh up N [--rate 1gbit] [--cpus C] [--cpu-period-us P]
+#                                                   create hosts sfbh0..sfbh{N-1} (10.77.0.1..N)
 #   scripts/netns-cluster.sh run [--ppn K] -- <mpirun args>   mpirun across them (K ranks per host)
 #   scripts/netns-cluster.sh status                 hosts, addresses, qdiscs
 #   scripts/netns-cluster.sh down                   remove everything it created
@@ -13,6 +14,13 @@
 # namespace addresses; btl/oob TCP are restricted to the namespace subnet. The kernel has no netem:
 # latency is injected in sfb's transport (comm.inject_latency_us). Needs root. Only the addresses
 # of namespaces made here are used.
+#
+# --cpus C gives every host a CPU budget of its own: a cgroup (v1 cpu controller, or v2 cpu.max)
+# whose quota is C cores per period, so that N hosts on one machine compute like N nodes of C cores
+# instead of interleaving freely on the shared ones (sfbd's profiler reads the budget: core/
+# machine.h). The period is 5 ms by default: with the kernel's 100 ms a throttled host stalls up
+# to 75 ms at a time, which turns latency-bound phases into noise (measured in docs/compare.md).
+# N C should not exceed the machine's cores, or the hosts still contend (up warns).
 set -euo pipefail
 PREFIX=${SFB_NETNS_PREFIX:-sfb}
 SUBNET=${SFB_NETNS_SUBNET:-10.77.0}
@@ -20,22 +28,36 @@ STATE=/tmp/${PREFIX}-netns-cluster
 BR=${PREFIX}br0
 
 die() { echo "netns-cluster: $*" >&2; exit 1; }
+bad() { echo "netns-cluster: $*" >&2; exit 2; }  # a bad argument: nothing was done
 hosts() { cat "$STATE/hosts" 2>/dev/null || true; }
 
 cmd_up() {
   local n=${1:-}; shift || true
-  local rate=1gbit
+  local rate=1gbit cpus="" period=5000
   while [ $# -gt 0 ]; do
     case "$1" in
-      --rate) rate=$2; shift 2 ;;
-      *) die "up: unknown option $1" ;;
+      --rate) rate=${2:-}; shift 2 || bad "up: --rate needs a value" ;;
+      --cpus) cpus=${2:-}; shift 2 || bad "up: --cpus needs a value" ;;
+      --cpu-period-us) period=${2:-}; shift 2 || bad "up: --cpu-period-us needs a value" ;;
+      *) bad "up: unknown option $1" ;;
     esac
   done
-  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up: N must be 1..200, got '$n'"
+  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || bad "up: N must be 1..200, got '$n'"
+  [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || bad "up: --rate must be like 1gbit, 300mbit or 500kbit, got '$rate'"
+  if [ -n "$cpus" ]; then
+    [[ "$cpus" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v c="$cpus" 'BEGIN { exit !(c > 0 && c <= 1024) }' ||
+      bad "up: --cpus must be cores per host, above 0 (e.g. 0.25), got '$cpus'"
+    [[ "$period" =~ ^[0-9]+$ ]] && [ "$period" -ge 1000 ] && [ "$period" -le 1000000 ] ||
+      bad "up: --cpu-period-us must be 1000..1000000 microseconds, got '$period'"
+    local quota
+    quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
+    [ "$quota" -ge 1000 ] || bad "up: --cpus $cpus x --cpu-period-us $period is a quota of $quota us; the kernel's least is 1000"
+  fi
   [ "$(id -u)" = 0 ] || die "up needs root (ip netns, tc)"
   [ -d "$STATE" ] && die "a cluster is up already ($STATE); run 'down' first"
   mkdir -p "$STATE"
   echo "$rate" > "$STATE/rate"
+  [ -z "$cpus" ] || make_cpu_budgets "$n" "$cpus" "$period"
   ip link add "$BR" type bridge
   ip addr add "$SUBNET.254/24" dev "$BR"
   ip link set "$BR" up
@@ -54,15 +76,59 @@ cmd_up() {
     echo "$addr $ns h$i" >> "$STATE/hosts"
   done
   # The launcher agent Open MPI uses instead of ssh: <agent> <host address> <command...>.
+  # With --cpus it first moves itself into the host's cgroup: the daemon and every rank it starts
+  # inherit the budget.
   cat > "$STATE/agent" <<AGENT
 #!/bin/sh
 host=\$1; shift
 line=\$(grep "^\$host " "$STATE/hosts") || { echo "netns agent: unknown host \$host" >&2; exit 255; }
 ns=\$(echo "\$line" | cut -d' ' -f2); name=\$(echo "\$line" | cut -d' ' -f3)
-exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$*"
+mounts=
+if [ -f "$STATE/cgroup" ]; then
+  echo \$\$ > "\$(cat "$STATE/cgroup")/\$name/cgroup.procs" || exit 255
+  # ip netns exec mounts a fresh /sys without the cgroup file systems: mount the budget's again, so
+  # that the ranks can read it.
+  case "\$(cat "$STATE/cgroup")" in
+    /sys/fs/cgroup/cpu/*) mounts="mount -t tmpfs cgroups /sys/fs/cgroup && mkdir /sys/fs/cgroup/cpu && mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu;" ;;
+    *) mounts="mount -t cgroup2 cgroup2 /sys/fs/cgroup;" ;;
+  esac
+fi
+exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$mounts \$*"
 AGENT
   chmod +x "$STATE/agent"
-  echo "up: $n hosts on $SUBNET.0/24 at $rate each way ($STATE)"
+  echo "up: $n hosts on $SUBNET.0/24 at $rate each way${cpus:+, $cpus cores each (a ${period} us CFS period)} ($STATE)"
+}
+
+# One cgroup per host under the cpu controller (v1) or the unified hierarchy (v2), quota C x period.
+make_cpu_budgets() {
+  local n=$1 cpus=$2 period=$3 root quota
+  quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control ||
+      die "up: cannot enable the cpu controller in /sys/fs/cgroup (cgroup v2)"
+    root=/sys/fs/cgroup/${PREFIX}-netns
+    mkdir -p "$root"
+    echo +cpu > "$root/cgroup.subtree_control"
+  elif [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    root=/sys/fs/cgroup/cpu/${PREFIX}-netns
+    mkdir -p "$root"
+  else
+    bad "up: --cpus needs the cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 cpu.max); neither is mounted"
+  fi
+  echo "$root" > "$STATE/cgroup"
+  for i in $(seq 0 $((n - 1))); do
+    mkdir -p "$root/h$i"
+    if [ -f "$root/h$i/cpu.max" ]; then
+      echo "$quota $period" > "$root/h$i/cpu.max"
+    else
+      echo "$period" > "$root/h$i/cpu.cfs_period_us"
+      echo "$quota" > "$root/h$i/cpu.cfs_quota_us"
+    fi
+  done
+  echo "$cpus $period" > "$STATE/cpus"
+  awk -v n="$n" -v c="$cpus" -v m="$(nproc)" 'BEGIN { exit !(n * c > m) }' &&
+    echo "netns-cluster: warning: $n hosts x $cpus cores > the machine's $(nproc): the hosts still contend" >&2
+  return 0
 }
 
 cmd_run() {
@@ -71,7 +137,7 @@ cmd_run() {
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     case "$1" in
       --ppn) ppn=$2; shift 2 ;;
-      *) die "run: unknown option $1 (mpirun arguments go after --)" ;;
+      *) bad "run: unknown option $1 (mpirun arguments go after --)" ;;
     esac
   done
   [ "${1:-}" = "--" ] && shift
@@ -88,6 +154,7 @@ cmd_run() {
 cmd_status() {
   [ -d "$STATE" ] || { echo "no cluster"; return 0; }
   echo "rate $(cat "$STATE/rate")"
+  [ ! -f "$STATE/cpus" ] || echo "cpus per host, CFS period us: $(cat "$STATE/cpus") ($(cat "$STATE/cgroup"))"
   while read -r addr ns name; do
     echo "$name $ns $addr: $(ip netns exec "$ns" tc qdisc show dev eth0 | head -1)"
   done < "$STATE/hosts"
@@ -99,6 +166,12 @@ cmd_down() {
   fi
   for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${PREFIX}v" || true); do ip link del "$l" 2>/dev/null || true; done
   ip link del "$BR" 2>/dev/null || true
+  if [ -f "$STATE/cgroup" ]; then
+    local root
+    root=$(cat "$STATE/cgroup")
+    for g in "$root"/h*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null || true; done
+    rmdir "$root" 2>/dev/null || echo "netns-cluster: $root still has processes; it stays" >&2
+  fi
   rm -rf "$STATE"
   echo "down"
 }
@@ -108,5 +181,5 @@ case "${1:-}" in
   run) shift; cmd_run "$@" ;;
   status) cmd_status ;;
   down) cmd_down ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
+  *) sed -n '2,26p' "$0"; exit 2 ;;
 esac

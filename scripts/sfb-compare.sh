@@ -177,7 +177,11 @@ done
 if [ "$predict" = 1 ]; then
   [ -f "$out/profile.json" ] || { echo "sfb-compare: no $out/profile.json (run without --table-only, or --no-predict)" >&2; exit 2; }
   plan_list=$(IFS=,; echo "${plan_schemes[*]}")
-  "$plan" --profile "$out/profile.json" --nodes "$np" --links fitted --one-host --schemes "$plan_list" \
+  # The ranks' layout as profiled: sharing one machine's cores (--one-host), or each in a CPU budget
+  # of its own (netns-cluster.sh --cpus: the profile's ranks_on_host is 1, its cores the budget's).
+  layout=()
+  [ "$(jq -r .ranks_on_host "$out/profile.json")" = 1 ] || layout=(--one-host)
+  "$plan" --profile "$out/profile.json" --nodes "$np" --links fitted "${layout[@]}" --schemes "$plan_list" \
     --csv "$out/predictions.csv" > "$out/predictions.md"
 fi
 predicted() {  # <run>: predicted seconds per clock ("-" when none)
