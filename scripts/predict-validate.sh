@@ -1,118 +1,198 @@
 #!/usr/bin/env bash
-# Validates the SFB engine's predictor (sfb-plan, sfb/predict/scheme_model.h) on the emulated
-# cluster: for each host count and link rate it brings up scripts/netns-cluster.sh (the workers'
-# hosts plus the FMS servers'), runs sfb-compare (which profiles the job with `sfbd --profile` on
-# the same ranks, then runs every scheme) on a config where SFB wins and one where the all-reduce
-# does, then a comm.scheme = "auto" run of each, and joins everything into one table: predicted
-# and measured seconds per clock per scheme with the error, the measured winner and auto's choice.
+# Validates the SFB engine's predictor (sfb-plan, sfb/predict) on the emulated cluster, holding
+# things out: each config is profiled once per link rate at the first host count (sfbd --profile),
+# and that one profile predicts every row: the other host counts (held-out scale) and a shape that
+# was measured but never profiled (held-out shape: each config's variant below, predicted with
+# sfb-plan --rows/--minibatch). Every host is a network namespace with a CPU budget of its own
+# (scripts/netns-cluster.sh --cpus), so N hosts compute like N nodes of that many cores instead of
+# interleaving on the shared ones. Every scheme runs --repeats times (sfb-compare: medians and
+# min-max), FMS with each server count of --servers, and a comm.scheme = "auto" run per config
+# and host count (it profiles at start-up, on its own ranks, and picks).
 #
-#   scripts/predict-validate.sh [--hosts "4 8"] [--rates "1gbit"] [--repeats 3] [--out DIR]
-#                               [--configs "A B"] [--reprofile] [--table-only]
-#     --hosts LIST    worker host counts                      (default "4 8")
-#     --rates LIST    tbf link rates                          (default "1gbit")
-#     --repeats R     sfb-compare --repeats                   (default 3)
-#     --configs LIST  job configs                             (default configs/compare_mlr_8192.toml
-#                                                              configs/compare_mlr_512_k1024.toml)
-#     --out DIR       output directory                        (default runs/predict-validate)
-#     --reprofile     keep the measured runs in DIR: bring the clusters up again, measure the
-#                     profiles (sfbd --profile) and the auto runs anew, and rebuild the tables
-#                     (sfb-compare --table-only): for a change of the predictor or the profiler
-# Needs root (network namespaces); takes about 40 minutes on 2 cores with the defaults. Writes
-# DIR/<rate>-<hosts>h/<config>/ (sfb-compare's output), DIR/<rate>-<hosts>h/<config>-auto/ and
-# DIR/validation.md.
+#   scripts/predict-validate.sh [--hosts "4 8"] [--rates "1gbit 300mbit"] [--cpus 0.125]
+#                               [--servers "1 4"] [--repeats 3] [--configs "A B"] [--out DIR]
+#                               [--table-only]
+#     --hosts LIST    worker host counts; the first is the profiled one      (default "4 8")
+#     --rates LIST    tbf link rates                                         (default "1gbit 300mbit")
+#     --cpus C        cores per host (a cgroup quota; 0: no budget)          (default 0.125)
+#     --servers LIST  FMS server counts, each on hosts of its own            (default "1 4")
+#     --repeats R     runs of every scheme                                   (default 3)
+#     --configs LIST  job configs (default configs/compare_mlr_512_k1024.toml
+#                     configs/compare_mlr_2048_k16.toml)
+#     --out DIR       output directory                                       (default runs/predict-validate)
+#     --table-only    run nothing: predict again from the recorded profiles and rebuild the table
+#                     (for a change of the predictor)
+# Needs root (network namespaces, cgroups). Hosts: the largest host count plus the largest server
+# count, each with C cores: keep their product within the machine's cores. About 80 minutes on 2
+# cores with the defaults. Writes DIR/<rate>/<config>[@<variant>]-<hosts>h/ (sfb-compare's output,
+# FMS with other server counts in ...-fmsS/), DIR/<rate>/<config>-profile.json, and DIR/validation.md.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-hosts_list="4 8" rates="1gbit" repeats=3 out="$SFB_ROOT/runs/predict-validate" table_only=0 reprofile=0
-configs="$SFB_ROOT/configs/compare_mlr_8192.toml $SFB_ROOT/configs/compare_mlr_512_k1024.toml"
+hosts_list="4 8" rates="1gbit 300mbit" cpus=0.125 servers_list="1 4" repeats=3 table_only=0
+out="$SFB_ROOT/runs/predict-validate"
+configs="$SFB_ROOT/configs/compare_mlr_512_k1024.toml $SFB_ROOT/configs/compare_mlr_2048_k16.toml"
+bad() { echo "predict-validate: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  [ "$1" = --table-only ] && { table_only=1; shift; continue; }
+  [ $# -ge 2 ] || bad "$1 needs a value (see the header of $0)"
   case "$1" in
-    --hosts) hosts_list=$2; shift 2 ;;
-    --rates) rates=$2; shift 2 ;;
-    --repeats) repeats=$2; shift 2 ;;
-    --configs) configs=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --table-only) table_only=1; shift ;;
-    --reprofile) reprofile=1; shift ;;
-    *) echo "predict-validate: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    --hosts) hosts_list=$2 ;;
+    --rates) rates=$2 ;;
+    --cpus) cpus=$2 ;;
+    --servers) servers_list=$2 ;;
+    --repeats) repeats=$2 ;;
+    --configs) configs=$2 ;;
+    --out) out=$2 ;;
+    *) bad "unknown option $1 (see the header of $0)" ;;
   esac
+  shift 2
 done
+for v in $hosts_list $servers_list; do [[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || bad "host and server counts must be integers >= 1, got '$v'"; done
+[[ "$repeats" =~ ^[0-9]+$ ]] && [ "$repeats" -ge 1 ] || bad "--repeats must be an integer >= 1, got '$repeats'"
+[[ "$cpus" =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--cpus must be cores per host (0: none), got '$cpus'"
+for c in $configs; do [ -f "$c" ] || bad "no config $c"; done
 [ -n "${SFB_NO_BUILD:-}" ] || [ "$table_only" = 1 ] || sfb_build sfbd sfb-plan
 export SFB_NO_BUILD=1
+plan=$SFB_BUILD/apps/sfb-plan
 mkdir -p "$out"
-# Per config: the overrides that keep FMS's clocks (W through the servers' links) to minutes.
-# Evaluations every few clocks give sfb-compare's steady seconds per clock; FMS gets a server per
-# worker host (each server's link then carries one W each way a clock, as in Bosen and Petuum).
-declare -A sets=([compare_mlr_8192]="stop.max_clocks=14 eval.every=3" [compare_mlr_512_k1024]="stop.max_clocks=30 eval.every=5")
-servers_for() { echo "$1"; }
+read -r -a hosts_arr <<< "$hosts_list"
+read -r -a servers_arr <<< "$servers_list"
+first=${hosts_arr[0]}
+s1=${servers_arr[0]}
+
+# Per config: run-length overrides (steady seconds per clock from a few evaluations), and the
+# held-out shape: the overrides that make it and the sfb-plan options that predict it.
+declare -A sets=([compare_mlr_8192]="stop.max_clocks=14 eval.every=3"
+                 [compare_mlr_512_k1024]="stop.max_clocks=20 eval.every=5"
+                 [compare_mlr_2048_k16]="stop.max_clocks=16 eval.every=4")
+declare -A heldout_sets=([compare_mlr_512_k1024]="data.classes=1024" [compare_mlr_2048_k16]="optimizer.minibatch=32"
+                         [compare_mlr_8192]="optimizer.minibatch=128")
+declare -A heldout_plan=([compare_mlr_512_k1024]="--rows 1024" [compare_mlr_2048_k16]="--minibatch 32"
+                         [compare_mlr_8192]="--minibatch 128")
+declare -A heldout_name=([compare_mlr_512_k1024]="J1024" [compare_mlr_2048_k16]="K32" [compare_mlr_8192]="K128")
+
+cluster_up() {  # <hosts>
+  "$SFB_ROOT/scripts/netns-cluster.sh" down > /dev/null 2>&1 || true
+  local budget=()
+  if [ "$cpus" != 0 ]; then
+    # The kernel's least quota is 1 ms: the period grows for small budgets (5 ms at 0.2 cores and up).
+    budget=(--cpus "$cpus" --cpu-period-us "$(awk -v c="$cpus" 'BEGIN { p = 5000; if (c * p < 1000) p = int(1000 / c + 1); print p }')")
+  fi
+  "$SFB_ROOT/scripts/netns-cluster.sh" up "$1" --rate "$rate" "${budget[@]}"
+}
+
+# sfb-compare of one config (and variant) at h hosts, FMS with the first server count; FMS with
+# each other server count in DIR-fmsS; one auto run.
+measure() {  # <config> <dir> <hosts> <overrides...>
+  local c=$1 dir=$2 h=$3
+  shift 3
+  local args=()
+  for s in "$@"; do args+=(--set "$s"); done
+  "$SFB_ROOT/scripts/sfb-compare.sh" --config "$c" --netns --np "$h" --servers "$s1" --repeats "$repeats" \
+    --out "$dir" "${args[@]}"
+  for S in "${servers_arr[@]:1}"; do
+    "$SFB_ROOT/scripts/sfb-compare.sh" --config "$c" --netns --np "$h" --servers "$S" --repeats "$repeats" \
+      --schemes fms --no-predict --out "$dir-fms$S" "${args[@]}"
+  done
+  rm -rf "$dir-auto"
+  mkdir -p "$dir-auto"
+  "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np "$h" "$SFB_BUILD/apps/sfbd" --config "$c" --set output.dir="$dir-auto" \
+    --set runtime.threads=1 --set comm.scheme=auto --set output.log_level=info "${args[@]}" > "$dir-auto/log" 2>&1 ||
+    { tail -20 "$dir-auto/log"; exit 1; }
+}
 
 if [ "$table_only" = 0 ]; then
+  maxS=0
+  for S in "${servers_arr[@]}"; do [ "$S" -gt "$maxS" ] && maxS=$S; done
   for rate in $rates; do
-    for h in $hosts_list; do
-      S=$(servers_for "$h")
-      "$SFB_ROOT/scripts/netns-cluster.sh" down > /dev/null 2>&1 || true
-      "$SFB_ROOT/scripts/netns-cluster.sh" up $((h + S)) --rate "$rate"
+    for h in "${hosts_arr[@]}"; do
+      cluster_up $((h + maxS))
       for c in $configs; do
         name=$(basename "$c" .toml)
-        dir="$out/$rate-${h}h/$name"
-        args=()
-        for s in ${sets[$name]:-}; do args+=(--set "$s"); done
-        if [ "$reprofile" = 1 ]; then
-          mkdir -p "$dir/profile"
-          "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np "$h" "$SFB_BUILD/apps/sfbd" --config "$c" \
-            --set output.log_level=warn --set runtime.threads=1 --set output.dir="$dir/profile" --set comm.scheme=sfb \
-            "${args[@]}" --profile "$dir/profile.json" > "$dir/profile/log" 2>&1 || { tail -20 "$dir/profile/log"; exit 1; }
-          "$SFB_ROOT/scripts/sfb-compare.sh" --config "$c" --netns --np "$h" --servers "$S" --repeats "$repeats" \
-            --out "$dir" --table-only "${args[@]}" > /dev/null
-        else
-          "$SFB_ROOT/scripts/sfb-compare.sh" --config "$c" --netns --np "$h" --servers "$S" --repeats "$repeats" \
-            --out "$dir" "${args[@]}"
+        read -r -a base <<< "${sets[$name]:-}"
+        measure "$c" "$out/$rate/$name-${h}h" "$h" "${base[@]}"
+        # The profile every prediction comes from: the first host count's, on the config's own shape.
+        [ "$h" = "$first" ] && cp "$out/$rate/$name-${h}h/profile.json" "$out/$rate/$name-profile.json"
+        if [ "$h" != "$first" ] && [ -n "${heldout_sets[$name]:-}" ]; then
+          read -r -a more <<< "${heldout_sets[$name]}"
+          measure "$c" "$out/$rate/$name@${heldout_name[$name]}-${h}h" "$h" "${base[@]}" "${more[@]}"
         fi
-        # auto on the same cluster: it profiles at start-up and picks.
-        rm -rf "$dir-auto"
-        mkdir -p "$dir-auto"
-        "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np "$h" "$SFB_BUILD/apps/sfbd" --config "$c" \
-          --set output.dir="$dir-auto" --set runtime.threads=1 --set comm.scheme=auto --set output.log_level=info \
-          "${args[@]}" > "$dir-auto/log" 2>&1 || { tail -20 "$dir-auto/log"; exit 1; }
       done
     done
   done
   "$SFB_ROOT/scripts/netns-cluster.sh" down > /dev/null 2>&1 || true
 fi
 
-# The joined table: one row per (rate, hosts, config, scheme).
+# The joined table: one row per (rate, hosts, config and shape, scheme).
 col() {  # <table.md> <run> <column name>: the cell of that run's row
   awk -F'|' -v run="$2" -v name="$3" '{ for (i = 1; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
     $2 == "run" { for (i = 1; i <= NF; i++) if ($i == name) c = i }
     c && $2 == run { print $c; exit }' "$1"
 }
+predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV of the predictions
+  local p=$1 h=$2 schemes=$3 tmp
+  shift 3
+  local layout=()
+  [ "$(jq -r .ranks_on_host "$p")" = 1 ] || layout=(--one-host)
+  tmp=$(mktemp)
+  "$plan" --profile "$p" --nodes "$h" --links fitted "${layout[@]}" --schemes "$schemes" "$@" --csv "$tmp" > /dev/null
+  cat "$tmp"
+  rm -f "$tmp"
+}
+err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
-  echo "| link | hosts | config | scheme | measured s/clock (median, min-max) | predicted s/clock | error | measured winner | auto chose |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for rate in $rates; do
-    for h in $hosts_list; do
+    for h in "${hosts_arr[@]}"; do
       for c in $configs; do
         name=$(basename "$c" .toml)
-        dir="$out/$rate-${h}h/$name"
-        [ -f "$dir/table.md" ] || continue
-        winner=$(sed -n 's/^\*\*Verdict: \([^ ]*\) wins.*/\1/p' "$dir/table.md")
-        chose=$(jq -r '.auto.chosen // "-"' "$dir-auto/summary.json" 2>/dev/null || echo "-")
-        for run in sfb-s0 halton-s0 fms-s0 allreduce-s0; do
-          meas=$(col "$dir/table.md" "$run" "s/clock")
-          [ -n "$meas" ] || continue
-          echo "| $rate | $h | $name | ${run%-s0} | $meas | $(col "$dir/table.md" "$run" "predicted s/clock") | $(col "$dir/table.md" "$run" "error") | ${winner%-s0} | $chose |"
+        prof="$out/$rate/$name-profile.json"
+        [ -f "$prof" ] || continue
+        variants=("$name")
+        [ "$h" != "$first" ] && [ -n "${heldout_name[$name]:-}" ] && variants+=("$name@${heldout_name[$name]}")
+        for v in "${variants[@]}"; do
+          dir="$out/$rate/$v-${h}h"
+          [ -f "$dir/table.md" ] || continue
+          extra=()
+          [ "$v" != "$name" ] && read -r -a extra <<< "${heldout_plan[$name]}"
+          schemes="sfb,halton,allreduce"
+          for S in "${servers_arr[@]}"; do schemes+=",fms:$S"; done
+          csv=$(predict_csv "$prof" "$h" "$schemes" "${extra[@]}")
+          # Measured rows: sfb-compare's (FMS with the first server count) and the other FMS runs.
+          rows=()
+          for run in sfb halton allreduce fms; do rows+=("$run|$dir/table.md|$run-s0"); done
+          for S in "${servers_arr[@]:1}"; do rows+=("fms:$S|$dir-fms$S/table.md|fms-s0"); done
+          best_m="" best_ms="" best_p="" best_ps=""
+          lines=()
+          for row in "${rows[@]}"; do
+            IFS='|' read -r label table run <<< "$row"
+            [ -f "$table" ] || continue
+            meas=$(col "$table" "$run" "s/clock")
+            [ -n "$meas" ] || continue
+            [ "$label" = fms ] && label="fms:$s1"
+            key=$label
+            [[ $key == fms:* ]] && key="fms:s${key#fms:}"
+            pred=$(echo "$csv" | awk -F, -v s="$key" 'NR > 1 && $3 == s { print $6; exit }')
+            med=${meas%% *}
+            inplace=-  # sfb-compare predicts its own runs from its own profile; other FMS runs have none
+            [[ $label == fms:* && $label != "fms:$s1" ]] || inplace=$(col "$table" "$run" "predicted s/clock")
+            lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
+            if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi
+            if [ -n "$pred" ] && { [ -z "$best_ps" ] || awk -v a="$pred" -v b="$best_ps" 'BEGIN { exit !(a < b) }'; }; then best_p=$label best_ps=$pred; fi
+          done
+          chose=$(jq -r '.auto.chosen // "-"' "$dir-auto/summary.json" 2>/dev/null || echo "-")
+          for l in "${lines[@]}"; do echo "$l $best_m | $best_p | $chose |"; done
         done
       done
     done
   done
 } > "$out/validation.md"
 cat "$out/validation.md"
-# Predictions from 4 to 1024 nodes (one rank per node) from each config's profile at the first
-# host count, with the crossovers.
-first=${hosts_list%% *}
-for c in $configs; do
-  name=$(basename "$c" .toml)
-  p="$out/${rates%% *}-${first}h/$name/profile.json"
-  [ -f "$p" ] || continue
-  "$SFB_ROOT/scripts/plan-plot.sh" --profile "$p" --out "$out/plan-$name" --links 1gbe,10gbe,100gbe \
-    --schemes "sfb,halton,fms:n,allreduce" --title "$name: predicted from the ${first}-host profile" > /dev/null
-done
+# The error summary: |error| of the held-out predictions, median and max.
+errs=$(awk -F'|' 'NR > 2 && $8 ~ /%/ { e = $8; gsub(/[ %+]/, "", e); if (e < 0) e = -e; print e }' "$out/validation.md" | sort -g)
+if [ -n "$errs" ]; then
+  n=$(echo "$errs" | wc -l)
+  med=$(echo "$errs" | awk -v n="$n" '{ v[NR] = $1 } END { print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }')
+  echo -e "\nheld-out predictions: $n rows, |error| median $med%, max $(echo "$errs" | tail -1)%" | tee -a "$out/validation.md"
+fi
