@@ -433,6 +433,19 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
                    {"profile_source", cfg.comm.auto_profile.empty() ? "measured" : cfg.comm.auto_profile},
                    {"predictions", preds},
                    {"profile", sfb::predict::to_json(p)}};
+  // FMS needs server ranks set aside at launch, so auto cannot switch to it; when it is predicted
+  // faster, say which launch would win.
+  const double fms_s = preds.back()["clock_s"].get<double>();
+  if (job.rank() == 0 && fms_s < ranked[0].clock_s) {
+    const int S = static_cast<int>(cfg.fms.servers);
+    const std::string launch =
+        fmt::format("mpirun -np {} sfbd ... --set comm.scheme=fms --set fms.servers={}", s.workers + S, S);
+    spdlog::warn(
+        "FMS with {} server{} is predicted faster than {} ({:.4f} against {:.4f} s/clock): it needs its "
+        "servers at launch: {}",
+        S, S == 1 ? "" : "s", best, fms_s, ranked[0].clock_s, launch);
+    s.auto_choice["faster_launch"] = launch;
+  }
   return true;
 }
 

@@ -87,9 +87,10 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   const double touched = 4 * dbl(s.J) * std::min(dbl(s.D), dbl(s.K) * s.v_width());
   const double e0 = p.rank_cores(), e = std::max(rank_cores, 1e-9);
   Roofline roof{e0 / e};
-  if (p.mem_bytes_per_s > 0)
-    roof.bw = p.mem_bytes_per_s *
-              std::min(e / e0, std::max(1.0, static_cast<double>(p.ranks_on_host) / std::max(1, ranks_sharing)));
+  if (p.mem_bytes_per_s > 0) {
+    const double machine = p.machine_cores > 0 ? p.machine_cores : p.cores;
+    roof.bw = p.mem_bytes_per_s / e0 * std::min(e, machine / std::max(1, ranks_sharing));
+  }
   Pieces out;
   out.sf_s = roof(p.sf_s, rF, touched0, touched);
   // Dense v: an apply is one GEMM over W whatever the batches (its pass over W is the fixed part);
@@ -112,6 +113,7 @@ Json to_json(const SchemeProfile& p) {
           {"workers", p.workers},
           {"ranks_on_host", p.ranks_on_host},
           {"cores", sig(p.cores, 4)},
+          {"machine_cores", sig(p.machine_cores, 4)},
           {"threads", p.threads},
           {"J", p.J},
           {"D", p.D},
@@ -158,6 +160,7 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.workers = static_cast<int>(num("workers", 1, 1 << 20));
   p.ranks_on_host = static_cast<int>(num("ranks_on_host", 1, 1 << 20));
   p.cores = num("cores", 0.001, 1 << 20);
+  p.machine_cores = j.contains("machine_cores") ? num("machine_cores", 0, 1 << 20) : 0.0;
   p.threads = static_cast<int>(num("threads", 1, 4096));
   p.J = static_cast<int64_t>(num("J", 1, big));
   p.D = static_cast<int64_t>(num("D", 1, big));

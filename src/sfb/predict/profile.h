@@ -23,8 +23,10 @@
 // W rows it touches (4 J min(D, K w) bytes), an apply reads and writes them (8 J min(D, K w)), its
 // pass over W and forming the dense update 8 J D, the add 12 J D.
 // Cores: a rank's compute time goes as 1 / min(threads, cores / ranks sharing them) (parallel
-// efficiency 1 assumed: measured here only up to 2 cores), its memory bandwidth as that up to the
-// machine's (the profile's bandwidth times its ranks sharing it, over the target's).
+// efficiency 1 assumed: measured here only up to 2 cores); its memory bandwidth is the measured
+// bandwidth per such core times the target rank's cores, up to its share of the profiled machine's
+// cores (machine_cores / ranks sharing a node): a node with more cores than the profiled machine is
+// credited only that machine's bandwidth, which is pessimistic for large nodes.
 #include <cstdint>
 #include <string>
 
@@ -56,10 +58,11 @@ struct Shape {
 struct SchemeProfile {
   std::string config;  // the job's config file
   std::string model;
-  int workers = 0;        // ranks that trained when measured
-  int ranks_on_host = 1;  // ranks sharing `cores` (one machine's kernel and CPU budget: netns hosts too)
-  double cores = 1;       // the cores those ranks share (a CPU budget's quota when one is set)
-  int threads = 1;        // OpenMP threads per rank
+  int workers = 0;           // ranks that trained when measured
+  int ranks_on_host = 1;     // ranks sharing `cores` (one machine's kernel and CPU budget: netns hosts too)
+  double cores = 1;          // the cores those ranks share (a CPU budget's quota when one is set)
+  double machine_cores = 0;  // the machine's hardware threads (0: not recorded; `cores` then)
+  int threads = 1;           // OpenMP threads per rank
   int64_t J = 0, D = 0, K = 0;
   bool sparse_v = false;
   double v_nonzeros = 0.0;  // mean nonzeros of v per pair (sparse v)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -318,6 +319,7 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
   p.workers = r.workers;
   p.ranks_on_host = ranks_on_machine(*r.transport, r.ranks_on_host, r.cpu_group);
   p.cores = std::max(0.001, r.cores);
+  p.machine_cores = std::max(1u, std::thread::hardware_concurrency());
   p.threads = static_cast<int>(std::max<int64_t>(1, cfg.runtime.threads));
   p.J = model.rows();
   p.D = model.cols();
