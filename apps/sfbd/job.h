@@ -69,7 +69,7 @@ bool check_sfb(Job& job);
 // objective of the model file's W on both, the test accuracy and the model's metrics; nothing is
 // trained or written. kExitBadInput when the file, data or model do not fit together.
 int evaluate_sfb(Job& job, const std::string& model_path);
-// --profile FILE: measures the scheme profile on every rank (baselines/scheme_profiler.h); rank 0
+// --profile FILE: measures the scheme profile on every rank (profiler/scheme_profiler.h); rank 0
 // writes it to FILE and prints every scheme's prediction at this job's ranks; nothing is trained.
 int profile_sfb(Job& job, const std::string& path);
 bool check_cnn(Job& job);
