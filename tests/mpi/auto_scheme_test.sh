@@ -15,10 +15,9 @@ SFBD=$1
 PLAN=$2
 SRC=$3
 BUILD=$4
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
+sfb_test_scratch
 export OMP_NUM_THREADS=1
 BIG="$SRC/configs/compare_mlr_512_k1024.toml"
 SMALL=(--config "$SRC/configs/compare_mlr_512_k1024.toml" --set data.features=1023 --set data.classes=1024

@@ -1,5 +1,13 @@
 # Helpers the MPI test scripts share (source after scripts/common.sh).
 
+# sfb_test_scratch: the start of a test script without its own cleanup: a scratch directory $OUT,
+# removed on exit, and fail MESSAGE (prints FAIL: MESSAGE, exits 1).
+sfb_test_scratch() {
+  OUT=$(mktemp -d)
+  trap 'rm -rf "$OUT"' EXIT
+  fail() { echo "FAIL: $*"; exit 1; }
+}
+
 # expect NAME CODE LIMIT_S PATTERN -- command...: exit CODE within LIMIT_S seconds, PATTERN in the
 # output; counts into $passed / $failures and leaves the output in $LAST_OUT.
 expect() {

@@ -9,10 +9,9 @@ SFBD=$1
 SRC=$2
 BUILD=$3
 BAD=$4
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 source "$SRC/scripts/common.sh"
+source "$SRC/tests/mpi/lib.sh"
+sfb_test_scratch
 run() { sfb_mpirun -np 4 "$SFBD" "$@"; }
 field() { sfb_field "$1" "$OUT/run/summary.json"; }
 
