@@ -25,6 +25,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/json.h"
+#include "sfb/core/links.h"
 #include "sfb/core/strings.h"
 #include "sfb/predict/crossovers.h"
 #include "sfb/predict/scheme_model.h"
@@ -68,11 +69,9 @@ sfb::predict::Shape shape_of(const Options& o, const SchemeProfile& p) {
     SFB_CHECK(std::isfinite(o.nnz) && o.nnz > 0 && o.nnz <= static_cast<double>(s.D),
               "--nnz must be the mean nonzeros of a sample, from 0 to D = {}, got {}", s.D, o.nnz);
     s.v_nonzeros = o.nnz;
-  } else if (!s.sparse_v) {
-    s.v_nonzeros = static_cast<double>(s.D);
-  } else {
+  } else if (s.sparse_v) {
     s.v_nonzeros = std::min(s.v_nonzeros, static_cast<double>(s.D));
-  }
+  }  // dense v: its width is D whatever v_nonzeros says (Shape::v_width)
   return s;
 }
 
@@ -136,9 +135,8 @@ int run(int argc, char** argv) {
   app.add_option("--profile", o.profile, "Scheme profile (sfbd --profile FILE) or an auto run's summary.json")
       ->required();
   app.add_option("--nodes", o.nodes, "Comma list of node counts (workers; FMS adds its servers)");
-  app.add_option(
-      "--links", o.links,
-      fmt::format("Comma list of links: fitted (the profile's), {}", fmt::join(sfb::predict::named_links(), ", ")));
+  app.add_option("--links", o.links,
+                 fmt::format("Comma list of links: fitted (the profile's), {}", fmt::join(sfb::link_names(), ", ")));
   app.add_option("--schemes", o.schemes,
                  "Comma list of sfb, halton[:Q], fms[:S] (fms:n: a server per node), allreduce");
   app.add_flag("--one-host", o.one_host,
@@ -163,7 +161,7 @@ int run(int argc, char** argv) {
   SFB_CHECK(app.count("--clocks") == 0 || (std::isfinite(o.clocks) && o.clocks >= 1),
             "--clocks must be a finite number of clocks >= 1, got {}", o.clocks);
   SFB_CHECK(!sfb::split_trimmed(o.links, ',').empty(), "--links is empty: name at least one link (fitted, {})",
-            fmt::join(sfb::predict::named_links(), ", "));
+            fmt::join(sfb::link_names(), ", "));
   for (const auto& lname : sfb::split_trimmed(o.links, ',')) link_of(lname, p);  // every name, before any output
   const int per_host = o.one_host ? 0 : 1;
   SFB_CHECK(app.count("--cores") == 0 || (std::isfinite(o.cores) && o.cores > 0 && o.cores <= 1e6),

@@ -388,12 +388,16 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
   return sfb::profiler::measure_scheme_profile(req);
 }
 
+// FMS with fms.servers beside the candidates: predicted, though auto cannot choose it (its servers
+// are ranks set aside at launch).
+sfb::predict::Prediction fms_prediction(const sfb::Config& cfg, const sfb::predict::SchemeProfile& p, int nodes,
+                                        int per_host) {
+  return sfb::predict::predict(p, {"fms", 0, static_cast<int>(cfg.fms.servers)}, {nodes, p.link, per_host, true});
+}
+
 // Every prediction (the candidates fastest first, then FMS) as JSON and in the log.
-sfb::Json predictions_json(const sfb::Config& cfg, const sfb::predict::SchemeProfile& p,
-                           const std::vector<sfb::predict::Prediction>& ranked, int per_host) {
+sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, const sfb::predict::Prediction& fms) {
   sfb::Json preds = sfb::Json::array();
-  const auto fms = sfb::predict::predict(p, {"fms", 0, static_cast<int>(cfg.fms.servers)},
-                                         {ranked.front().nodes, p.link, per_host, true});
   for (const auto* r : {&ranked[0], &ranked[1], &ranked[2], &fms}) {
     spdlog::info("predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}), {:.2f} MB/clock{}",
                  r->scheme, r->clock_s, r->compute_s, r->comm_s, r->update_s, r->bytes_per_clock / 1e6,
@@ -422,7 +426,8 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   // on this host.
   const int per_host = cfg.comm.auto_profile.empty() ? p.ranks_on_host : job.mpi.ranks_on_host();
   const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(cfg), s.workers, per_host);
-  const auto preds = predictions_json(cfg, p, ranked, per_host);
+  const auto fms = fms_prediction(cfg, p, s.workers, per_host);
+  const auto preds = predictions_json(ranked, fms);
   const std::string& best = ranked.front().scheme;
   cfg.comm.scheme = best == "allreduce" ? "allreduce" : "sfb";
   if (cfg.comm.scheme == "sfb") cfg.sfb.broadcast = best == "sfb" ? "full" : "halton";
@@ -435,15 +440,14 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
                    {"profile", sfb::predict::to_json(p)}};
   // FMS needs server ranks set aside at launch, so auto cannot switch to it; when it is predicted
   // faster, say which launch would win.
-  const double fms_s = preds.back()["clock_s"].get<double>();
-  if (job.rank() == 0 && fms_s < ranked[0].clock_s) {
+  if (job.rank() == 0 && fms.clock_s < ranked[0].clock_s) {
     const int S = static_cast<int>(cfg.fms.servers);
     const std::string launch =
         fmt::format("mpirun -np {} sfbd ... --set comm.scheme=fms --set fms.servers={}", s.workers + S, S);
     spdlog::warn(
         "FMS with {} server{} is predicted faster than {} ({:.4f} against {:.4f} s/clock): it needs its "
         "servers at launch: {}",
-        S, S == 1 ? "" : "s", best, fms_s, ranked[0].clock_s, launch);
+        S, S == 1 ? "" : "s", best, fms.clock_s, ranked[0].clock_s, launch);
     s.auto_choice["faster_launch"] = launch;
   }
   return true;
@@ -458,7 +462,7 @@ int profile_sfb(Job& job, const std::string& path) {
   if (job.rank() != 0) return kExitOk;
   const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg), p.workers, p.ranks_on_host);
   sfb::Json j = sfb::predict::to_json(p);
-  j["predictions"] = predictions_json(job.cfg, p, ranked, p.ranks_on_host);
+  j["predictions"] = predictions_json(ranked, fms_prediction(job.cfg, p, p.workers, p.ranks_on_host));
   sfb::write_file_atomic(path, sfb::to_document(j));
   fmt::print("{}: profile of {} on {} ranks written; predicted fastest: {} ({:.4f} s/clock)\n", path, s.model->name(),
              s.workers, ranked[0].scheme, ranked[0].clock_s);

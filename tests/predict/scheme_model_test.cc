@@ -16,6 +16,7 @@
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
+#include "sfb/core/links.h"
 #include "sfb/io/load_data.h"
 #include "sfb/mgwfbp/cost_model.h"
 #include "sfb/models/registry.h"
@@ -133,7 +134,7 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
 
 // One catalogue of links for both predictors: "10gbe" is the same link in sfb-plan and mgwfbp-plan.
 TEST(NamedLinks, OneCatalogueForBothPredictors) {
-  for (const auto& name : named_links()) {
+  for (const auto& name : link_names()) {
     const Link l = named_link(name);
     const mgwfbp::Network n = mgwfbp::named_network(name);
     EXPECT_DOUBLE_EQ(l.a_us, n.alpha_us) << name;

@@ -38,8 +38,6 @@ Link named_link(const std::string& name) {
   return Link{l.name, l.a_us, l.b_us_per_byte};
 }
 
-std::vector<std::string> named_links() { return link_names(); }
-
 double Shape::v_width() const {
   return sparse_v ? std::min(v_nonzeros, static_cast<double>(D)) : static_cast<double>(D);
 }

@@ -41,10 +41,9 @@ struct Link {
   double a_us = 0.0;
   double b_us_per_byte = 0.0;
 };
-// The catalogue's links (core/links.h: 1gbe, 10gbe, 25gbe, ib, 100gbe); InvalidArgument naming
-// the list otherwise.
+// The catalogue's links (core/links.h: 1gbe, 10gbe, 25gbe, ib, 100gbe; their names: link_names());
+// InvalidArgument naming the list otherwise.
 Link named_link(const std::string& name);
-std::vector<std::string> named_links();
 
 // A matrix model's shape: what the pieces' work scales with.
 struct Shape {

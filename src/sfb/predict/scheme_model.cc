@@ -94,12 +94,12 @@ Shape target_shape(const SchemeProfile& p, const Target& t) { return t.shape.J >
 namespace {
 
 // SFB full broadcast (n = N - 1 peers) or rotating Halton (n = Q), and Halton's reconciliation.
-void predict_broadcast(const SchemeProfile& p, const Pieces& x, const Shape& sh, int n, bool halton, const Target& t,
-                       Prediction& r) {
+void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, const Shape& sh,
+                       int n, bool halton, const Target& t, Prediction& r) {
   const double N = t.nodes, B = x.batch_bytes;
   r.q = halton ? n : 0;
   r.comm_s = n > 0 ? (t.link.a_us + n * B * t.link.b_us_per_byte) * 1e-6 : 0.0;
-  r.update_s = std::max(0.0, x.apply_fixed_s + (n + 1) * x.apply_batch_s) * p.anchors().apply;
+  r.update_s = std::max(0.0, x.apply_fixed_s + (n + 1) * x.apply_batch_s) * an.apply;
   r.link_bytes_per_clock = n * B;
   r.bytes_per_clock = N * n * B;
   if (!halton || p.reconcile.empty() || n >= t.nodes - 1) return;
@@ -113,16 +113,17 @@ void predict_broadcast(const SchemeProfile& p, const Pieces& x, const Shape& sh,
   const double sent =
       static_cast<double>(allreduce_bytes_sent(wb, t.nodes, direct) + allreduce_bytes_sent(4, t.nodes, true));
   r.comm_s += target_allreduce_s(p, wb, t) / static_cast<double>(every);
-  r.update_s += x.add_dense_s * p.anchors().apply / static_cast<double>(every);
+  r.update_s += x.add_dense_s * an.apply / static_cast<double>(every);
   r.link_bytes_per_clock += sent / static_cast<double>(every);
   r.bytes_per_clock += N * sent / static_cast<double>(every);
 }
 
 // FMS with S servers: the busiest link's one direction (a server's, or a worker's when S >= N).
 // On the fitted link a server's is the profile's incast (every worker pushing into one host).
-void predict_fms(const SchemeProfile& p, const Pieces& x, double W, int S, const Target& t, Prediction& r) {
-  const double N = t.nodes, add_s = x.add_dense_s * p.anchors().apply;
-  const double form_s = x.form_dense_s * p.anchors().compute;
+void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, double W, int S,
+                 const Target& t, Prediction& r) {
+  const double N = t.nodes, add_s = x.add_dense_s * an.apply;
+  const double form_s = x.form_dense_s * an.compute;
   const Link in = t.fitted ? p.incast() : t.link;
   r.servers = S;
   r.compute_s += form_s;
@@ -155,7 +156,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   // sample's factors does: the model's forward pass), which every rank waits for under BSP.
   r.compute_s = x.sf_s * an.compute * (1.0 + p.eval_rows_per_clock / static_cast<double>(std::max<int64_t>(1, sh.K)));
   if (s.name == "sfb" || s.name == "halton") {
-    predict_broadcast(p, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
+    predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
     r.compute_s += x.form_dense_s * an.compute;
@@ -166,7 +167,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.link_bytes_per_clock = sent;
     r.bytes_per_clock = t.nodes * sent;
   } else if (s.name == "fms") {
-    predict_fms(p, x, W, s.servers > 0 ? s.servers : t.nodes, t, r);  // 0: a server per node
+    predict_fms(p, an, x, W, s.servers > 0 ? s.servers : t.nodes, t, r);  // 0: a server per node
   } else {
     throw InvalidArgument(fmt::format("unknown scheme \"{}\"", s.name));
   }

@@ -34,13 +34,17 @@ using runtime::WorkerHooks;
 using runtime::WorkerResult;
 namespace {
 
-// The slowest rank's median of `times`.
+// The largest of every rank's `v`, in whole `unit`s (the same on every rank: the profile is).
+double largest(comm::Transport& t, double v, double unit) {
+  int64_t top = 0;
+  for (int64_t x : comm::allgather_i64(t, static_cast<int64_t>(v / unit))) top = std::max(top, x);
+  return static_cast<double>(top) * unit;
+}
+
+// The slowest rank's median of `times`, to the nanosecond.
 double slowest(comm::Transport& t, std::vector<double> times) {
   std::sort(times.begin(), times.end());
-  const auto ns = static_cast<int64_t>(times[times.size() / 2] * 1e9);
-  int64_t worst = 0;
-  for (int64_t v : comm::allgather_i64(t, ns)) worst = std::max(worst, v);
-  return static_cast<double>(worst) * 1e-9;
+  return largest(t, times[times.size() / 2], 1e-9);
 }
 
 // The slowest rank's median of `repeats` timings of f (seconds); every rank calls it.
@@ -269,17 +273,6 @@ double memory_bandwidth(const ProfileRequest& r, int threads) {
   return s > 0 ? 12.0 * static_cast<double>(n) / s : 0.0;
 }
 
-}  // namespace
-
-namespace {
-
-// The largest of every rank's value (the same on every rank).
-double largest(comm::Transport& t, double v) {
-  int64_t top = 0;
-  for (int64_t x : comm::allgather_i64(t, static_cast<int64_t>(std::llround(v * 1e3)))) top = std::max(top, x);
-  return static_cast<double>(top) * 1e-3;
-}
-
 // The applier on 1 and m copies of the batch, forming the dense update and adding it, on the
 // profile's own W (its values no longer matter: the SF computation was timed before). The dense
 // update is formed and added by row blocks of at most 16 MiB, as the baselines do, and scaled to
@@ -339,14 +332,14 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     const SfBatchPtr batch = time_sf(r, stored, p);
     // Sparse rows differ between partitions: every rank takes the largest batch.
     p.batch_bytes =
-        static_cast<int64_t>(largest(*r.transport, static_cast<double>(comm::encode_sf_batch(*batch).size())));
-    p.v_nonzeros = largest(*r.transport, static_cast<double>(batch->nnz_v()) / std::max(1, batch->count));
+        static_cast<int64_t>(largest(*r.transport, static_cast<double>(comm::encode_sf_batch(*batch).size()), 1.0));
+    p.v_nonzeros = largest(*r.transport, static_cast<double>(batch->nnz_v()) / std::max(1, batch->count), 1e-3);
     time_updates(r, stored, *batch, p);
   }
   p.mem_bytes_per_s = memory_bandwidth(r, p.threads);
   measure_links(r, p);
-  if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - largest(*r.transport, took.seconds())));
-  p.profile_s = largest(*r.transport, took.seconds());
+  if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - largest(*r.transport, took.seconds(), 1e-3)));
+  p.profile_s = largest(*r.transport, took.seconds(), 1e-3);
   return p;
 }
 
