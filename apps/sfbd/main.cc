@@ -244,8 +244,12 @@ bool connect(Job& job) {
   opt.kind = kind;
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
-  // A bad comm.interface is found on every rank before any rank waits in the connection set-up.
-  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface", [&] { sfb::comm::check_interface(opt.interface); }))
+  // A bad comm.interface or comm.secret_file is found on every rank before any rank waits in the
+  // connection set-up.
+  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface and comm.secret_file", [&] {
+        sfb::comm::check_interface(opt.interface);
+        if (!job.cfg.comm.secret_file.empty()) opt.secret = sfb::comm::read_secret_file(job.cfg.comm.secret_file);
+      }))
     return false;
   const bool connected = job.all_ok("connecting the ranks", [&] {
     auto guard = job.waiting_on_peers("connecting the ranks");

@@ -2,8 +2,12 @@
 // duplex, no head-of-line blocking between sources, bounded unpolled memory with back-pressure,
 // bounded waits, and what a peer that leaves looks like. The transport-agnostic behaviour (every
 // message once, in order, counters, the set-up collectives) runs in transport_test.cc on TCP too.
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -14,6 +18,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/thread_group.h"
 #include "testing/rank_threads.h"
+#include "testing/tcp_intruder.h"
 
 namespace sfb::comm {
 namespace {
@@ -131,6 +136,86 @@ TEST(TcpTransport, AnUnknownInterfaceIsABadConfigNamingIt) {
   EXPECT_THAT([] { tcp::local_addresses("nosuch0"); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("comm.interface = \"nosuch0\"")));
   EXPECT_EQ(tcp::local_addresses("127.0.0.1").size(), 1u);
+}
+
+TEST(TcpTransport, OnlyTheJobsRanksGetInWhileIntrudersHoldTheDoor) {
+  // Before any rank connects, an intruder holds idle and slowly dripping connections on every
+  // listener, forges a handshake to every accepting rank and floods rank 0 beyond what it
+  // handshakes at once. Rank 0 reading them one at a time (10 s each) would miss the 15 s set-up.
+  const int P = 4;
+  testing::Intruder intruder({});
+  testing::IntrudedBootstrap boot(P, intruder);
+  TcpOptions opt;
+  opt.interface = "";  // one network namespace: every rank listens on loopback only
+  opt.connect_timeout_s = 15;
+  auto group = testing::make_tcp_group(P, opt, boot);
+  for (int q = 0; q < P; ++q)
+    EXPECT_THAT(dynamic_cast<TcpTransport&>(*group[static_cast<size_t>(q)]).describe_peer((q + 1) % P),
+                HasSubstr("127.0.0.1:"));
+  ThreadGroup threads;
+  for (int r = 0; r < P; ++r)
+    threads.spawn([&, r] {
+      Transport& t = *group[static_cast<size_t>(r)];
+      for (int q = 0; q < P; ++q)
+        if (q != r) t.send(q, kTagSf, pattern(1000, r));
+      for (int i = 0; i < P - 1; ++i) {
+        const auto m = t.recv(kTagSf);
+        EXPECT_EQ(m.data, pattern(1000, m.src));
+      }
+    });
+  threads.join();
+  const auto until = SteadyClock::now() + std::chrono::seconds(10);
+  while (intruder.forged_refused() < intruder.forged() && SteadyClock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(intruder.forged(), P - 1);
+  EXPECT_EQ(intruder.forged_refused(), intruder.forged());
+  testing::close_group(group);
+}
+
+TEST(TcpTransport, RanksWithDifferentSecretsNeverConnect) {
+  testing::ThreadBootstrap boot(2);
+  std::vector<std::string> errors(2);
+  ThreadGroup threads;
+  for (int r = 0; r < 2; ++r)
+    threads.spawn([&, r] {
+      TcpOptions opt;
+      opt.interface = "127.0.0.1";
+      opt.connect_timeout_s = 1.5;
+      opt.secret = r == 0 ? "the first secret, 32 bytes long." : "the other secret, 32 bytes long.";
+      try {
+        make_tcp_transport(boot.for_rank(r), opt);
+      } catch (const CommError& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  threads.join();
+  EXPECT_THAT(errors[1], HasSubstr("does not prove this job's key"));
+  EXPECT_THAT(errors[1], HasSubstr("comm.secret_file"));
+  EXPECT_THAT(errors[0], HasSubstr("ranks 1 did not connect"));
+  // The connector saw the wrong MAC and hung up: all the acceptor can tell is a half-done handshake.
+  EXPECT_THAT(errors[0], HasSubstr("refused meanwhile: 127.0.0.1"));
+}
+
+TEST(TcpTransport, ASecretFileMustBePrivateAndLongEnough) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sfb_secret_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& bytes, mode_t mode) {
+    const auto p = (dir / name).string();
+    std::ofstream(p) << bytes;
+    ::chmod(p.c_str(), mode);
+    return p;
+  };
+  const std::string good = std::string(32, 'k');
+  EXPECT_EQ(read_secret_file(write("ok", good, 0600)), good);
+  EXPECT_THAT([&] { read_secret_file(write("shared", good, 0644)); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("chmod 600")));
+  EXPECT_THAT([&] { read_secret_file(write("short", "abc", 0600)); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("3 bytes")));
+  EXPECT_THAT([&] { read_secret_file((dir / "none").string()); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("comm.secret_file = \"")));
+  EXPECT_THAT([&] { read_secret_file(dir.string()); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("not a regular file")));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TcpTransport, BarrierWaitsForEveryRank) {

@@ -54,6 +54,16 @@ printf '[data]\nformat = "libsvm"\ntrain = "%s/badlabel.svm"\nfeatures = 10\ncla
 expect libsvm-bad-label 2 "badlabel.svm:1: label 'x' is not an integer" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/badlabel.toml"
 expect empty-partition 2 "got an empty partition" -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --set data.synthetic_samples=2 \
   --set output.dir="$OUT/o8"
+printf 'a secret of thirty-two bytes....' > "$OUT/shared.key" && chmod 644 "$OUT/shared.key"
+expect secret-readable-by-others 2 "comm.secret_file = \"$OUT/shared.key\": readable or writable by group or others (mode 644)" -- \
+  "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp --set comm.secret_file="$OUT/shared.key" --set output.dir="$OUT/o9"
+expect secret-missing 2 "comm.secret_file = \"$OUT/none.key\": No such file" -- \
+  "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp --set comm.secret_file="$OUT/none.key" --set output.dir="$OUT/o9"
+[ ! -e "$OUT/o9" ] || { echo "FAIL secret: output.dir created by a refused job"; failures=$((failures + 1)); }
+# The same secret on every rank: the job trains over TCP.
+chmod 600 "$OUT/shared.key"
+expect secret-ok 0 "transport: tcp over 2 ranks" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp \
+  --set comm.secret_file="$OUT/shared.key" --set stop.max_clocks=5 --set output.dir="$OUT/trained_with_secret"
 expect unknown-section 2 "--set optimiser.lr=1: unknown section 'optimiser'" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set optimiser.lr=1
 
 # Checkpoints: a good one first, then corrupted, foreign and finished ones.

@@ -22,6 +22,7 @@
 #include "sfb/runtime/study_hooks.h"
 #include "testing/configs.h"
 #include "testing/rank_threads.h"
+#include "testing/tcp_intruder.h"
 
 namespace sfb::runtime {
 namespace {
@@ -48,6 +49,30 @@ std::vector<WorkerResult> train(int p, const Config& cfg, HookFactory hooks = {}
              with_study_hooks(cfg.runtime, t.rank(), hooks ? hooks(t.rank()) : WorkerHooks{}), start);
     results[static_cast<size_t>(t.rank())] = w.run();
   });
+  return results;
+}
+
+// train() over the TCP transport, its set-up through `boot` (a ThreadBootstrap or an
+// IntrudedBootstrap).
+template <typename Boot>
+std::vector<WorkerResult> train_tcp(int p, const Config& cfg, Boot& boot) {
+  comm::TcpOptions opt;
+  opt.connect_timeout_s = 30;
+  auto group = testing::make_tcp_group(p, opt, boot);
+  std::vector<WorkerResult> results(static_cast<size_t>(p));
+  {
+    ThreadGroup threads;
+    for (int r = 0; r < p; ++r)
+      threads.spawn([&, r] {
+        comm::Transport& t = *group[static_cast<size_t>(r)];
+        const auto data = io::load_data(cfg.data, cfg.job.seed, r, p, r == 0);
+        auto model = models::make_model(cfg, data.train, data.total_train, r, p);
+        Worker w(cfg, t, data.train, &data.test, *model, with_study_hooks(cfg.runtime, r, WorkerHooks{}));
+        results[static_cast<size_t>(r)] = w.run();
+      });
+    threads.join();
+  }
+  testing::close_group(group);
   return results;
 }
 
@@ -103,6 +128,23 @@ TEST_P(RankCounts, ExactlyOnceUnderSspAndAsp) {
       EXPECT_EQ(res[r].self.pairs_received, (p - 1) * cfg.optimizer.minibatch * cfg.stop.max_clocks);
     }
   }
+}
+
+TEST(Worker, TrainsToTheSameChecksumOverTcpWithIntrudersAtTheDoor) {
+  // Idle, dripping, forged and flooding connections on every rank's listener before set-up: the
+  // job connects, and trains to the bits of an undisturbed run.
+  const Config cfg = small_config();
+  testing::ThreadBootstrap quiet(4);
+  const auto undisturbed = train_tcp(4, cfg, quiet);
+  testing::Intruder intruder({});
+  testing::IntrudedBootstrap noisy(4, intruder);
+  const auto attacked = train_tcp(4, cfg, noisy);
+  EXPECT_EQ(intruder.forged(), 3);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(attacked[r].final_clock, cfg.stop.max_clocks);
+    EXPECT_EQ(attacked[r].self.checksum, undisturbed[0].self.checksum) << "rank " << r;
+  }
+  expect_exactly_once(attacked, cfg.optimizer.minibatch);
 }
 
 INSTANTIATE_TEST_SUITE_P(Worker, RankCounts, ::testing::Values(1, 2, 3, 4, 7));

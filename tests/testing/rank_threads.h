@@ -58,8 +58,9 @@ class ThreadBootstrap {
 
 // N TCP transports of one job on 127.0.0.1 (their constructors run concurrently: connecting is
 // collective).
-inline std::vector<std::unique_ptr<comm::Transport>> make_tcp_group(int n, comm::TcpOptions opt = {}) {
-  ThreadBootstrap boot(n);
+// `Boot` is anything with for_rank(r) -> comm::Bootstrap (tcp_intruder.h's IntrudedBootstrap).
+template <typename Boot>
+std::vector<std::unique_ptr<comm::Transport>> make_tcp_group(int n, comm::TcpOptions opt, Boot& boot) {
   std::vector<std::unique_ptr<comm::Transport>> group(static_cast<size_t>(n));
   opt.interface = opt.interface.empty() ? "127.0.0.1" : opt.interface;
   ThreadGroup threads;
@@ -67,6 +68,11 @@ inline std::vector<std::unique_ptr<comm::Transport>> make_tcp_group(int n, comm:
     threads.spawn([&, r] { group[static_cast<size_t>(r)] = comm::make_tcp_transport(boot.for_rank(r), opt); });
   threads.join();
   return group;
+}
+
+inline std::vector<std::unique_ptr<comm::Transport>> make_tcp_group(int n, comm::TcpOptions opt = {}) {
+  ThreadBootstrap boot(n);
+  return make_tcp_group(n, opt, boot);
 }
 
 // The transports close together, as the ranks of a job do (each waits for its peers' side).

@@ -35,6 +35,7 @@ std::unique_ptr<Transport> MpiSession::make_transport(const TransportOptions& op
   TcpOptions tcp;
   tcp.interface = opt.interface;
   tcp.connect_timeout_s = opt.connect_timeout_s;
+  tcp.secret = opt.secret;
   return make_tcp_transport(bootstrap(), tcp);
 }
 

@@ -311,6 +311,11 @@ const std::vector<Field>& schema() {
                              "comm.transport = \"tcp\": the network interface (\"eth0\") or IPv4 address the "
                              "ranks use; \"\": every up interface (ranks in one network namespace use "
                              "loopback)."));
+    f.push_back(string_field("comm.secret_file", &Config::comm, &CommConfig::secret_file, {},
+                             "comm.transport = \"tcp\": a file of at least 16 bytes, readable by its owner "
+                             "only, that every rank reads and mixes into the job's key: a process that can reach "
+                             "the ports and read MPI's traffic still cannot join the job (\"\": the key from "
+                             "the bootstrap alone; docs/design.md, threat model)."));
     f.push_back(string_field("comm.collectives", &Config::comm, &CommConfig::collectives, {"sfb", "mpi"},
                              "The all-reduce of comm.scheme = \"allreduce\" and of the CNN mode's dense groups: "
                              "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "

@@ -83,6 +83,7 @@ struct CommConfig {
   double inject_latency_us = 0.0;   // added to every message's delivery (latency studies)
   std::string transport = "auto";   // auto | tcp | mpi
   std::string interface;            // tcp: "" (every interface) or an interface name / IPv4 address
+  std::string secret_file;          // tcp: a file every rank reads, mixed into the job key ("" none)
   std::string collectives = "sfb";  // sfb | mpi: the dense all-reduce's engine
 };
 

@@ -3,12 +3,15 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -542,6 +545,24 @@ void TcpTransport::barrier() {
 
 void check_interface(const std::string& interface) {
   if (!interface.empty()) tcp::local_addresses(interface);
+}
+
+std::string read_secret_file(const std::string& path) {
+  const auto where = fmt::format("comm.secret_file = \"{}\"", path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InvalidArgument(fmt::format("{}: {}", where, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) throw InvalidArgument(fmt::format("{}: not a regular file", where));
+  if ((st.st_mode & 077) != 0)
+    throw InvalidArgument(
+        fmt::format("{}: readable or writable by group or others (mode {:o}); chmod 600 it", where, st.st_mode & 0777));
+  if (st.st_size < 16 || st.st_size > (64 << 10))
+    throw InvalidArgument(
+        fmt::format("{}: {} bytes; a secret is 16 bytes to 64 KiB (e.g. head -c 32 /dev/urandom)", where, st.st_size));
+  std::ifstream in(path, std::ios::binary);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw InvalidArgument(fmt::format("{}: cannot be read", where));
+  if (secret.size() < 16) throw InvalidArgument(fmt::format("{}: {} bytes read", where, secret.size()));
+  return secret;
 }
 
 std::unique_ptr<Transport> make_tcp_transport(const Bootstrap& boot, const TcpOptions& opt) {

@@ -17,10 +17,11 @@
 //    at a message boundary is named by peer_gone() and in the errors of sends to it.
 //
 // Frames on the wire: a 16-byte head (u32 magic "SFBT", i32 tag, u64 length) and the payload.
-// Connection set-up (connect.cc): every rank listens on an ephemeral port, the ranks exchange
-// their addresses through a Bootstrap (MPI in sfbd, shared memory in tests), rank r connects to
-// every rank below it and accepts every rank above it, and both ends of a connection check a
-// 24-byte hello (magic, the job's token, ranks). Ranks in one network namespace talk over
+// Connection set-up (tcp_connect.h): the ranks exchange a 256-bit job key from getrandom and their
+// listening addresses through a Bootstrap (MPI in sfbd, shared memory in tests); every rank
+// listens only where its peers come from, rank r connects to every rank below it while accepting
+// every rank above it concurrently, and each connection passes an HMAC-SHA256 challenge-response
+// (tcp_handshake.h): the key never crosses the wire. Ranks in one network namespace talk over
 // loopback; others over the first advertised address that answers, or over the interface
 // TcpOptions::interface names.
 //
@@ -59,6 +60,8 @@ struct TcpOptions {
   int64_t max_message_bytes = int64_t{1} << 40;
   // Connecting to every peer and accepting every peer must end within this time.
   double connect_timeout_s = 120.0;
+  // Mixed into the job key (comm.secret_file's bytes; "" for none): ranks without it cannot join.
+  std::string secret;
 };
 
 class TcpTransport final : public Transport {
@@ -136,5 +139,8 @@ std::unique_ptr<Transport> make_tcp_transport(const Bootstrap& boot, const TcpOp
 // Throws InvalidArgument naming comm.interface and this host's interfaces when `interface` is
 // neither "" nor an up interface or IPv4 address here.
 void check_interface(const std::string& interface);
+// comm.secret_file's bytes; InvalidArgument naming the key and path when it is missing, not a
+// regular file, shorter than 16 bytes, larger than 64 KiB or readable by group or others.
+std::string read_secret_file(const std::string& path);
 
 }  // namespace sfb::comm

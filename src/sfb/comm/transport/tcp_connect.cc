@@ -10,15 +10,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <fstream>
-#include <random>
+#include <map>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "sfb/comm/transport/tcp_handshake.h"
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 #include "sfb/core/timer.h"
@@ -32,49 +36,70 @@ void Fd::reset() {
 
 namespace {
 
+constexpr uint32_t kIdentityMagic = 0x49544653;  // "SFTI"
 constexpr uint32_t kEndpointMagic = 0x45544653;  // "SFTE"
-constexpr uint32_t kHelloMagic = 0x48544653;     // "SFTH"
-constexpr size_t kHelloBytes = 24;
+// An accepted connection has this long to complete its handshake; a connecting rank waits longer
+// for its answer, so an acceptor that admitted it has always answered before the connector gives up.
+constexpr double kAcceptHandshakeS = 5.0;
+constexpr double kConnectAttemptS = 10.0;
+// Connections handshaking at once on one rank; beyond it the oldest is dropped (a legitimate
+// handshake takes a round trip, so a flood evicts its own idle connections first).
+constexpr size_t kMaxPending = 128;
 
 std::string errno_text() { return std::strerror(errno); }
 
-// What an endpoint tells the others: the job's token (rank 0's counts), the network namespace it
-// lives in, its port and its addresses.
-struct Endpoint {
-  uint64_t token = 0;
+// Set-up's first round: where a rank lives and (rank 0's) the job key.
+struct Identity {
   std::string netns;
-  uint16_t port = 0;
-  std::vector<uint32_t> addrs;
+  JobKey key{};
 };
 
-Bytes encode_endpoint(const Endpoint& e) {
+Bytes encode_identity(const Identity& id) {
   ByteWriter w;
-  w.put<uint32_t>(kEndpointMagic);
-  w.put<uint64_t>(e.token);
-  w.put<uint32_t>(static_cast<uint32_t>(e.netns.size()));
-  w.put_raw(e.netns.data(), e.netns.size());
-  w.put<uint16_t>(e.port);
-  w.put<uint32_t>(static_cast<uint32_t>(e.addrs.size()));
-  w.put_array(std::span<const uint32_t>(e.addrs));
+  w.put<uint32_t>(kIdentityMagic);
+  w.put<uint32_t>(static_cast<uint32_t>(id.netns.size()));
+  w.put_raw(id.netns.data(), id.netns.size());
+  w.put_array(std::span<const std::byte>(id.key));
   return w.take();
 }
 
-Endpoint decode_endpoint(const Bytes& b, int rank) {
-  ByteReader r(b, fmt::format("TCP endpoint of rank {}", rank), ByteReader::Source::kMessage);
-  if (r.get<uint32_t>("magic") != kEndpointMagic) r.fail(fmt::format("{}: bad magic", r.what()));
-  Endpoint e;
-  e.token = r.get<uint64_t>("token");
+Identity decode_identity(const Bytes& b, int rank) {
+  ByteReader r(b, fmt::format("TCP identity of rank {}", rank), ByteReader::Source::kMessage);
+  if (r.get<uint32_t>("magic") != kIdentityMagic) r.fail(fmt::format("{}: bad magic", r.what()));
+  Identity id;
   const auto n = r.get<uint32_t>("netns length");
   if (n > 4096) r.fail(fmt::format("{}: namespace name of {} bytes", r.what(), n));
   const auto s = r.take(n, "netns");
-  e.netns.assign(reinterpret_cast<const char*>(s.data()), s.size());
-  e.port = r.get<uint16_t>("port");
-  const auto k = r.get<uint32_t>("addresses");
-  if (k > 256) r.fail(fmt::format("{}: {} addresses", r.what(), k));
-  e.addrs.resize(k);
-  r.get_array(e.addrs.data(), k, "addresses");
+  id.netns.assign(reinterpret_cast<const char*>(s.data()), s.size());
+  r.get_array(id.key.data(), id.key.size(), "key");
   r.expect_end();
-  return e;
+  return id;
+}
+
+// Set-up's second round: the addresses and ports a rank listens on.
+Bytes encode_endpoint(const std::vector<Listener>& ls) {
+  ByteWriter w;
+  w.put<uint32_t>(kEndpointMagic);
+  w.put<uint32_t>(static_cast<uint32_t>(ls.size()));
+  for (const auto& l : ls) {
+    w.put<uint32_t>(l.addr);
+    w.put<uint16_t>(l.port);
+  }
+  return w.take();
+}
+
+std::vector<Listener> decode_endpoint(const Bytes& b, int rank) {
+  ByteReader r(b, fmt::format("TCP endpoint of rank {}", rank), ByteReader::Source::kMessage);
+  if (r.get<uint32_t>("magic") != kEndpointMagic) r.fail(fmt::format("{}: bad magic", r.what()));
+  const auto k = r.get<uint32_t>("listeners");
+  if (k > 256) r.fail(fmt::format("{}: {} listeners", r.what(), k));
+  std::vector<Listener> out(k);
+  for (auto& l : out) {
+    l.addr = r.get<uint32_t>("address");
+    l.port = r.get<uint16_t>("port");
+  }
+  r.expect_end();
+  return out;
 }
 
 // Ranks in one network namespace of one boot reach each other over loopback.
@@ -97,13 +122,15 @@ double left_s(SteadyClock::time_point deadline) {
   return std::chrono::duration<double>(deadline - SteadyClock::now()).count();
 }
 
+int poll_ms(double seconds) { return static_cast<int>(std::clamp(seconds, 0.0, 1.0) * 1000.0) + 1; }
+
 // Waits until fd is readable (POLLIN) or writable (POLLOUT); false at the deadline.
 bool wait_fd(int fd, short events, SteadyClock::time_point deadline) {
   for (;;) {
     const double left = left_s(deadline);
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(std::min(left * 1000.0, 1000.0)) + 1);
+    const int n = ::poll(&p, 1, poll_ms(left));
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) throw CommError(fmt::format("poll: {}", errno_text()));
   }
@@ -125,31 +152,10 @@ void io_exact(int fd, std::byte* buf, size_t n, bool write, SteadyClock::time_po
   }
 }
 
-Bytes hello(uint64_t token, int from, int to) {
-  ByteWriter w(kHelloBytes);
-  w.put<uint32_t>(kHelloMagic);
-  w.put<uint32_t>(1);  // version
-  w.put<uint64_t>(token);
-  w.put<int32_t>(from);
-  w.put<int32_t>(to);
-  return w.take();
-}
-
-void send_hello(int fd, uint64_t token, int from, int to, SteadyClock::time_point deadline) {
-  Bytes h = hello(token, from, to);
-  io_exact(fd, h.data(), h.size(), true, deadline, fmt::format("rank {}: hello to rank {}", from, to));
-}
-
-// The peer's rank from its hello; -1 when the hello is not one of this job's for rank `me`.
-int read_hello(int fd, uint64_t token, int me, SteadyClock::time_point deadline) {
-  Bytes h(kHelloBytes);
-  io_exact(fd, h.data(), h.size(), false, deadline, fmt::format("rank {}: hello", me));
-  ByteReader r(h, "hello", ByteReader::Source::kMessage);
-  const auto magic = r.get<uint32_t>("magic"), version = r.get<uint32_t>("version");
-  const auto tok = r.get<uint64_t>("token");
-  const auto from = r.get<int32_t>("from"), to = r.get<int32_t>("to");
-  if (magic != kHelloMagic || version != 1 || tok != token || to != me) return -1;
-  return from;
+// Writes all of a small message (a handshake's) without waiting: false if the socket takes less.
+bool send_now(int fd, const Bytes& b) {
+  const ssize_t k = ::send(fd, b.data(), b.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  return k == static_cast<ssize_t>(b.size());
 }
 
 std::string sockname(int fd, bool peer) {
@@ -211,70 +217,309 @@ Fd try_connect(uint32_t addr, uint16_t port, SteadyClock::time_point deadline, s
   return fd;
 }
 
-// Rank `me` connects to `peer` (a lower rank), trying its addresses in turn until one answers with
-// the right hello; retries refused connections until the deadline.
-Fd connect_to(int me, int peer, const Endpoint& e, bool same_netns, uint64_t token, SteadyClock::time_point deadline) {
-  std::vector<uint32_t> addrs = e.addrs;
-  if (same_netns) addrs.insert(addrs.begin(), htonl(INADDR_LOOPBACK));
+// The connector's side of the handshake; false (and why) when the other end is not rank `peer` of
+// this job.
+bool handshake(int fd, int me, int peer, const JobKey& key, SteadyClock::time_point deadline, std::string& why) {
+  Hello h;
+  h.from = me;
+  h.to = peer;
+  h.nonce = random_nonce();
+  Bytes hello = encode_hello(h);
+  const auto what = fmt::format("rank {}: handshake with rank {}", me, peer);
+  io_exact(fd, hello.data(), hello.size(), true, deadline, what);
+  Bytes reply(kReplyBytes);
+  io_exact(fd, reply.data(), reply.size(), false, deadline, what);
+  const auto nonce_a = check_reply(key, h, reply);
+  if (!nonce_a) {
+    why = "the answer does not prove this job's key (another process, or another comm.secret_file)";
+    return false;
+  }
+  Bytes finish = encode_finish(key, h, *nonce_a);
+  io_exact(fd, finish.data(), finish.size(), true, deadline, what);
+  Bytes ack(kAckBytes);
+  io_exact(fd, ack.data(), ack.size(), false, deadline, what);
+  if (!check_ack(ack)) {
+    why = "no acknowledgement";
+    return false;
+  }
+  return true;
+}
+
+// The host part of "a.b.c.d:port" (refusals are counted per address, not per port).
+std::string host_of(const std::string& endpoint) { return endpoint.substr(0, endpoint.rfind(':')); }
+
+// Connections a rank refused during set-up, per address: the first from each address is logged
+// with its reason, the rest counted; a set-up that fails names them all.
+class Refusals {
+ public:
+  explicit Refusals(int me) : me_(me) {}
+  void add(const std::string& from, const std::string& why) {
+    auto& e = by_host_[host_of(from)];
+    if (e.count++ == 0) {
+      e.why = why;
+      spdlog::warn("rank {}: refused a connection from {}: {} (more from {} are counted, not logged)", me_, from, why,
+                   host_of(from));
+    }
+  }
+  bool empty() const { return by_host_.empty(); }
+  std::string describe() const {
+    std::vector<std::string> parts;
+    for (const auto& [host, e] : by_host_) parts.push_back(fmt::format("{} ({} x, first: {})", host, e.count, e.why));
+    return fmt::format("{}", fmt::join(parts, "; "));
+  }
+
+ private:
+  struct Entry {
+    int64_t count = 0;
+    std::string why;
+  };
+  int me_;
+  std::map<std::string, Entry> by_host_;
+};
+
+// One accepted connection on its way through the handshake.
+struct Incoming {
+  Fd fd;
+  std::string from;  // the peer's address
+  SteadyClock::time_point deadline;
+  Bytes buf = Bytes(kHelloBytes);
+  size_t got = 0;
+  std::optional<Hello> hello;  // set once the hello is in; then buf collects the finish
+  Nonce nonce{};
+};
+
+// Accepts the ranks above `me` on every listener at once: each connection runs its own handshake
+// with its own deadline, so idle, slow or hostile connections hold up nobody (tcp_handshake.h).
+class Acceptor {
+ public:
+  Acceptor(int me, int size, const JobKey& key, std::vector<Fd>& listeners, Mesh& mesh)
+      : me_(me), size_(size), key_(key), listeners_(listeners), mesh_(mesh), refusals_(me) {}
+  // Until every rank above `me` is connected; CommError at the deadline naming the missing ranks
+  // and the addresses refused.
+  void run(SteadyClock::time_point deadline);
+
+ private:
+  int missing() const {
+    int n = 0;
+    for (int q = me_ + 1; q < size_; ++q) n += mesh_.fds[static_cast<size_t>(q)] ? 0 : 1;
+    return n;
+  }
+  void accept_new(int lfd);
+  bool advance(Incoming& c);  // true when the connection is done with (admitted or refused)
+  bool on_hello(Incoming& c);
+  bool on_finish(Incoming& c);
+  bool refuse(Incoming& c, const std::string& why) {
+    refusals_.add(c.from, why);
+    return true;
+  }
+  [[noreturn]] void fail();
+
+  int me_, size_;
+  const JobKey& key_;
+  std::vector<Fd>& listeners_;
+  Mesh& mesh_;
+  Refusals refusals_;
+  std::vector<Incoming> pending_;
+};
+
+void Acceptor::run(SteadyClock::time_point deadline) {
+  while (missing() > 0) {
+    if (left_s(deadline) <= 0) fail();
+    std::vector<pollfd> pfds;
+    for (auto& l : listeners_) pfds.push_back({l.get(), POLLIN, 0});
+    double wait = left_s(deadline);
+    for (auto& c : pending_) {
+      pfds.push_back({c.fd.get(), POLLIN, 0});
+      wait = std::min(wait, left_s(c.deadline));
+    }
+    const int n = ::poll(pfds.data(), pfds.size(), poll_ms(wait));
+    if (n < 0 && errno != EINTR) throw CommError(fmt::format("rank {}: poll: {}", me_, errno_text()));
+    const size_t nl = listeners_.size();
+    std::vector<bool> done(pending_.size(), false);
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      if (pfds[nl + i].revents != 0) {
+        done[i] = advance(pending_[i]);
+      } else if (left_s(pending_[i].deadline) <= 0) {
+        done[i] = refuse(pending_[i], fmt::format("no complete handshake within {} s", kAcceptHandshakeS));
+      }
+    }
+    for (size_t i = pending_.size(); i-- > 0;)
+      if (done[i]) pending_.erase(pending_.begin() + static_cast<ptrdiff_t>(i));
+    for (size_t i = 0; i < nl; ++i)
+      if (pfds[i].revents != 0) accept_new(listeners_[i].get());
+  }
+  if (!refusals_.empty()) spdlog::info("rank {}: set-up refused connections from {}", me_, refusals_.describe());
+}
+
+void Acceptor::accept_new(int lfd) {
+  for (;;) {
+    Fd fd(::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) return;  // EAGAIN: none left (other errors: the peer went away before we took it)
+    if (pending_.size() >= kMaxPending) {
+      refuse(pending_.front(), fmt::format("dropped: {} connections were handshaking at once", kMaxPending));
+      pending_.erase(pending_.begin());
+    }
+    Incoming c;
+    c.from = sockname(fd.get(), true);
+    c.fd = std::move(fd);
+    c.deadline = deadline_after(kAcceptHandshakeS);
+    pending_.push_back(std::move(c));
+  }
+}
+
+bool Acceptor::advance(Incoming& c) {
+  const ssize_t k = ::recv(c.fd.get(), c.buf.data() + c.got, c.buf.size() - c.got, 0);
+  if (k == 0) return refuse(c, c.got == 0 && !c.hello ? "closed without a hello" : "closed mid-handshake");
+  if (k < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return false;
+    return refuse(c, errno_text());
+  }
+  c.got += static_cast<size_t>(k);
+  if (c.got < c.buf.size()) return false;
+  return c.hello ? on_finish(c) : on_hello(c);
+}
+
+bool Acceptor::on_hello(Incoming& c) {
+  const auto h = decode_hello(c.buf);
+  if (!h) return refuse(c, "not an sfb hello of this version");
+  if (h->to != me_ || h->from <= me_ || h->from >= size_)
+    return refuse(c, fmt::format("a hello from rank {} to rank {}: not a rank that connects to rank {} of {}", h->from,
+                                 h->to, me_, size_));
+  c.hello = h;
+  c.nonce = random_nonce();
+  if (!send_now(c.fd.get(), encode_reply(key_, *h, c.nonce))) return refuse(c, "could not take the reply");
+  c.buf.assign(kFinishBytes, std::byte{0});
+  c.got = 0;
+  return false;
+}
+
+bool Acceptor::on_finish(Incoming& c) {
+  if (!check_finish(key_, *c.hello, c.nonce, c.buf))
+    return refuse(
+        c, fmt::format("claimed rank {} without this job's key (another job, a replay or a forgery)", c.hello->from));
+  if (!send_now(c.fd.get(), encode_ack())) return refuse(c, "could not take the acknowledgement");
+  // A rank that gave up waiting for an earlier acknowledgement connects again: the newer wins.
+  mesh_.fds[static_cast<size_t>(c.hello->from)] = std::move(c.fd);
+  return true;
+}
+
+void Acceptor::fail() {
+  std::vector<int> who;
+  for (int q = me_ + 1; q < size_; ++q)
+    if (!mesh_.fds[static_cast<size_t>(q)]) who.push_back(q);
+  throw CommError(fmt::format(
+      "rank {}: ranks {} did not connect within runtime.peer_timeout_s{}", me_, fmt::join(who, ", "),
+      refusals_.empty() ? std::string() : fmt::format("; connections refused meanwhile: {}", refusals_.describe())));
+}
+
+// Rank `me` connects to `peer` (a lower rank), trying its listeners in turn until one completes the
+// handshake; retries until the deadline.
+Fd connect_to(int me, int peer, const std::vector<Listener>& to, const JobKey& key, SteadyClock::time_point deadline) {
   std::vector<std::string> tried;
-  Backoff backoff;
+  double pause_s = 0.02;  // between rounds of attempts, doubling to 1 s: a refusing peer is not hammered
   while (left_s(deadline) > 0) {
-    for (uint32_t addr : addrs) {
+    for (const auto& l : to) {
       std::string why;
-      const auto attempt = std::min(deadline, deadline_after(std::min(5.0, left_s(deadline))));
-      Fd fd = try_connect(addr, e.port, attempt, why);
+      const auto attempt = std::min(deadline, deadline_after(kConnectAttemptS));
+      Fd fd = try_connect(l.addr, l.port, attempt, why);
       if (fd) {
         try {
-          send_hello(fd.get(), token, me, peer, attempt);
-          if (read_hello(fd.get(), token, me, attempt) == peer) return fd;
-          why = "another process answered";
+          if (handshake(fd.get(), me, peer, key, attempt, why)) return fd;
         } catch (const CommError& err) {
           why = err.what();
         }
       }
-      tried.push_back(fmt::format("{} ({})", format_endpoint(addr, e.port), why));
+      tried.push_back(fmt::format("{} ({})", format_endpoint(l.addr, l.port), why));
     }
-    backoff.idle();
-    if (tried.size() > 64) tried.erase(tried.begin(), tried.end() - static_cast<ptrdiff_t>(addrs.size()));
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(pause_s, std::max(0.0, left_s(deadline)))));
+    pause_s = std::min(1.0, pause_s * 2);
+    if (tried.size() > 64) tried.erase(tried.begin(), tried.end() - static_cast<ptrdiff_t>(to.size()));
   }
   throw CommError(fmt::format(
-      "rank {}: cannot connect to rank {} within comm.connect_timeout_s; tried {} (set comm.interface to the "
-      "interface the hosts share)",
+      "rank {}: cannot connect to rank {} within runtime.peer_timeout_s; tried {} (set comm.interface to the "
+      "interface the hosts share; every rank must read the same comm.secret_file)",
       me, peer, fmt::join(tried, ", ")));
 }
 
-// Rank `me` accepts every higher rank; connections whose hello is not this job's are closed.
-void accept_all(int me, int size, int listen_fd, uint64_t token, SteadyClock::time_point deadline, Mesh& mesh) {
-  int missing = size - 1 - me;
-  while (missing > 0) {
-    if (!wait_fd(listen_fd, POLLIN, deadline)) {
-      std::vector<int> who;
-      for (int q = me + 1; q < size; ++q)
-        if (!mesh.fds[static_cast<size_t>(q)]) who.push_back(q);
+// Where this rank listens: comm.interface's address; else loopback for ranks in this network
+// namespace and this host's other addresses for ranks elsewhere (never 0.0.0.0).
+std::vector<uint32_t> bind_addresses(int me, const std::vector<Identity>& ids, const TcpOptions& opt,
+                                     const std::vector<uint32_t>& mine) {
+  if (!opt.interface.empty()) return {mine.at(0)};
+  bool local = false, remote = false;
+  for (size_t q = 0; q < ids.size(); ++q)
+    if (static_cast<int>(q) != me) (ids[q].netns == ids[static_cast<size_t>(me)].netns ? local : remote) = true;
+  std::vector<uint32_t> out;
+  if (local) out.push_back(htonl(INADDR_LOOPBACK));
+  if (remote) {
+    if (mine.empty())
       throw CommError(
-          fmt::format("rank {}: ranks {} did not connect within comm.connect_timeout_s", me, fmt::join(who, ", ")));
-    }
-    Fd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) continue;
-    int from = -1;
-    try {
-      from = read_hello(fd.get(), token, me, std::min(deadline, deadline_after(10.0)));
-    } catch (const CommError& e) {
-      spdlog::warn("rank {}: dropped a connection from {}: {}", me, sockname(fd.get(), true), e.what());
-      continue;
-    }
-    if (from <= me || from >= size || mesh.fds[static_cast<size_t>(from)]) {
-      spdlog::warn("rank {}: dropped a connection from {} that is not one of this job's ranks", me,
-                   sockname(fd.get(), true));
-      continue;
-    }
-    send_hello(fd.get(), token, me, from, deadline);
-    mesh.fds[static_cast<size_t>(from)] = std::move(fd);
-    --missing;
+          fmt::format("rank {}: ranks run on other hosts but this host has no up IPv4 interface besides "
+                      "loopback (set comm.interface)",
+                      me));
+    out.insert(out.end(), mine.begin(), mine.end());
   }
+  return out;
+}
+
+// The listeners of `peer` this rank may use: loopback within one namespace, the others across.
+std::vector<Listener> routes_to(int peer, const std::vector<Listener>& theirs, bool same_netns) {
+  std::vector<Listener> out;
+  for (const auto& l : theirs)
+    if ((l.addr == htonl(INADDR_LOOPBACK)) == same_netns) out.push_back(l);
+  if (out.empty()) out = theirs;  // comm.interface = "127.0.0.1", or a listener list we did not expect
+  if (out.empty()) throw CommError(fmt::format("rank {} advertised no address to connect to", peer));
+  return out;
+}
+
+template <typename Decode>
+auto gather_all(const Bootstrap& boot, const Bytes& mine, Decode decode) {
+  const auto all = boot.allgather(mine);
+  SFB_ENFORCE(static_cast<int>(all.size()) == boot.size, "bootstrap gave {} messages for {} ranks", all.size(),
+              boot.size);
+  std::vector<decltype(decode(all[0], 0))> out;
+  for (int q = 0; q < boot.size; ++q) out.push_back(decode(all[static_cast<size_t>(q)], q));
+  return out;
+}
+
+// Rank `me` connects to every rank below it while a thread accepts every rank above it.
+void connect_pairs(int me, const std::vector<Identity>& ids, const std::vector<std::vector<Listener>>& eps,
+                   const JobKey& key, std::vector<Fd>& listeners, const TcpOptions& opt, Mesh& mesh) {
+  const int P = static_cast<int>(ids.size());
+  const auto deadline = deadline_after(opt.connect_timeout_s);
+  std::exception_ptr accept_error;
+  std::thread accepting([&] {
+    try {
+      Acceptor(me, P, key, listeners, mesh).run(deadline);
+    } catch (...) {
+      accept_error = std::current_exception();
+    }
+  });
+  std::exception_ptr connect_error;
+  try {
+    for (int q = 0; q < me; ++q) {
+      const bool same =
+          opt.interface.empty() && ids[static_cast<size_t>(q)].netns == ids[static_cast<size_t>(me)].netns;
+      mesh.fds[static_cast<size_t>(q)] =
+          connect_to(me, q, routes_to(q, eps[static_cast<size_t>(q)], same), key, deadline);
+    }
+  } catch (...) {
+    connect_error = std::current_exception();
+  }
+  accepting.join();
+  if (connect_error) std::rethrow_exception(connect_error);
+  if (accept_error) std::rethrow_exception(accept_error);
 }
 
 }  // namespace
+
+std::optional<std::vector<Listener>> peek_endpoint(const Bytes& message) {
+  try {
+    return decode_endpoint(message, -1);
+  } catch (const CommError&) {
+    return std::nullopt;
+  }
+}
 
 std::string format_endpoint(uint32_t addr_be, uint16_t port) {
   char buf[INET_ADDRSTRLEN] = {};
@@ -312,24 +557,19 @@ Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt) {
   mesh.routes.resize(static_cast<size_t>(P));
   if (P == 1) return mesh;
   const auto mine = local_addresses(opt.interface);
-  // With comm.interface the listening socket binds that address only (and loopback is not used).
-  Fd lfd = listen_socket(opt.interface.empty() ? htonl(INADDR_ANY) : mine.at(0), P);
-  Endpoint e;
-  e.token = std::random_device{}() * uint64_t{0x9E3779B97F4A7C15} ^ static_cast<uint64_t>(::getpid());
-  e.netns = opt.interface.empty() ? netns_id() : std::string("interface:") + opt.interface;
-  e.port = port_of(lfd.get());
-  e.addrs = mine;
-  const auto all = boot.allgather(encode_endpoint(e));
-  SFB_ENFORCE(static_cast<int>(all.size()) == P, "bootstrap gave {} endpoints for {} ranks", all.size(), P);
-  std::vector<Endpoint> eps;
-  for (int q = 0; q < P; ++q) eps.push_back(decode_endpoint(all[static_cast<size_t>(q)], q));
-  const uint64_t token = eps[0].token;
-  const auto deadline = deadline_after(opt.connect_timeout_s);
-  for (int q = 0; q < me; ++q) {
-    const bool same = opt.interface.empty() && eps[static_cast<size_t>(q)].netns == e.netns;
-    mesh.fds[static_cast<size_t>(q)] = connect_to(me, q, eps[static_cast<size_t>(q)], same, token, deadline);
+  Identity id;
+  id.netns = opt.interface.empty() ? netns_id() : std::string("interface:") + opt.interface;
+  if (me == 0) id.key = random_job_key();
+  const auto ids = gather_all(boot, encode_identity(id), decode_identity);
+  const JobKey key = mix_secret(ids[0].key, opt.secret);
+  std::vector<Fd> listeners;
+  std::vector<Listener> advertised;
+  for (uint32_t addr : bind_addresses(me, ids, opt, mine)) {
+    listeners.push_back(listen_socket(addr, SOMAXCONN));
+    advertised.push_back({addr, port_of(listeners.back().get())});
   }
-  accept_all(me, P, lfd.get(), token, deadline, mesh);
+  const auto eps = gather_all(boot, encode_endpoint(advertised), decode_endpoint);
+  connect_pairs(me, ids, eps, key, listeners, opt, mesh);
   for (int q = 0; q < P; ++q) {
     if (q == me) continue;
     const int fd = mesh.fds[static_cast<size_t>(q)].get();

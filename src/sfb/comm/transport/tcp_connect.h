@@ -1,8 +1,13 @@
 #pragma once
-// Connection set-up of the TCP transport (tcp.h): every rank listens, the ranks all-gather their
-// endpoints through the bootstrap, and each pair of ranks ends with one checked, connected socket.
+// Connection set-up of the TCP transport (tcp.h), in two bootstrap rounds: the ranks all-gather
+// where they live (network namespace) and rank 0's job key; each then listens only where its peers
+// will come from (loopback for ranks in its namespace, its other addresses or comm.interface's for
+// the rest) and all-gather those listeners; rank r connects to every rank below it while a thread
+// accepts every rank above it, each connection through the handshake of tcp_handshake.h with its
+// own deadline. Refused connections are logged once per address and named if set-up fails.
 // Internal to comm/transport.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +47,12 @@ struct Mesh {
   std::vector<std::string> routes;  // [peer]: "local -> remote" addresses, for logs and errors
 };
 
+// One listening socket a rank advertises (network byte order address, host order port).
+struct Listener {
+  uint32_t addr = 0;
+  uint16_t port = 0;
+};
+
 // Collective over the bootstrap's ranks; throws CommError (naming the peer and the addresses tried)
 // when a peer cannot be reached within opt.connect_timeout_s, InvalidArgument for a bad
 // opt.interface.
@@ -50,6 +61,10 @@ Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt);
 // The IPv4 addresses (network byte order) this rank advertises: opt.interface's, or every up,
 // non-loopback interface's. Also the source of comm.interface's error message.
 std::vector<uint32_t> local_addresses(const std::string& interface);
+
+// The listeners in a set-up message of the second round; nullopt for any other message (tests
+// use it to aim intruders at a job's listeners).
+std::optional<std::vector<Listener>> peek_endpoint(const Bytes& message);
 
 // "a.b.c.d:port".
 std::string format_endpoint(uint32_t addr_be, uint16_t port);
