@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli_exit.h"
+#include "gnuplot.h"
 
 #include "sfb/comm/mpi_session.h"
 #include "sfb/core/error.h"
@@ -74,10 +75,18 @@ struct NetworkSpec {
       const auto parts = split_list(spec.substr(3));
       SFB_CHECK(parts.size() == 2 || parts.size() == 4,
                 "--network ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>], got \"{}\"", spec);
-      fixed = {std::stod(parts[0]), std::stod(parts[1])};
+      std::vector<double> v;
+      for (const auto& x : parts) {
+        const auto d = sfb_tools::finite_in(x, 0.0, 1e12);
+        SFB_CHECK(d.has_value(), "--network {}: '{}' is not a finite number >= 0", spec, x);
+        v.push_back(*d);
+      }
+      SFB_CHECK(v[1] > 0, "--network {}: b (us per byte) must be > 0", spec);
+      fixed = {v[0], v[1]};
       if (parts.size() == 4) {
-        fixed.ag_a_us = std::stod(parts[2]);
-        fixed.ag_b_us_per_byte = std::stod(parts[3]);
+        SFB_CHECK(v[3] > 0, "--network {}: the all-gather's b (us per byte) must be > 0", spec);
+        fixed.ag_a_us = v[2];
+        fixed.ag_b_us_per_byte = v[3];
         fixed_allgather = true;
       }
       is_fixed = true;
@@ -106,37 +115,41 @@ struct NetworkSpec {
   }
 };
 
-void run_gnuplot(const fs::path& script) {
-  const std::string cmd = fmt::format("gnuplot '{}' 2>&1", script.string());
-  if (std::system(cmd.c_str()) != 0)
-    fmt::print(stderr, "mgwfbp-plan: gnuplot failed or is missing ({}); the CSV files are still written\n", cmd);
+void plot(const fs::path& script, const std::string& text, const std::vector<std::string>& args) {
+  sfb::write_file_atomic(script.string(), text);
+  const int rc = sfb_tools::run_gnuplot(script.string(), args);
+  if (rc != 0)
+    fmt::print(stderr, "mgwfbp-plan: gnuplot {} on {} ({}); the CSV files are still written\n",
+               rc < 0 ? "is missing" : fmt::format("failed with status {}", rc), script.string(),
+               "Debian: apt install gnuplot-nox");
 }
 
+// predictions.csv and speedup.png, timeline.csv and timeline.png. The scripts hold only numbers
+// sfb computed; paths, the profile's name and the planner names are gnuplot's arguments
+// (gnuplot.h): ARG1 the PNG, ARG2 the CSV, ARG3 a title part, ARG4 the planners separated by
+// spaces (make_plan accepted each name, none has a space; gnuplot -c takes at most 9 arguments).
 void write_plots(const fs::path& dir, const Profile& p, const std::vector<Prediction>& preds,
                  const std::vector<std::string>& planners, const NetworkSpec& net, int timeline_nodes) {
-  // predictions.csv and speedup.png
   std::string csv = "planner,nodes,groups,iteration_us,non_overlapped_us,speedup\n";
   for (const auto& r : preds)
     csv += fmt::format("{},{},{},{:.3f},{:.3f},{:.4f}\n", r.planner, r.nodes, r.groups, r.iteration_us,
                        r.non_overlapped_us, r.speedup);
   sfb::write_file_atomic((dir / "predictions.csv").string(), csv);
-  std::string gp = fmt::format(
-      "set terminal pngcairo size 900,600 noenhanced\nset output '{}'\nset datafile separator ','\n"
-      "set title 'Predicted speedup over one node: {} ({})'\nset xlabel 'nodes'\nset ylabel 'speedup'\n"
-      "set logscale x 2\nset key left top\nset grid\nplot ",
-      (dir / "speedup.png").string(), fs::path(p.source).filename().string(), net.spec);
-  for (size_t i = 0; i < planners.size(); ++i) {
-    gp += fmt::format("{}'{}' using 2:(strcol(1) eq '{}' ? $6 : 1/0) with linespoints title '{}'", i ? ", " : "",
-                      (dir / "predictions.csv").string(), planners[i], planners[i]);
-  }
-  gp += "\n";
-  sfb::write_file_atomic((dir / "speedup.gp").string(), gp);
-  run_gnuplot(dir / "speedup.gp");
+  std::vector<std::string> args{
+      (dir / "speedup.png").string(), (dir / "predictions.csv").string(),
+      fmt::format("{} ({})", fs::exists(p.source) ? fs::path(p.source).filename().string() : p.source, net.spec)};
+  args.push_back(fmt::format("{}", fmt::join(planners, " ")));
+  plot(dir / "speedup.gp",
+       "set terminal pngcairo size 900,600 noenhanced\nset output ARG1\nset datafile separator ','\n"
+       "set title 'Predicted speedup over one node: '.ARG3\nset xlabel 'nodes'\nset ylabel 'speedup'\n"
+       "set logscale x 2\nset key left top\nset grid\n"
+       "plot for [i=1:words(ARG4)] ARG2 using 2:(strcol(1) eq word(ARG4, i) ? $6 : 1/0) with linespoints "
+       "title word(ARG4, i)\n",
+       args);
 
   // timeline.png: backward compute and each group's all-reduce, one row per planner.
   const CostModel c = net.at(timeline_nodes);
   std::string boxes = "row,start_ms,end_ms,kind\n";
-  std::string labels;
   int row = 0;
   for (const auto& name : planners) {
     const Timeline t = simulate(p, c, make_plan(name, p, c));
@@ -144,21 +157,20 @@ void write_plots(const fs::path& dir, const Profile& p, const std::vector<Predic
     for (size_t g = 0; g < t.start_us.size(); ++g)
       boxes += fmt::format("{},{:.4f},{:.4f},{}\n", row, (p.forward_us + t.start_us[g]) / 1e3,
                            (p.forward_us + t.end_us[g]) / 1e3, 1 + static_cast<int>(g % 2));
-    labels += fmt::format("{}'{}' {}", row ? ", " : "", name, row);
     ++row;
   }
   sfb::write_file_atomic((dir / "timeline.csv").string(), boxes);
-  const std::string tl = fmt::format(
-      "set terminal pngcairo size 1100,{} noenhanced\nset output '{}'\nset datafile separator ','\n"
-      "set title 'One iteration at {} nodes: backward (grey) and all-reduce groups (alternating colours)'\n"
-      "set xlabel 'ms (forward ends at {:.1f})'\nset ytics ({})\nset yrange [-0.7:{}]\nunset key\nset grid x\n"
-      "plot '{}' every ::1 using 2:($1 - ($4 == 0 ? 0.25 : -0.1)):2:3:($1 - ($4 == 0 ? 0.4 : -0.05)):($1 - ($4 == 0 ? "
-      "0.1 : -0.35)):4 "
-      "with boxxyerrorbars fs solid 0.6 lc variable\n",
-      200 + 60 * row, (dir / "timeline.png").string(), timeline_nodes, p.forward_us / 1e3, labels, row - 0.3,
-      (dir / "timeline.csv").string());
-  sfb::write_file_atomic((dir / "timeline.gp").string(), tl);
-  run_gnuplot(dir / "timeline.gp");
+  args[0] = (dir / "timeline.png").string();
+  args[1] = (dir / "timeline.csv").string();
+  plot(dir / "timeline.gp",
+       fmt::format("set terminal pngcairo size 1100,{} noenhanced\nset output ARG1\nset datafile separator ','\n"
+                   "set title 'One iteration at {} nodes: backward (grey) and all-reduce groups (alternating "
+                   "colours)'\nset xlabel 'ms (forward ends at {:.1f})'\nset ytics ()\n"
+                   "do for [i=1:words(ARG4)] {{ set ytics add (word(ARG4, i) i-1) }}\nset yrange [-0.7:{}]\nunset key\n"
+                   "set grid x\nplot ARG2 every ::1 using 2:($1 - ($4 == 0 ? 0.25 : -0.1)):2:3:($1 - ($4 == 0 ? "
+                   "0.4 : -0.05)):($1 - ($4 == 0 ? 0.1 : -0.35)):4 with boxxyerrorbars fs solid 0.6 lc variable\n",
+                   200 + 60 * row, timeline_nodes, p.forward_us / 1e3, row - 0.3),
+       args);
 }
 
 // Random instances: how often and by how much optimal beats mgwfbp.
@@ -197,6 +209,17 @@ void random_trials(int trials, uint64_t seed) {
       "median +{:.3f}%, max +{:.3f}%\n",
       better, 100.0 * better / trials, better ? 100 * sum_gain / better : 0.0,
       gains.empty() ? 0.0 : 100 * gains[gains.size() / 2], 100 * max_gain);
+}
+
+std::vector<int> parse_nodes(const std::string& arg) {
+  std::vector<int> nodes;
+  for (const auto& s : split_list(arg)) {
+    const auto n = sfb_tools::integer_in<int>(s, 1, 1 << 20);
+    SFB_CHECK(n.has_value(), "--nodes: '{}' is not a node count in [1, 1048576]", s);
+    nodes.push_back(*n);
+  }
+  SFB_CHECK(!nodes.empty(), "--nodes: no node count in '{}'", arg);
+  return nodes;
 }
 
 // --measure: times MPI_Allreduce on the live communicator, prints (and writes) an OSU-style log
@@ -241,29 +264,38 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f][,sf,t_sf]; sfbd's profile.csv)");
   app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
   app.add_option("--model", model, "A reference network from its layer shapes: alexnet | vgg16");
-  app.add_option("--batch", batch, "--model: images per rank (default 32)");
-  app.add_option("--gflops", gflops, "--model: compute rate that turns FLOPs into times (default 10000)");
-  app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)");
+  app.add_option("--batch", batch, "--model: images per rank (default 32)")
+      ->check(sfb_tools::Integer<int64_t>(1, 1 << 20));
+  app.add_option("--gflops", gflops, "--model: compute rate that turns FLOPs into times (default 10000)")
+      ->check(sfb_tools::Finite(1e-6, 1e12));
+  app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)")
+      ->check(sfb_tools::Finite(0, 1e9));
   app.add_option("--forward-ratio", forward_ratio,
-                 "Forward = ratio * backward when the profile has no t_f (default 0.5)");
+                 "Forward = ratio * backward when the profile has no t_f (default 0.5)")
+      ->check(sfb_tools::Finite(0, 1e6));
   app.add_option("--network", net.spec,
                  fmt::format("{} (named links, as in sfb-plan) | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | "
                              "ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>]",
                              fmt::join(sfb::link_names(), " | ")));
   app.add_option("--algo", algo, "All-reduce algorithm for a named link's extrapolation: ring | rd | tree");
-  app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)");
+  app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)")
+      ->check(sfb_tools::Integer<int64_t>(0, int64_t{1} << 40));
   app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
   app.add_option("--planners", planners_arg,
                  "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
   app.add_option("--out", out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
   app.add_option("--timeline-nodes", timeline_nodes,
                  "Node count of the timeline plot and the groups listing (default 8 when --nodes has it, else "
-                 "the last of --nodes)");
+                 "the last of --nodes)")
+      ->check(sfb_tools::Integer<int>(1, 1 << 20));
   app.add_flag("--measure", measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
-  app.add_option("--max-bytes", bench.max_bytes, "--measure: largest message (default 64 MiB)");
-  app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)");
-  app.add_option("--random-trials", trials, "Compare optimal and mgwfbp on this many random instances");
-  app.add_option("--seed", seed, "Seed of --random-trials");
+  app.add_option("--max-bytes", bench.max_bytes, "--measure: largest message (default 64 MiB)")
+      ->check(sfb_tools::Integer<int64_t>(4, int64_t{1} << 34));
+  app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)")
+      ->check(sfb_tools::Integer<int>(1, 1000000));
+  app.add_option("--random-trials", trials, "Compare optimal and mgwfbp on this many random instances")
+      ->check(sfb_tools::Integer<int>(0, 1000000));
+  app.add_option("--seed", seed, "Seed of --random-trials")->check(sfb_tools::Seed());
   if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
 
   try {
@@ -283,16 +315,19 @@ int main(int argc, char** argv) {
       p.forward_us = forward_ratio * p.backward_us();
     net.algo = parse_algorithm(algo);
     net.resolve();
-    std::vector<int> nodes;
-    for (const auto& s : split_list(nodes_arg)) {
-      const int n = std::atoi(s.c_str());
-      SFB_CHECK(n >= 1, "--nodes: '{}' is not a node count >= 1", s);
-      nodes.push_back(n);
-    }
-    SFB_CHECK(!nodes.empty(), "--nodes: no node count in '{}'", nodes_arg);
+    const auto nodes = parse_nodes(nodes_arg);
     if (timeline_nodes <= 0)
       timeline_nodes = std::find(nodes.begin(), nodes.end(), 8) != nodes.end() ? 8 : nodes.back();
-    const auto planners = planners_arg.empty() ? planner_names(p) : split_list(planners_arg);
+    const auto planners = app.count("--planners") == 0 ? planner_names(p) : split_list(planners_arg);
+    // Every planner name and the output directory are checked before anything is printed.
+    for (const auto& name : planners) {
+      SFB_CHECK(!name.empty(), "--planners \"{}\": an empty planner name", planners_arg);
+      make_plan(name, p, net.at(timeline_nodes));
+    }
+    if (!out_dir.empty()) {
+      sfb::create_directories(out_dir);
+      sfb::check_writable_directory(out_dir, "--out");
+    }
     fmt::print(
         "profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
         p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
@@ -314,7 +349,6 @@ int main(int argc, char** argv) {
       fmt::print("  {:<14} {:>8.2f} MiB per rank  {}\n", name, bytes / double(1 << 20), describe(plan, p));
     }
     if (!out_dir.empty()) {
-      fs::create_directories(out_dir);
       write_plots(out_dir, p, preds, planners, net, timeline_nodes);
       fmt::print("\nwrote {}/predictions.csv, speedup.png, timeline.png\n", out_dir);
     }

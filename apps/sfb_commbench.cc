@@ -206,20 +206,30 @@ int run(int argc, char** argv) {
   app.add_option("--transport", o.transport, "tcp | mpi (comm.transport)");
   app.add_option("--interface", o.interface, "comm.interface for tcp");
   app.add_option("--ops", o.ops, "mpi_allreduce,allreduce,allgather,broadcast,fms");
-  app.add_option("--min-bytes", o.min_bytes, "Smallest size (bytes)");
-  app.add_option("--max-bytes", o.max_bytes, "Largest size (bytes)");
-  app.add_option("--repeats", o.repeats, "Timed repetitions per size (median kept)");
-  app.add_option("--fms-servers", o.servers, "Parameter-server ranks (the last S) for the fms op");
+  const auto bytes = sfb_tools::Integer<int64_t>(4, int64_t{1} << 34);
+  app.add_option("--min-bytes", o.min_bytes, "Smallest size (bytes)")->check(bytes);
+  app.add_option("--max-bytes", o.max_bytes, "Largest size (bytes)")->check(bytes);
+  app.add_option("--repeats", o.repeats, "Timed repetitions per size (median kept)")
+      ->check(sfb_tools::Integer<int>(1, 1000000));
+  app.add_option("--fms-servers", o.servers, "Parameter-server ranks (the last S) for the fms op")
+      ->check(sfb_tools::Integer<int>(0, 1 << 20));
   app.add_option("--out", o.out, "CSV file (rank 0)");
-  app.add_option("--min-segment-bytes", o.allreduce.min_segment_bytes, "allreduce: smallest segment (bytes)");
-  app.add_option("--max-segment-bytes", o.allreduce.max_segment_bytes, "allreduce: largest segment (bytes)");
-  app.add_option("--window-bytes", o.allreduce.window_bytes, "allreduce: bytes in flight per owner");
-  app.add_option("--link-a-us", o.link_a_us, "allreduce: the start-up a of its algorithm choice (us)");
-  app.add_option("--link-b-us", o.link_b_us, "allreduce: the b of its algorithm choice (us per byte)");
+  app.add_option("--min-segment-bytes", o.allreduce.min_segment_bytes, "allreduce: smallest segment (bytes)")
+      ->check(bytes);
+  app.add_option("--max-segment-bytes", o.allreduce.max_segment_bytes, "allreduce: largest segment (bytes)")
+      ->check(bytes);
+  app.add_option("--window-bytes", o.allreduce.window_bytes, "allreduce: bytes in flight per owner")->check(bytes);
+  app.add_option("--link-a-us", o.link_a_us, "allreduce: the start-up a of its algorithm choice (us)")
+      ->check(sfb_tools::Finite(0, 1e9));
+  app.add_option("--link-b-us", o.link_b_us, "allreduce: the b of its algorithm choice (us per byte)")
+      ->check(sfb_tools::Finite(1e-12, 1e6));
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
   spdlog::set_level(spdlog::level::warn);
   if (const auto code = sfb_tools::parse_args(app, argc, argv, mpi.rank() == 0)) return *code;
-  SFB_CHECK(o.min_bytes >= 1 && o.max_bytes >= o.min_bytes && o.repeats >= 1, "bad sizes or repeats");
+  SFB_CHECK(o.max_bytes >= o.min_bytes, "--max-bytes {} is below --min-bytes {}", o.max_bytes, o.min_bytes);
+  SFB_CHECK(o.allreduce.max_segment_bytes >= o.allreduce.min_segment_bytes,
+            "--max-segment-bytes {} is below --min-segment-bytes {}", o.allreduce.max_segment_bytes,
+            o.allreduce.min_segment_bytes);
   SFB_CHECK(o.servers >= 0 && o.servers < mpi.size(), "--fms-servers {} of {} ranks", o.servers, mpi.size());
   sfb::comm::TransportOptions topt;
   topt.kind = o.transport;
@@ -285,6 +295,9 @@ int main(int argc, char** argv) {
   sfb::reuse_large_allocations();
   try {
     return run(argc, argv);
+  } catch (const sfb::InvalidArgument& e) {
+    std::fprintf(stderr, "sfb-commbench: error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sfb-commbench: %s\n", e.what());
     return 1;

@@ -68,15 +68,19 @@ int main(int argc, char** argv) {
   app.add_option("--set", overrides, "Override a config key (repeatable)");
   app.add_option("--samples", opt.samples, "Rows in the checked batch")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(sfb_tools::Integer<int64_t>(1, 1 << 20));
   app.add_option("--directions", opt.directions, "Random directions checked")
       ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
+      ->check(sfb_tools::Integer<int64_t>(1, 10000));
   app.add_option("--steps", opt.steps, "Finite-difference steps tried (times max(1, |W|)); the best agreement counts")
       ->capture_default_str()
-      ->check(CLI::Range(1e-8, 1.0));
-  app.add_option("--tolerance", opt.tolerance, "Largest relative error that passes")->capture_default_str();
-  app.add_option("--seed", opt.seed, "Seed of W's perturbation, the rows and the directions")->capture_default_str();
+      ->check(sfb_tools::Finite(1e-8, 1.0));
+  app.add_option("--tolerance", opt.tolerance, "Largest relative error that passes")
+      ->capture_default_str()
+      ->check(sfb_tools::Finite(0, 1e6));
+  app.add_option("--seed", opt.seed, "Seed of W's perturbation, the rows and the directions")
+      ->capture_default_str()
+      ->check(sfb_tools::Seed());
   if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
   try {
     return check(config, overrides, opt);

@@ -142,7 +142,7 @@ int run(int argc, char** argv) {
   app.add_flag("--one-host", o.one_host,
                "Every rank on the profiled host, sharing its cores (the netns cluster); default: a node each");
   app.add_option("--clocks", o.clocks, "Clocks to the target objective (from a measured run): time to target")
-      ->check(CLI::Range(1.0, 1e15));  // NaN passes a range: checked again below
+      ->check(sfb_tools::Finite(1.0, 1e15));
   app.add_option("--at", o.at, "N of the link-rate crossover (default: the profile's workers)");
   app.add_option("--csv", o.csv, "Also write every prediction as CSV");
   app.add_option("--rows", o.rows, "W's rows J (classes) to predict (default: the profile's)");

@@ -42,13 +42,14 @@ cmd_up() {
       *) bad "up: unknown option $1" ;;
     esac
   done
-  [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || bad "up: N must be 1..200, got '$n'"
-  [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmg]?bit$ ]] || bad "up: --rate must be like 1gbit, 300mbit or 500kbit, got '$rate'"
+  [[ "$n" =~ ^[0-9]{1,3}$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || bad "up: N must be 1..200, got '$n'"
+  [[ "$rate" =~ ^[0-9]{1,6}(\.[0-9]{1,6})?[kmg]?bit$ ]] || bad "up: --rate must be like 1gbit, 300mbit or 500kbit, got '$rate'"
+  [[ "$period" =~ ^[0-9]{1,7}$ ]] && [ "$((10#$period))" -ge 1000 ] && [ "$((10#$period))" -le 1000000 ] ||
+    bad "up: --cpu-period-us must be 1000..1000000 microseconds, got '$period'"
+  period=$((10#$period))
   if [ -n "$cpus" ]; then
-    [[ "$cpus" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v c="$cpus" 'BEGIN { exit !(c > 0 && c <= 1024) }' ||
+    [[ "$cpus" =~ ^[0-9]{1,4}(\.[0-9]{1,6})?$ ]] && awk -v c="$cpus" 'BEGIN { exit !(c > 0 && c <= 1024) }' ||
       bad "up: --cpus must be cores per host, above 0 (e.g. 0.25), got '$cpus'"
-    [[ "$period" =~ ^[0-9]+$ ]] && [ "$period" -ge 1000 ] && [ "$period" -le 1000000 ] ||
-      bad "up: --cpu-period-us must be 1000..1000000 microseconds, got '$period'"
     local quota
     quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
     [ "$quota" -ge 1000 ] || bad "up: --cpus $cpus x --cpu-period-us $period is a quota of $quota us; the kernel's least is 1000"

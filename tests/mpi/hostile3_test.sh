@@ -161,7 +161,7 @@ expect cnn-too-large-evaluate 2 60 "cnn.layers" -- "$SFBD" --config "$CNN" --set
 
 echo "== 9. every installed tool exits 2 on bad arguments"
 expect gradcheck-args 2 30 "--config is required" -- "$GRADCHECK"
-expect gradcheck-range 2 30 "not in range" -- "$GRADCHECK" --config "$SMALL" --samples 0
+expect gradcheck-range 2 30 "--samples: '0' is not an integer in [1, 1048576]" -- "$GRADCHECK" --config "$SMALL" --samples 0
 expect plan-args 2 30 "" -- "$PLAN" --no-such-option
 expect datagen-args 2 30 "is required" -- "$DATAGEN" --features 10
 
