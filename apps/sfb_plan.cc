@@ -77,9 +77,7 @@ sfb::predict::Shape shape_of(const Options& o, const SchemeProfile& p) {
 
 // A profile file, or a summary.json of comm.scheme = "auto" (its "auto.profile").
 SchemeProfile load_profile(const std::string& path) {
-  const sfb::Bytes b = sfb::read_file(path, "--profile");
-  const auto j =
-      sfb::parse_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), "--profile " + path);
+  const auto j = sfb::read_json_file(path, "--profile");
   if (j.contains("auto") && j["auto"].is_object() && j["auto"].contains("profile"))
     return sfb::predict::profile_from_json(j["auto"]["profile"], path + " (auto.profile)");
   return sfb::predict::profile_from_json(j, path);

@@ -45,7 +45,7 @@ struct Setup {
 // Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W and K; throws DataError
 // naming the file otherwise.
 sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& model) {
-  sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile");
+  sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile", int64_t{64} << 20);
   const auto j = sfb::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                                  "comm.auto_profile = " + cfg.comm.auto_profile);
   const auto p = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile);

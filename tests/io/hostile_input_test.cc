@@ -158,6 +158,12 @@ TEST(HostileLibsvm, TokensAreAcceptedAsLibsvmWritesThemAndEchoedShort) {
   EXPECT_THAT(data_error([&] { read_libsvm(dir.file("bin.svm"), opt); }), HasSubstr("'\\x01\\x02\\x00zz'"));
   EXPECT_THAT(data_error([&] { parse_libsvm(*std::make_unique<std::istringstream>("1 1:1e39\n"), "f", opt); }),
               HasSubstr("outside the float range"));
+  // Beyond double: from_chars reports it like an underflow; it once went in as 0.
+  for (const char* big : {"1 1:1e999\n", "1 1:-1e400\n"})
+    EXPECT_THAT(data_error([&] { parse_libsvm(*std::make_unique<std::istringstream>(big), "f", opt); }),
+                HasSubstr("is not a finite number"));
+  const Dataset tiny = parse_libsvm(*std::make_unique<std::istringstream>("1 1:1e-999\n"), "f", opt);
+  EXPECT_EQ(tiny.csr.coeff(0, 0), 0.0f);
 }
 
 TEST(HostileLibsvm, EmptyCommentOnlyAndDirectoryAreNamedForWhatTheyAre) {

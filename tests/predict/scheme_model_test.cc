@@ -3,7 +3,10 @@
 // measured counters against; recorded profiles of the netns cluster predict what they predicted
 // when recorded, and comm.scheme = "auto" picks from them the scheme that won there; the profiler
 // measures on the in-process transport and every rank gets the same profile.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -272,6 +275,17 @@ TEST(SchemeProfile, DeeplyNestedJsonIsRefusedWhileParsing) {
   EXPECT_THAT([&] { parse_json("{\"a\": ", "cut.json"); },
               ::testing::ThrowsMessage<DataError>(HasSubstr("cut.json: not JSON")));
   EXPECT_EQ(parse_json("{\"a\": [[1]]}", "ok.json")["a"][0][0], 1);
+}
+
+TEST(SchemeProfile, AJsonFileOverItsSizeLimitIsRefusedBeforeItIsRead) {
+  const auto path = std::filesystem::temp_directory_path() / ("sfb_big_" + std::to_string(::getpid()) + ".json");
+  { std::ofstream(path) << "{}"; }
+  std::filesystem::resize_file(path, (int64_t{64} << 20) + 1);  // sparse: nothing is written
+  EXPECT_THAT([&] { read_profile(path.string()); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("more than the 67108864 a scheme profile may have")));
+  std::filesystem::resize_file(path, 2);
+  EXPECT_TRUE(read_json_file(path.string(), "test").is_object());
+  std::filesystem::remove(path);
 }
 
 struct Recorded {

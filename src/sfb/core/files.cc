@@ -178,8 +178,11 @@ Bytes FileReader::read_head(size_t bytes) {
   return out;
 }
 
-Bytes read_file(const std::string& path, const std::string& what) {
+Bytes read_file(const std::string& path, const std::string& what, int64_t max_bytes) {
   FileReader in(path, what);
+  SFB_CHECK_DATA(max_bytes < 0 || in.size() <= static_cast<uint64_t>(max_bytes),
+                 "{}: the {} is {} bytes, more than the {} a {} may have: not read", path, what, in.size(), max_bytes,
+                 what);
   // A file is read whole into memory: one larger than this process can allocate is refused by its
   // size, before anything is allocated, naming it (a model, checkpoint or CNN file).
   const int64_t available = available_memory_bytes(1);

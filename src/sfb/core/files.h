@@ -58,7 +58,8 @@ void prepare_output_file(const std::string& path, const std::string& key);
 
 // The whole contents of a regular file; throws DataError "<path>: cannot read <what>: <reason>"
 // (also for a directory or a device).
-Bytes read_file(const std::string& path, const std::string& what);
+// `max_bytes` >= 0 refuses a larger file by its size, before reading (a JSON document, a profile).
+Bytes read_file(const std::string& path, const std::string& what, int64_t max_bytes = -1);
 
 // A regular file read as a stream (checkpoints and model files, which may be larger than what a
 // process can hold twice). Throws DataError "<path>: cannot read <what>: <reason>".

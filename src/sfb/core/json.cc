@@ -1,6 +1,7 @@
 #include "sfb/core/json.h"
 
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 
 namespace sfb {
 
@@ -14,6 +15,11 @@ Json parse_json(std::string_view text, const std::string& name, int max_depth) {
   } catch (const Json::exception& e) {
     throw DataError(fmt::format("{}: not JSON: {}", name, e.what()));
   }
+}
+
+Json read_json_file(const std::string& path, const std::string& what, int64_t max_bytes) {
+  const Bytes b = read_file(path, what, max_bytes);
+  return parse_json(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), path);
 }
 
 std::string json_string(const Json& j, const std::string& key, const std::string& name) {

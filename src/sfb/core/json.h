@@ -7,6 +7,7 @@
 // `digits` significant digits, fixed() `decimals` decimals (the same values the text formats
 // "{:.8g}" and "{:.6f}" give).
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -31,6 +32,9 @@ inline double fixed(double v, int decimals) {
 // enforced while it is parsed (a value nested deeper is refused before it is built, so nothing
 // recurses over it), and every syntax error turned into DataError naming `name`.
 Json parse_json(std::string_view text, const std::string& name, int max_depth = 32);
+// The JSON file `path` (the `what` of the errors): at most `max_bytes` (refused by its size before
+// it is read) and parsed as parse_json does. DataError naming the path.
+Json read_json_file(const std::string& path, const std::string& what, int64_t max_bytes = int64_t{64} << 20);
 // The string at `key` of object `j` ("" when absent); DataError naming `name` and the key when the
 // value is there but not a string.
 std::string json_string(const Json& j, const std::string& key, const std::string& name);

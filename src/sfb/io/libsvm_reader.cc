@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -71,8 +72,11 @@ class LineParser {
     const std::string_view text = tok.substr(colon + 1);
     double v = 0;
     auto [vp, vec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    const bool tiny = vec == std::errc::result_out_of_range && std::abs(v) < 1.0;  // underflow: as good as 0
-    SFB_CHECK_DATA((vec == std::errc() || tiny) && vp == text.data() + text.size(),
+    // Out of range is an underflow (as good as 0) or an overflow (refused below): from_chars leaves v
+    // as it was either way, so strtod tells them apart.
+    const bool out_of_range = vec == std::errc::result_out_of_range;
+    if (out_of_range) v = std::strtod(std::string(text).c_str(), nullptr);
+    SFB_CHECK_DATA((vec == std::errc() || out_of_range) && vp == text.data() + text.size(),
                    "{}:{}: value '{}' of feature {} is not a number", path_, lineno_, excerpt(text, 40), idx);
     SFB_CHECK_DATA(std::isfinite(v), "{}:{}: value '{}' of feature {} is not a finite number", path_, lineno_,
                    excerpt(text, 40), idx);

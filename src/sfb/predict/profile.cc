@@ -197,9 +197,7 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
 }
 
 SchemeProfile read_profile(const std::string& path) {
-  const Bytes bytes = read_file(path, "scheme profile");
-  return profile_from_json(
-      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path), path);
+  return profile_from_json(read_json_file(path, "scheme profile"), path);
 }
 
 }  // namespace sfb::predict
