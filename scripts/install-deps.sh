@@ -12,6 +12,7 @@ PACKAGES=(
   dataset-fashion-mnist liblinear-tools
   gnuplot-nox iproute2 binutils util-linux
   clang libclang-rt-14-dev clang-format
+  slurm-wlm munge
 )
 # Peer benchmarks only (scripts/peer-bench.sh), never CI: PyTorch for the DDP comparison.
 if [ "${SFB_PEER_DEPS:-0}" = 1 ]; then

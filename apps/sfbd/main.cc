@@ -317,7 +317,16 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   sfb::init_logging(mpi.rank(), job.cfg.output.log_level);
   sfb::runtime::install_stop_signal_handlers();
   if (!connect(job)) return kExitBadInput;
-  const int threads = sfb::runtime::resolve_threads(job.cfg.runtime, mpi.ranks_on_host());
+  // runtime.threads = 0 is resolved per host (its cores over its ranks); the ranks agree on the least,
+  // so uneven layouts (3 ranks on one node, 1 on another) compute their GEMMs alike (OpenBLAS does
+  // not promise the same sums for different thread counts; BSP replicas must stay bitwise equal).
+  const auto per_rank = mpi.allgather(sfb::runtime::resolve_threads(job.cfg.runtime, mpi.ranks_on_host()));
+  const int threads = static_cast<int>(*std::min_element(per_rank.begin(), per_rank.end()));
+  if (job.cfg.runtime.threads == 0 && mpi.rank() == 0 && *std::max_element(per_rank.begin(), per_rank.end()) != threads)
+    spdlog::info(
+        "runtime.threads = 0: {} thread(s) per rank, the least any host gives its ranks (hosts differ in "
+        "cores or ranks; every rank must compute alike)",
+        threads);
   job.cfg.runtime.threads = threads;
   sfb::set_compute_threads(threads);
   // BSP replicas stay bitwise identical only when every rank computes its GEMMs alike.

@@ -42,7 +42,10 @@ kill_rank() {
   local victim=""
   for p in $(pgrep -f -- "output.dir=$dir "; pgrep -f -- "output.dir=$dir\$"); do
     [ "$(cat /proc/$p/comm 2> /dev/null)" = sfbd ] || continue
-    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$p; fi
+    # mpirun's ranks carry OMPI_COMM_WORLD_RANK from the start, srun's SLURM_PROCID.
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qxE "(OMPI_COMM_WORLD_RANK|SLURM_PROCID)=$rank"; then
+      victim=$p
+    fi
   done
   [ -n "$victim" ] || fail "no process of rank $rank"
   kill -9 "$victim"

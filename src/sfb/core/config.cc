@@ -325,8 +325,9 @@ const std::vector<Field>& schema() {
                           "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
                           "each holding a row shard of W."));
     f.push_back(int_field("runtime.threads", &Config::runtime, &RuntimeConfig::threads, 0, 4096,
-                          "OpenMP threads per rank for SF computation and updates; 0: cores on "
-                          "this host / ranks on this host, at least 1."));
+                          "OpenMP threads per rank for SF computation and updates; 0: the CPUs the launcher bound "
+                          "the rank to, else cores on its host / ranks on its host (at least 1), the least over "
+                          "the ranks (uneven layouts compute alike)."));
     f.push_back(int_field("runtime.queue_capacity", &Config::runtime, &RuntimeConfig::queue_capacity, 1, 1 << 20,
                           "Capacity of each SF queue (batches)."));
     f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMaxClock,

@@ -2,6 +2,8 @@
 // (compute_thread.h, update_thread.h, comm_thread.h) around the shared owners of worker_state.h.
 #include "sfb/runtime/worker.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -22,8 +24,14 @@ namespace sfb::runtime {
 
 int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host) {
   if (cfg.threads > 0) return static_cast<int>(cfg.threads);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, ranks_on_host));
+  const int node = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int mine = ::sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : node;
+  // A launcher that bound this rank to CPUs of its own (srun --cpu-bind, mpirun --bind-to core)
+  // gave it those; otherwise the ranks on this host share its cores.
+  if (mine > 0 && mine < node) return mine;
+  return std::max(1, node / std::max(1, ranks_on_host));
 }
 
 int worker_count(const Config& cfg, int ranks) {

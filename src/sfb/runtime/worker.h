@@ -116,7 +116,8 @@ Topology make_topology(const Config& cfg, int workers);
 // or "" (off: full broadcast, SSP/ASP, a baseline, or sfb.reconcile = "off").
 std::string reconcile_mode(const Config& cfg);
 
-// Effective OpenMP threads for one rank: runtime.threads, or cores / ranks_on_host (at least 1).
+// Effective OpenMP threads for one rank: runtime.threads, or the CPUs the launcher bound it to, or
+// this host's cores / ranks_on_host (at least 1). Per host: sfbd makes the ranks agree on the least.
 int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host);
 
 }  // namespace sfb::runtime
