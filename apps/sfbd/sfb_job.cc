@@ -88,6 +88,16 @@ bool set_up(Job& job, Setup& s) {
   return job.all_ok("agreeing that the data and model loaded", [&] {
     job.claim_outputs();
     s.workers = sfb::runtime::worker_count(cfg, job.ranks());
+    if (sfb::runtime::halton_is_full_broadcast(cfg, s.workers)) {
+      if (job.rank() == 0)
+        spdlog::warn(
+            "sfb.broadcast = \"{}\" with P = {} workers and Q = {} reaches every other worker: that is full "
+            "broadcast plus a reconciliation; training with sfb.broadcast = \"full\" (partial broadcast saves "
+            "bytes from P = 4 on)",
+            cfg.sfb.broadcast, s.workers,
+            cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : sfb::runtime::Topology::default_halton_q(s.workers));
+      job.cfg.sfb.broadcast = "full";
+    }
     s.server = job.rank() >= s.workers;
     sfb::runtime::make_topology(cfg, s.workers);  // refuses a broadcast graph with islands
     // A parameter server applies the model's proximal step (fms_server.h), so it builds the model too,

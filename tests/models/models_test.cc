@@ -205,6 +205,29 @@ TEST(L2Mlr, SdcaDualityGapIsNonNegativeAndShrinks) {
   EXPECT_LT(gaps.back(), 0.1 * gaps.front());
 }
 
+TEST(L2Mlr, SdcaReportsTheGapOnlyWhenItsDualsAreTheWsOwn) {
+  // --evaluate, --resume and model.init hand the model a W without its duals (alpha = 0): the gap
+  // would be the cross-entropy, a number that means nothing there, so the metrics leave it out.
+  Config cfg = base_config();
+  cfg.model.name = "l2mlr";
+  cfg.model.solver = "sdca";
+  io::Dataset data = io::make_synthetic({50, 6, 3, 1.0, 0.05, 5, 0});
+  data.add_bias();
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto m = make_model("l2mlr", ctx);
+  Matrix W = Matrix::Constant(3, data.dim, 0.1f);
+  const auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : m->metrics(api::Weights{W}, data, 0, nullptr)) out.push_back(k);
+    return out;
+  };
+  EXPECT_THAT(names(), ::testing::Not(::testing::Contains("duality_gap")));
+  W.setZero();
+  Rng rng = make_rng(1, 2);
+  m->init(MatrixMap(W.data(), W.rows(), W.cols()), rng);
+  EXPECT_THAT(names(), ::testing::Contains("duality_gap"));
+}
+
 // ---- DML -------------------------------------------------------------------------------------
 
 class DmlGradient : public ::testing::TestWithParam<double> {};

@@ -83,6 +83,16 @@ got=$(jq -r .checksum "$OUT/half/summary.json")
 diff <(jq -c '[.iteration, .loss, .accuracy]' "$OUT/full/metrics.jsonl") <(jq -c '[.iteration, .loss, .accuracy]' "$OUT/half/metrics.jsonl") \
   || fail "the resumed run's metrics differ from the uninterrupted run's"
 echo "4 ranks: bit for bit ($got), metrics continue"
+echo "== resumed twice (40 -> 80 -> 120): one continuous time axis"
+sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/twice" --set stop.max_clocks=40 > "$OUT/t1.log" 2>&1 || fail "twice, 1"
+sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/twice" --set stop.max_clocks=80 --resume "$OUT/twice/ck.bin" \
+  > "$OUT/t2.log" 2>&1 || fail "twice, 2"
+sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/twice" --resume "$OUT/twice/ck.bin" > "$OUT/t3.log" 2>&1 ||
+  fail "twice, 3"
+jq -s -e '(map(.iteration) == [40, 80, 120]) and (.[0].seconds < .[1].seconds and .[1].seconds < .[2].seconds)
+          and (.[2].attempt_seconds < .[2].seconds)' "$OUT/twice/metrics.jsonl" > /dev/null ||
+  fail "seconds across two resumes: $(jq -c '[.iteration, .seconds, .attempt_seconds]' "$OUT/twice/metrics.jsonl" | tr '\n' ' ')"
+echo "seconds: $(jq -c '[.iteration, .seconds, .attempt_seconds]' "$OUT/twice/metrics.jsonl" | tr '\n' ' ')"
 sfb_mpirun -np 2 "$SFBD" "${CFG[@]}" --set output.dir="$OUT/two" --resume "$OUT/ck80.bin" > "$OUT/two.log" 2>&1 || { tail "$OUT/two.log"; fail "resume on 2"; }
 tacc=$(jq -r .final_accuracy "$OUT/two/summary.json")
 jq -en --argjson t "$tacc" --argjson a "$acc" '($t - $a | fabs) < 0.04' > /dev/null || fail "resumed on 2 ranks: $tacc, 4 ranks $acc"

@@ -147,6 +147,23 @@ TEST(Worker, TrainsToTheSameChecksumOverTcpWithIntrudersAtTheDoor) {
   expect_exactly_once(attacked, cfg.optimizer.minibatch);
 }
 
+TEST(Worker, HaltonThatReachesEveryWorkerIsFullBroadcast) {
+  Config c = small_config();
+  c.sfb.broadcast = "halton";
+  for (int p : {2, 3}) EXPECT_TRUE(halton_is_full_broadcast(c, p)) << "P = " << p;  // default Q = P - 1
+  for (int p : {1, 4, 8}) EXPECT_FALSE(halton_is_full_broadcast(c, p)) << "P = " << p;
+  c.sfb.halton_q = 3;
+  EXPECT_TRUE(halton_is_full_broadcast(c, 4));
+  EXPECT_FALSE(halton_is_full_broadcast(c, 5));
+  c.sfb.broadcast = "halton-static";
+  EXPECT_TRUE(halton_is_full_broadcast(c, 4));
+  c.sfb.broadcast = "full";
+  EXPECT_FALSE(halton_is_full_broadcast(c, 3));
+  c.sfb.broadcast = "halton";
+  c.comm.scheme = "fms";
+  EXPECT_FALSE(halton_is_full_broadcast(c, 3));
+}
+
 INSTANTIATE_TEST_SUITE_P(Worker, RankCounts, ::testing::Values(1, 2, 3, 4, 7));
 
 // Serial minibatch SGD written out with plain loops in double precision.

@@ -99,7 +99,8 @@ void RunLog::report(int64_t it, double loss, Test test, const std::vector<Iterat
       bw / n / 1e3, w / n / 1e3, predicted_us / 1e3);
   if (!metrics_.is_open()) return;
   metrics_.write_or_stop(to_line(Json{{"iteration", it + 1},
-                                      {"seconds", fixed(seconds, 6)},
+                                      {"seconds", fixed(seconds + metrics_.continued_seconds(), 6)},
+                                      {"attempt_seconds", fixed(seconds, 6)},
                                       {"loss", fixed(loss, 6)},
                                       {"loss_mean", fixed(mean_loss, 6)},
                                       {"test_loss", fixed(test.loss, 6)},

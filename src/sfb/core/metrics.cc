@@ -28,6 +28,7 @@ std::string to_json(const EvalRecord& r) {
          {"wait_s", fixed(r.wait_s, 6)},
          {"replica_drift", sig(r.replica_drift, 6)},
          {"replica_drift_clock", r.replica_drift_clock >= 0 ? Json(r.replica_drift_clock) : Json(nullptr)}};
+  if (r.attempt_seconds >= 0) j["attempt_seconds"] = fixed(r.attempt_seconds, 6);
   for (const auto& [k, v] : r.extra) j[k] = sig(v, 8);  // a non-finite value is written as null
   return to_line(j);
 }
@@ -43,6 +44,7 @@ void JsonlWriter::open(const std::string& path) {
 void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
   close();
   path_ = path;
+  continued_seconds_ = 0;
   int64_t keep = 0;
   if (std::ifstream in(path, std::ios::binary); in) {
     std::string line;
@@ -52,6 +54,7 @@ void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
       const auto c = j.contains("clock") ? j["clock"] : j.contains("iteration") ? j["iteration"] : Json();
       if (!c.is_number_integer() || c.get<int64_t>() >= from_clock) break;
       keep += static_cast<int64_t>(line.size()) + 1;
+      if (j.contains("seconds") && j["seconds"].is_number()) continued_seconds_ = j["seconds"].get<double>();
     }
   }
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

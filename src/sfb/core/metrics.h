@@ -10,12 +10,13 @@
 namespace sfb {
 
 struct EvalRecord {
-  int64_t clock = 0;           // clocks completed by every replica when W was sampled
-  double seconds = 0.0;        // since training started
-  double objective = 0.0;      // mean training loss on the fixed evaluation sample
-  double accuracy = -1.0;      // test accuracy; -1 when there is no test set
-  double samples_per_s = 0.0;  // samples processed by all ranks per second (P * K * clock / s)
-  int64_t bytes_sent = 0;      // by rank 0, all peers, SF and control messages
+  int64_t clock = 0;            // clocks completed by every replica when W was sampled
+  double seconds = 0.0;         // of training: a resumed run's continue its predecessors' (see below)
+  double attempt_seconds = -1;  // since this process started training; -1: the same as seconds
+  double objective = 0.0;       // mean training loss on the fixed evaluation sample
+  double accuracy = -1.0;       // test accuracy; -1 when there is no test set
+  double samples_per_s = 0.0;   // samples processed by all ranks per second (P * K * clock / s)
+  int64_t bytes_sent = 0;       // by rank 0, all peers, SF and control messages
   int64_t bytes_received = 0;
   double compute_s = 0.0;  // rank 0: seconds computing sufficient factors
   double update_s = 0.0;   // rank 0: seconds applying updates to W
@@ -50,8 +51,11 @@ class JsonlWriter {
   // A resumed run's metrics: keeps the existing file's lines before clock `from_clock` (their
   // "clock" or "iteration" field), drops the rest (the resumed run evaluates `from_clock` again,
   // and what the interrupted run evaluated after its checkpoint is gone with it) and appends after
-  // them. Creates the file when there is none.
+  // them. Creates the file when there is none. continued_seconds() is then the last kept line's
+  // "seconds": a resumed run adds it to its own, so the curves go on where they were (the time
+  // between that line and the checkpoint, at most eval.every clocks, is not counted).
   void open_continuing(const std::string& path, int64_t from_clock);
+  double continued_seconds() const { return continued_seconds_; }
   void close();
   const std::string& path() const { return path_; }
 
@@ -59,6 +63,7 @@ class JsonlWriter {
   int fd_ = -1;
   int64_t size_ = 0;  // bytes of complete lines
   std::string path_;
+  double continued_seconds_ = 0;
 };
 
 }  // namespace sfb

@@ -24,6 +24,11 @@ L2Mlr::L2Mlr(const api::ModelContext& ctx)
   }
 }
 
+void L2Mlr::init(MatrixMap W, Rng& rng) {
+  ShapedModel::init(W, rng);
+  duals_known_.store(true);
+}
+
 void L2Mlr::compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) {
   Matrix p = Mlr::probabilities(W, batch);
   const int64_t k = batch.size();
@@ -102,7 +107,7 @@ api::NamedValues L2Mlr::metrics(const api::Weights& W, const io::Dataset& train,
   // The dual variables are this rank's partition's: the gap is on them, whatever rows the
   // objective is evaluated on.
   (void)train;
-  if (sdca_) v.emplace_back("duality_gap", duality_gap(W, train_, limit));
+  if (sdca_ && duals_known_.load()) v.emplace_back("duality_gap", duality_gap(W, train_, limit));
   return v;
 }
 

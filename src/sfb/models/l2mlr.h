@@ -12,10 +12,14 @@
 //    keeps P * K simultaneous steps a dual ascent), and is broadcast as the SF pair
 //    (u = dalpha_i / (lambda n), v = x_i), applied as written (UpdateRule::kAsWritten).
 //    Convergence measure: the duality gap, which for W = w(alpha) is the mean over samples of
-//    KL(q_i || softmax(W x_i)) >= 0; the metrics report it over rank 0's evaluation rows.
+//    KL(q_i || softmax(W x_i)) >= 0; the metrics report it over rank 0's evaluation rows, and only
+//    when W = w(alpha) holds: a run that started from init() (W = 0, alpha = 0). A resumed or
+//    warm-started run and `sfbd --evaluate` have a W whose duals nobody kept (checkpoints and model
+//    files hold W only): their metrics have no "duality_gap" rather than a number that means nothing.
 //
 // Threads: compute_sf() (compute thread) writes alpha under alpha_mu_; metrics() (monitor) reads
 // it under the same lock.
+#include <atomic>
 #include <mutex>
 
 #include "sfb/models/shaped_model.h"
@@ -28,6 +32,8 @@ class L2Mlr : public ShapedModel {
   api::UpdateRule update_rule() const override {
     return sdca_ ? api::UpdateRule::kAsWritten : api::UpdateRule::kGradientStep;
   }
+  // W arrives zeroed, the dual of alpha = 0: from here on the gap is known.
+  void init(MatrixMap W, Rng& rng) override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   double prox_scale(double step) const override { return sdca_ ? 1.0 : 1.0 / (1.0 + step * lambda_); }
   // Primal objective: mean cross-entropy + (lambda/2) ||W||^2.
@@ -51,7 +57,8 @@ class L2Mlr : public ShapedModel {
   double lambda_n_;  // lambda * n over all ranks
   double sigma_;
   mutable std::mutex alpha_mu_;
-  Matrix alpha_;  // SDCA: n_local x J
+  Matrix alpha_;                          // SDCA: n_local x J
+  std::atomic<bool> duals_known_{false};  // W = w(alpha): training started from init()
 };
 
 }  // namespace sfb::models

@@ -275,7 +275,10 @@ void ObjectiveMonitor::handle(const EvalRequest& q, const View& w) {
       std::lock_guard lock(mu_);
       records_.push_back(r);
     }
-    metrics_.write_or_stop(to_json(r));  // the metrics are a record: a full disk ends them, not the run
+    EvalRecord line = r;  // a resumed run's seconds go on from its predecessors'
+    line.attempt_seconds = r.seconds;
+    line.seconds = r.seconds + metrics_.continued_seconds();
+    metrics_.write_or_stop(to_json(line));  // the metrics are a record: a full disk ends them, not the run
     log_progress(r);
     if (drift_too_far(r)) {
       std::lock_guard lock(mu_);

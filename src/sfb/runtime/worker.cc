@@ -62,6 +62,12 @@ Topology make_topology(const Config& cfg, int workers) {
   return t;
 }
 
+bool halton_is_full_broadcast(const Config& cfg, int workers) {
+  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return false;
+  const int64_t q = cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers);
+  return q >= workers - 1;
+}
+
 std::string reconcile_mode(const Config& cfg) {
   const std::string& m = cfg.sfb.reconcile;
   const bool partial = cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full";

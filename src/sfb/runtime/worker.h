@@ -112,6 +112,11 @@ int worker_count(const Config& cfg, int ranks);
 // static Halton variant for some P and Q): such a job would train disconnected models.
 Topology make_topology(const Config& cfg, int workers);
 
+// True when sfb.broadcast's Halton receivers are every other worker (Q >= P - 1: the default Q =
+// ceil(log2 P) at P <= 3): partial broadcast there is full broadcast plus a reconciliation that
+// costs bytes and fixes nothing, so sfbd trains with sfb.broadcast = "full" and says so.
+bool halton_is_full_broadcast(const Config& cfg, int workers);
+
 // The reconciliation partial broadcast gets (sfb.reconcile, runtime/reconciler.h): "sum", "mean",
 // or "" (off: full broadcast, SSP/ASP, a baseline, or sfb.reconcile = "off").
 std::string reconcile_mode(const Config& cfg);
