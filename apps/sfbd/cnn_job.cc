@@ -206,7 +206,7 @@ int evaluate_cnn(Job& job, const std::string& path) {
     sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(1), "loading the data");
     data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     sfb::cnn::cnn_memory(cfg, data.train).check(sfb::available_memory_bytes(1), "this CNN");
-    f = sfb::cnn::read_cnn_file(path, false);
+    f = sfb::cnn::read_cnn_file(path, std::nullopt);  // a model file or a checkpoint: both hold the weights
     sfb::cnn::check_same_network(f.network, spec_of(cfg, data.train), path);
   });
   if (!ok) return kExitBadInput;
@@ -217,6 +217,7 @@ int evaluate_cnn(Job& job, const std::string& path) {
   const auto sample = sfb::cnn::evaluate(net, data.eval_sample);
   const auto num = [](double v) { return v < 0 ? sfb::Json(nullptr) : sfb::Json(sfb::sig(v, 8)); };
   const sfb::Json j = {{"model_file", path},
+                       {"file_kind", f.checkpoint ? "checkpoint" : "model file"},
                        {"mode", "mgwfbp"},
                        {"network", net.describe()},
                        {"parameters", f.params.size()},

@@ -40,6 +40,11 @@ cat "$OUT/eval.json"
 jq -e --argjson a "$acc" --argjson l "$loss" \
   '(.test_accuracy - $a | fabs) < 1e-6 and (.test_loss - $l | fabs) < 1e-5 and .iterations_trained == 120' \
   "$OUT/eval.json" > /dev/null || fail "--evaluate differs from the run's final accuracy $acc / loss $loss"
+# The final checkpoint holds the same weights: --evaluate takes it too, and says which it read.
+"$SFBD" "${CFG[@]}" --set output.dir="$OUT/full" --evaluate "$OUT/full/ck.bin" > "$OUT/eval_ck.json" ||
+  fail "--evaluate of the checkpoint"
+jq -e --argjson a "$acc" '(.test_accuracy - $a | fabs) < 1e-6 and .file_kind == "checkpoint"' "$OUT/eval_ck.json" \
+  > /dev/null || fail "--evaluate ck.bin: $(cat "$OUT/eval_ck.json")"
 
 echo "== the trace: named processes and threads, a track per group"
 T="$OUT/full/trace.json"
@@ -135,7 +140,13 @@ c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
 m=$(od -An -t d8 -j 32 -N 8 "$OUT/term/model.bin" | tr -d ' ')
 [ "$m" = "$c" ] || fail "model at iteration $m, checkpoint at $c"
 [ "$(jq -r .stop_reason "$OUT/term/summary.json")" = signal ] || fail "stop_reason"
-echo "stopped at iteration $c with checkpoint and model"
+# The summary's accuracy is the saved model's (the stop came between evaluations).
+"$SFBD" "${CFG[@]}" --set output.dir="$OUT/term" --evaluate "$OUT/term/model.bin" > "$OUT/term_eval.json" || fail "evaluate term"
+jq -e --slurpfile s "$OUT/term/summary.json" '(.test_accuracy - $s[0].final_accuracy | fabs) < 1e-6' \
+  "$OUT/term_eval.json" > /dev/null ||
+  fail "after SIGTERM the summary says $(jq .final_accuracy "$OUT/term/summary.json"), the model $(jq .test_accuracy "$OUT/term_eval.json")"
+[ "$(tail -1 "$OUT/term/metrics.jsonl" | jq .iteration)" = "$c" ] || fail "no metrics line at the stop, iteration $c"
+echo "stopped at iteration $c with checkpoint and model; the summary's accuracy is the model's"
 
 echo "== every planner sfbd --keys lists is accepted; a key the mode ignores is refused"
 list=$("$SFBD" --keys | grep '^| `mgwfbp.planner`' | sed 's/.*One of: \(.*\)\. |$/\1/')

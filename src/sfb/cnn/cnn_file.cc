@@ -282,11 +282,13 @@ void write_cnn_file(const std::string& path, const CnnFile& f) {
   write_file_atomic(path, encode_cnn_file(f));
 }
 
-CnnFile read_cnn_file(const std::string& path, bool expect_checkpoint) {
-  CnnFile f = decode_cnn_file(read_file(path, expect_checkpoint ? "checkpoint" : "model file"), path);
-  SFB_CHECK_DATA(f.checkpoint == expect_checkpoint, "{}: is a CNN {}, not a {}{}", path,
-                 f.checkpoint ? "checkpoint" : "model file", expect_checkpoint ? "checkpoint" : "model file",
-                 expect_checkpoint ? " (--resume needs checkpoint.path's file)" : "");
+CnnFile read_cnn_file(const std::string& path, std::optional<bool> expect_checkpoint) {
+  const char* want = !expect_checkpoint ? "model file or checkpoint" : *expect_checkpoint ? "checkpoint" : "model file";
+  CnnFile f = decode_cnn_file(read_file(path, want), path);
+  if (!expect_checkpoint) return f;
+  SFB_CHECK_DATA(f.checkpoint == *expect_checkpoint, "{}: is a CNN {}, not a {}{}", path,
+                 f.checkpoint ? "checkpoint" : "model file", want,
+                 *expect_checkpoint ? " (--resume needs checkpoint.path's file)" : "");
   return f;
 }
 

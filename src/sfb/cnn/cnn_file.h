@@ -85,7 +85,7 @@ CnnFile decode_cnn_file(std::span<const std::byte> bytes, const std::string& nam
 // Atomic (temporary, fsync, rename); refuses non-finite parameters or momentum (DataError).
 void write_cnn_file(const std::string& path, const CnnFile& f);
 // `expect_checkpoint`: the kind the caller needs (a model file where a checkpoint is wanted, or
-// the other way round, is an error naming both).
-CnnFile read_cnn_file(const std::string& path, bool expect_checkpoint);
+// the other way round, is an error naming both); nullopt takes either (--evaluate).
+CnnFile read_cnn_file(const std::string& path, std::optional<bool> expect_checkpoint);
 
 }  // namespace sfb::cnn

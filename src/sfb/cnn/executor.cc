@@ -313,6 +313,13 @@ bool Executor::signalled(int64_t done, int64_t iters) {
   return sig != 0;
 }
 
+void Executor::evaluate_into(Network& net, ExecutorResult& res) const {
+  if (!test_ || test_->n == 0) return;
+  const TestResult tr = evaluate(net, *test_);
+  res.test_loss = tr.loss;
+  res.test_accuracy = tr.accuracy;
+}
+
 ExecutorResult Executor::run() {
   const int rank = t_.rank();
   Network net = make_network(cfg_.cnn, train_);
@@ -340,6 +347,7 @@ ExecutorResult Executor::run() {
   int64_t planned_at = first > 0 && !planner.profiling(first) ? first : -1;  // the first iteration with a plan
   Stopwatch total;
   const int64_t iters = cfg_.stop.max_clocks;
+  int64_t evaluated_at = -1;  // the iteration res.test_* belong to
   for (int64_t it = first; it < iters; ++it) {
     if (planner.before_iteration(it) && planned_at < 0) planned_at = it;
     if (hooks_.batch)
@@ -363,11 +371,8 @@ ExecutorResult Executor::run() {
       log.trace({step.start, &res.iterations.back(), step.to_backward_end_us, &step.layer_us, names, param_labels,
                  groups, &planner.plan()});
     if (rank == 0 && (done % cfg_.eval.every == 0 || done == iters)) {
-      if (test_ && test_->n > 0) {
-        const TestResult tr = evaluate(net, *test_);
-        res.test_loss = tr.loss;
-        res.test_accuracy = tr.accuracy;
-      }
+      evaluate_into(net, res);
+      evaluated_at = done;
       log.report(it, st.loss, {res.test_loss, res.test_accuracy}, res.iterations, planner.predicted_us(),
                  total.seconds());
     }
@@ -378,6 +383,12 @@ ExecutorResult Executor::run() {
       res.stop_reason = "signal";
       break;
     }
+  }
+  // A run stopped between evaluations (a signal) reports the weights it saves, not older ones.
+  if (rank == 0 && res.diverged_at < 0 && done > first && evaluated_at != done) {
+    evaluate_into(net, res);
+    log.report(done - 1, res.iterations.back().loss, {res.test_loss, res.test_accuracy}, res.iterations,
+               planner.predicted_us(), total.seconds());
   }
   // The final state, unless it diverged (the last good checkpoint stays) or was just written.
   if (checkpoints && res.diverged_at < 0 && last_checkpoint != done)
