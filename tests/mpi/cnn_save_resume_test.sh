@@ -48,18 +48,18 @@ jq -e --argjson a "$acc" '(.test_accuracy - $a | fabs) < 1e-6 and .file_kind == 
 
 echo "== the trace: named processes and threads, a track per group"
 T="$OUT/full/trace.json"
-jq -e '[.traceEvents[] | select(.ph == "M" and .name == "process_name") | .args.name] | sort == ["rank 0","rank 1","rank 2","rank 3"]' "$T" > /dev/null \
-  || fail "process names: $(jq -c '[.traceEvents[] | select(.name == "process_name")]' "$T")"
+jq -e '[.[] | select(.ph == "M" and .name == "process_name") | .args.name] | sort == ["rank 0","rank 1","rank 2","rank 3"]' "$T" > /dev/null \
+  || fail "process names: $(jq -c '[.[] | select(.name == "process_name")]' "$T")"
 for r in 0 1 2 3; do
-  jq -e --argjson r $r '[.traceEvents[] | select(.ph == "M" and .name == "thread_name" and .pid == $r) | .args.name]
+  jq -e --argjson r $r '[.[] | select(.ph == "M" and .name == "thread_name" and .pid == $r) | .args.name]
     | (index("forward and update") != null) and (index("backward (per layer)") != null)
       and (map(select(startswith("group "))) | length) >= 1' "$T" > /dev/null || fail "rank $r's thread names"
 done
 # Every duration event is on a named thread; backward events name layers by their labels.
-jq -e '([.traceEvents[] | select(.ph == "M" and .name == "thread_name") | "\(.pid)/\(.tid)"] | unique) as $named
-  | [.traceEvents[] | select(.ph == "X") | "\(.pid)/\(.tid)"] | unique | all(. as $t | $named | index($t) != null)' "$T" > /dev/null \
+jq -e '([.[] | select(.ph == "M" and .name == "thread_name") | "\(.pid)/\(.tid)"] | unique) as $named
+  | [.[] | select(.ph == "X") | "\(.pid)/\(.tid)"] | unique | all(. as $t | $named | index($t) != null)' "$T" > /dev/null \
   || fail "events on unnamed threads"
-jq -e '[.traceEvents[] | select(.ph == "X") | .name] | index("backward conv1") != null' "$T" > /dev/null || fail "no backward conv1"
+jq -e '[.[] | select(.ph == "X") | .name] | index("backward conv1") != null' "$T" > /dev/null || fail "no backward conv1"
 jq -e '.plan | test("fc2")' "$OUT/full/summary.json" > /dev/null || fail "the summary's plan has no layer names"
 grep -q "group 0: layers fc2-" "$OUT/full.log" || fail "the plan log has no layer names"
 
@@ -123,6 +123,16 @@ grep -q "resuming from $OUT/sup/ck.bin at iteration" "$OUT/sup/sfb-run/attempt-3
 got=$(jq -r .checksum "$OUT/sup/summary.json")
 [ "$got" = "$want" ] || fail "supervised: checksum $got, uninterrupted $want"
 echo "supervised: bit for bit ($got)"
+# The trace streams: the attempt killed by kill -9 left its events (an array without its closing
+# bracket, which viewers accept); each resumed attempt traced into a file of its own.
+events() { jq -c . "$1" 2> /dev/null || (cat "$1"; echo "]") | jq -c .; }  # closed, or cut by a kill
+[ "$(tail -c 3 "$OUT/sup/trace.json")" != "$(printf '\n]\n' | tail -c 3)" ] || fail "the killed attempt closed its trace?"
+events "$OUT/sup/trace.json" | jq -e '[.[] | select(.ph == "X") | .name] | index("backward conv1") != null' \
+  > /dev/null || fail "the killed attempt's trace: $(head -c 200 "$OUT/sup/trace.json")"
+for f in trace.from-40.json trace.from-80.json; do
+  events "$OUT/sup/$f" | jq -e '[.[] | select(.ph == "X")] | length > 0' > /dev/null || fail "no trace in $f"
+done
+echo "traces: killed attempt $(wc -c < "$OUT/sup/trace.json") bytes, resumed attempts $(ls "$OUT/sup" | grep -c 'trace.from-')"
 
 echo "== SIGTERM to sfb-run: a final checkpoint and model (exit 6)"
 "$RUN" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${CFG[@]}" --set stop.max_clocks=100000 --set output.dir="$OUT/term" 2> "$OUT/sup.log" &

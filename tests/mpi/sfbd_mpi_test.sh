@@ -37,7 +37,7 @@ case "$MODE" in
     # Payload by the model; the wire adds 24-byte all-reduce segment heads and 56-byte SF headers.
     awk -v g="$got" -v w="$want" 'BEGIN { exit !(w > 0 && g >= w && g < 1.01 * w) }' ||
       fail "bytes per iteration $got, the plan predicts $want"
-    n=$(jq '[.traceEvents[] | select(.args.transport != null)] | length' "$OUT/trace.json")
+    n=$(jq '[.[] | select(.args.transport != null)] | length' "$OUT/trace.json")
     [ "$n" -gt 0 ] || fail "no group with a transport in the trace"
     grep -qx "name,params,t_b,t_f,sf,t_sf" "$OUT/profile.csv" || fail "profile.csv has no factor columns"
     [ "$(grep -vc '^#' "$OUT/profile.csv")" = 4 ] || fail "profile.csv: expected a header and 3 layers"

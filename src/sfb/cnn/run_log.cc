@@ -1,5 +1,12 @@
 #include "sfb/cnn/run_log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
 #include "sfb/comm/setup_collectives.h"
@@ -10,6 +17,13 @@ namespace sfb::cnn {
 RunLog::RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank, int64_t first)
     : out_(out), eval_every_(eval_every), iterations_(iterations), rank_(rank) {
   if (rank_ != 0) return;
+  if (const auto path = out_.path(out_.trace); !path.empty()) {
+    const std::filesystem::path p(path);
+    trace_path_ = first > 0 ? (p.parent_path() / fmt::format("{}.from-{}{}", p.stem().string(), first,
+                                                             p.has_extension() ? p.extension().string() : ".json"))
+                                  .string()
+                            : path;
+  }
   if (const auto path = out_.path(out_.metrics); !path.empty()) {
     create_parent_directories(path);
     // Lines of iterations after `first` belong to an interrupted run: the resumed run writes them again.
@@ -71,6 +85,7 @@ void RunLog::trace(const IterationTimeline& t) {
           Json{{"transport", r.sf ? "sf" : "dense"}, {"bytes_sent", r.bytes_sent}, {"group", g}});
   }
   event("update", 0, base + t.update_start_us, st.iteration_us - t.update_start_us);
+  stream_events();  // rank 0: this iteration's events are in the file before the next one starts
 }
 
 void RunLog::report(int64_t it, double loss, Test test, const std::vector<IterationStats>& history, double predicted_us,
@@ -113,6 +128,39 @@ void RunLog::report(int64_t it, double loss, Test test, const std::vector<Iterat
                                       {"predicted_us", fixed(predicted_us, 1)}}));
 }
 
+RunLog::~RunLog() { close_trace(); }
+
+void RunLog::stream_events() {
+  if (rank_ != 0 || trace_path_.empty() || events_.empty()) return;
+  if (trace_fd_ < 0 && traced_ == 0) {
+    create_parent_directories(trace_path_);
+    trace_fd_ = ::open(trace_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (trace_fd_ < 0) {
+      spdlog::error("{}: cannot write the trace: {}; training continues untraced", trace_path_, std::strerror(errno));
+      trace_path_.clear();
+      return;
+    }
+  }
+  std::string text;
+  for (const auto& e : events_) text += (traced_++ == 0 ? "[\n" : ",\n") + e.dump();
+  events_ = Json::array();
+  if (::write(trace_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    spdlog::error("{}: writing the trace failed: {}; it ends here", trace_path_, std::strerror(errno));
+    ::close(trace_fd_);
+    trace_fd_ = -1;
+    trace_path_.clear();
+  }
+}
+
+void RunLog::close_trace() {
+  if (trace_fd_ < 0) return;
+  const std::string end = "\n]\n";
+  if (::write(trace_fd_, end.data(), end.size()) != static_cast<ssize_t>(end.size()))
+    spdlog::error("{}: closing the trace failed: {}", trace_path_, std::strerror(errno));
+  ::close(trace_fd_);
+  trace_fd_ = -1;
+}
+
 void RunLog::finish(comm::Transport& t) {
   const auto path = out_.path(out_.trace);
   if (path.empty()) return;
@@ -128,15 +176,9 @@ void RunLog::finish(comm::Transport& t) {
       for (const auto& e : theirs) events_.push_back(e);
     }
   }
-  if (rank_ != 0 || events_.empty()) return;
-  const Json doc{
-      {"traceEvents", events_},
-      {"displayTimeUnit", "ms"},
-      {"otherData",
-       {{"tracks", "pid r: rank r; tid 0: forward and update, 1: backward per layer, 2 + g: group g's collective"},
-        {"clock", "each rank's steady clock, from its first traced iteration"}}}};
-  create_parent_directories(path);
-  write_file_atomic(path, to_document(doc));
+  if (rank_ != 0) return;
+  stream_events();
+  close_trace();
 }
 
 }  // namespace sfb::cnn

@@ -7,6 +7,12 @@
 // "forward and update" (tid 0), "backward" per layer (tid 1), and each group's collective on its
 // own track (tid 2 + g, named after the group's transport and layers; bytes in the event's args).
 // The events of a rank are timed on its own steady clock from its first traced iteration.
+//
+// The trace is the Trace Event Format's JSON array, streamed: rank 0 appends each traced
+// iteration's events to the file as it ends (its closing "]" comes at the end of the run, and the
+// format lets a viewer read a file without it), so a killed run keeps what it traced. Other
+// ranks' events (trace_ranks = "all") join at the end. A resumed run (from iteration F) writes
+// its own file, <trace>.from-F.json, and leaves the interrupted run's alone.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -44,6 +50,9 @@ class RunLog {
  public:
   // `first`: the iterations done before (a resumed run's metrics keep their lines up to it).
   RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank, int64_t first = 0);
+  ~RunLog();  // closes the trace's array (finish() does it for a run that ends normally)
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
   // Whether iteration `it` is one of the traced ones (`planned_at`: the first planned iteration,
   // -1 before there is one).
   bool traces(int64_t it, int64_t planned_at) const;
@@ -62,13 +71,18 @@ class RunLog {
   void event(const std::string& name, int tid, double ts_us, double dur_us, Json args = nullptr);
   void name_thread(int tid, const std::string& name);
   bool traced_rank() const { return rank_ == 0 || out_.trace_ranks == "all"; }
+  void stream_events();  // rank 0: the events so far to the trace file
+  void close_trace();
   const OutputConfig out_;
   const int64_t eval_every_, iterations_;
   const int rank_;
   double origin_us_ = -1;    // the first traced iteration's start
   std::vector<char> named_;  // tids with a thread_name event
   JsonlWriter metrics_;
-  Json events_ = Json::array();
+  Json events_ = Json::array();  // not yet in the file (rank 0), or all of this rank's (the others)
+  std::string trace_path_;       // rank 0: the file this run traces into
+  int trace_fd_ = -1;
+  int64_t traced_ = 0;  // events written
 };
 
 }  // namespace sfb::cnn
