@@ -182,6 +182,7 @@ Json sfb_summary(const SfbRun& run) {
           {"partition", cfg.data.partition},
           {"objective_rows", run.objective_rows},
           {"replica_drift", drift_json(cfg, r)},
+          {"convergence_warning", r.convergence_warning.empty() ? Json(nullptr) : Json(r.convergence_warning)},
           {"reconcile", reconcile_json(r)},
           {"final_clock", r.final_clock},
           {"seconds", fixed(r.seconds, 6)},

@@ -6,6 +6,7 @@
 // replace a good checkpoint.
 #include "sfb/runtime/objective_monitor.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -115,6 +116,27 @@ TEST_P(MonitorModes, ACheckpointOfDivergedWeightsNeverReplacesTheLastGoodOne) {
 
 INSTANTIATE_TEST_SUITE_P(Snapshot, MonitorModes, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Copy" : "InPlace"; });
+
+TEST(DualityGapStall, QuietWhileItShrinksWarnsWhenItStopsOrGrows) {
+  const auto with_gaps = [](std::vector<double> gaps) {
+    std::vector<EvalRecord> out;
+    for (size_t i = 0; i < gaps.size(); ++i) {
+      EvalRecord r;
+      r.clock = 100 * static_cast<int64_t>(i);
+      r.extra = {{"w_norm", 1.0}, {"duality_gap", gaps[i]}};
+      out.push_back(r);
+    }
+    return out;
+  };
+  EXPECT_EQ(duality_gap_stall(with_gaps({3, 2, 1.5, 1.2, 1.0, 0.9, 0.85})), "");
+  EXPECT_EQ(duality_gap_stall(with_gaps({3, 3, 3, 3, 3})), "");                       // too few to judge
+  EXPECT_EQ(duality_gap_stall(with_gaps({1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4})), "");  // converged
+  EXPECT_THAT(duality_gap_stall(with_gaps({3.6, 3.59, 3.59, 3.58, 3.58, 3.58})),
+              ::testing::HasSubstr("it creeps: lower model.sdca_sigma"));
+  EXPECT_THAT(duality_gap_stall(with_gaps({1, 1.1, 1.3, 1.2, 1.4, 1.6})),
+              ::testing::HasSubstr("the duality gap 1.6 at clock 500 is not below its 1 of clock 0"));
+  EXPECT_EQ(duality_gap_stall({}), "");
+}
 
 }  // namespace
 }  // namespace sfb::runtime

@@ -43,6 +43,7 @@ class L2Mlr : public ShapedModel {
                            const io::Dataset* test) const override;
 
   bool sdca() const { return sdca_; }
+  double sdca_sigma() const { return sigma_; }  // the damping in use (model.sdca_sigma, or the data's)
   // SDCA: the dual objective's per-sample part, (1/n_rows) sum over the first `limit` rows of
   // this rank's data of H(q_i) (entropy), and the gap estimate mean KL(q_i || p_i(W)).
   double mean_dual_entropy(int64_t limit) const;

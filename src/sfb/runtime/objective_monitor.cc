@@ -182,6 +182,26 @@ void ObjectiveMonitor::commit_checkpoint() {
   spdlog::info("checkpoint at clock {} written to {}", pending_clock_, out_.checkpoint);
 }
 
+std::string duality_gap_stall(const std::vector<EvalRecord>& records) {
+  std::vector<std::pair<int64_t, double>> gaps;
+  for (const auto& r : records)
+    for (const auto& [k, v] : r.extra)
+      if (k == "duality_gap" && std::isfinite(v)) gaps.emplace_back(r.clock, v);
+  if (gaps.size() < 6) return {};
+  const auto [c0, g0] = gaps[gaps.size() - 6];
+  const auto [c1, g1] = gaps.back();
+  if (g1 <= 1e-3 || g1 < 0.99 * g0) return {};
+  return fmt::format(
+      "the duality gap {:.4g} at clock {} is not below its {:.4g} of clock {}: SDCA has stopped converging; {} "
+      "model.sdca_sigma (the damping of its dual steps)",
+      g1, c1, g0, c0, g1 > g0 ? "it grows: raise" : "it creeps: lower");
+}
+
+std::string ObjectiveMonitor::convergence_warning() const {
+  std::lock_guard lock(mu_);
+  return convergence_warning_;
+}
+
 bool ObjectiveMonitor::drift_too_far(const EvalRecord& r) const {
   return eval_.drift_warn > 0 && r.replica_drift_clock >= 0 && r.replica_drift > eval_.drift_warn;
 }
@@ -280,9 +300,13 @@ void ObjectiveMonitor::handle(const EvalRequest& q, const View& w) {
     line.seconds = r.seconds + metrics_.continued_seconds();
     metrics_.write_or_stop(to_json(line));  // the metrics are a record: a full disk ends them, not the run
     log_progress(r);
-    if (drift_too_far(r)) {
+    {
       std::lock_guard lock(mu_);
-      ++drift_warnings_;
+      if (drift_too_far(r)) ++drift_warnings_;
+      if (convergence_warning_.empty()) {
+        convergence_warning_ = duality_gap_stall(records_);
+        if (!convergence_warning_.empty()) spdlog::warn("{}", convergence_warning_);
+      }
     }
     decide(r);
   }

@@ -53,6 +53,11 @@ struct MonitorOutputs {
   int64_t continue_from = -1;
 };
 
+// A model metric named "duality_gap" (SDCA) over the evaluations so far: "" while it shrinks, or a
+// warning when the last 6 evaluations did not bring it 1% lower and it is still above 1e-3 (a gap
+// that grows means a damping too small for the data, one that creeps a damping too large).
+std::string duality_gap_stall(const std::vector<EvalRecord>& records);
+
 class ObjectiveMonitor {
  public:
   // `weights`: the replica it evaluates; `snapshot`: through one copy (true) or in place.
@@ -73,6 +78,8 @@ class ObjectiveMonitor {
   std::vector<EvalRecord> records() const;
   // Evaluations whose replica drift exceeded eval.drift_warn.
   int64_t drift_warnings() const;
+  // Empty, or why the model's duality gap says training stopped converging (duality_gap_stall).
+  std::string convergence_warning() const;
   // The replica drift measured at `clock` (communication thread); every later record carries the
   // latest one.
   void set_drift(int64_t clock, double drift);
@@ -118,6 +125,7 @@ class ObjectiveMonitor {
   std::string stop_reason_;
   int below_tol_ = 0;
   int64_t drift_warnings_ = 0;                               // guarded by mu_
+  std::string convergence_warning_;                          // guarded by mu_
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_
   int64_t drift_clock_ = -1;
   int64_t last_checkpoint_ = -1;                   // monitor thread: the clock of the last checkpoint this run wrote

@@ -292,6 +292,7 @@ WorkerResult Worker::result() const {
     // max_clocks, say): weights that diverged still make a diverged run.
     if (const auto m = s.monitor->stop_reason(); m == "diverged" || m == "replica_drift") r.stop_reason = m;
     r.drift_warnings = s.monitor->drift_warnings();
+    r.convergence_warning = s.monitor->convergence_warning();
   }
   return r;
 }

@@ -78,7 +78,8 @@ struct WorkerResult {
   std::string stop_reason;                  // rank 0: max_clocks, target_accuracy, signal, ...
   int64_t start_clock = 0;                  // where training started (a checkpoint's clock when resumed)
   // Partial broadcast's reconciliations (runtime/reconciler.h); mode empty when off.
-  int64_t drift_warnings = 0;  // rank 0: evaluations whose replica drift exceeded eval.drift_warn
+  int64_t drift_warnings = 0;       // rank 0: evaluations whose replica drift exceeded eval.drift_warn
+  std::string convergence_warning;  // rank 0: ObjectiveMonitor::convergence_warning()
   std::string reconcile_mode;
   int64_t reconcile_every = 0;
   int64_t reconciles = 0;
