@@ -155,6 +155,7 @@ Json sfb_summary(const SfbRun& run) {
           {"git_revision", SFB_GIT_REVISION},
           {"scheme", scheme_name(cfg)},
           {"auto", run.auto_choice},
+          {"lr_search", run.lr_search},
           {"transport", cfg.comm.transport},
           {"collectives", cfg.comm.collectives},
           {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},

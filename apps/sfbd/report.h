@@ -25,6 +25,7 @@ struct SfbRun {
   int64_t objective_rows = 0;                   // rows of the objective's sample (all partitions)
   sfb::Layout layout = sfb::Layout::kRowMajor;  // how the workers kept W (model.layout resolved)
   sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
+  sfb::Json lr_search = nullptr;                // optimizer.lr = "auto": the candidates and the choice
   RankMemory memory;
 };
 

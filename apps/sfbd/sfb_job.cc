@@ -1,6 +1,10 @@
 // job.mode = "sfb": a worker per rank (sfb/runtime/worker.h) under the configured scheme, or a
 // parameter server on the ranks after the workers (comm.scheme = "fms").
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -15,6 +19,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/machine.h"
+#include "sfb/core/timer.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
@@ -38,6 +43,7 @@ struct Setup {
   sfb::models::ModelPtr model;
   bool init_W = false;          // model.init: start from that model file's W (checked, streamed at start)
   sfb::Json auto_choice;        // comm.scheme = "auto": the profile, every prediction and the choice
+  sfb::Json lr_search;          // optimizer.lr = "auto": every candidate's objective and the choice
   sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
   sfb::MemoryEstimate memory;   // this rank's peak, estimated before training (memory_estimate.h)
 };
@@ -274,6 +280,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.data.eval_sample.n,
                    s.model->layout(),
                    s.auto_choice,
+                   s.lr_search,
                    std::move(memory)};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
@@ -479,6 +486,97 @@ int profile_sfb(Job& job, const std::string& path) {
   return kExitOk;
 }
 
+// One candidate of the learning-rate search: `clocks` clocks from the start W at `lr` with a model
+// instance of its own, nothing written, no evaluation inside the run (its drift sketches and stop
+// messages would outlive it on the transport, as the profiler's engine runs know); rank 0 then
+// measures the sample objective of the final W (infinite when not finite), and every rank learns it.
+double lr_trial(Job& job, const Setup& s, const sfb::runtime::WorkerStart& start, double lr, int64_t clocks) {
+  sfb::Config c = job.cfg;
+  c.optimizer.lr = lr;
+  c.optimizer.lr_auto = false;
+  c.stop = sfb::StopConfig{};
+  c.stop.max_clocks = start.clock + clocks;
+  c.stop.divergence_factor = 0;
+  c.eval.every = c.stop.max_clocks + 1;
+  c.checkpoint.every = 0;
+  c.output.metrics = c.output.model = c.output.summary = "";
+  c.checkpoint.path.clear();
+  auto model = sfb::models::make_model(c, s.data.train, s.data.total_train, job.rank(), s.workers);
+  auto exchange = sfb::baselines::make_exchange(c, model->has_prox(), allreduce_factory(c));
+  sfb::runtime::Worker worker(c, *job.transport, s.data.train, nullptr, *model, {}, start, exchange.get());
+  const auto r = worker.run();
+  double objective = -std::numeric_limits<double>::infinity();  // ranks other than 0 do not evaluate
+  if (job.rank() == 0) {
+    const auto reader = r.weights->read();
+    objective = reader.all_finite() ? model->objective(reader.weights(), s.data.eval_sample, 0)
+                                    : std::numeric_limits<double>::infinity();
+    if (!std::isfinite(objective)) objective = std::numeric_limits<double>::infinity();
+  }
+  return job.mpi.max(objective);
+}
+
+// optimizer.lr = "auto": a learning-rate search on the job's own data and ranks before training.
+// Each candidate trains optimizer.lr_search_clocks clocks from the start W (lr_trial); the rates
+// are the powers of 10 from 1e-3 to 1e3, then the two half-decade neighbours of the best; the one
+// whose sample objective ended lowest is trained with (logged, in config.resolved.toml and in
+// summary.json's lr_search). Deterministic under BSP: the trials are seeded like the run. Every
+// rank calls it; the exit code when the job cannot go on (2: no step to search, 4: no rate learns).
+std::optional<int> resolve_lr(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
+  auto& cfg = job.cfg;
+  if (!cfg.optimizer.lr_auto) return std::nullopt;
+  if (cfg.comm.scheme == "fms" || s.model->update_rule() != sfb::api::UpdateRule::kGradientStep) {
+    if (job.rank() == 0)
+      spdlog::error(
+          "optimizer.lr = \"auto\" searches the step of gradient models on the sfb and allreduce "
+          "schemes; {}: set optimizer.lr to a number",
+          cfg.comm.scheme == "fms" ? "comm.scheme = \"fms\" has server ranks"
+                                   : "this model's updates take no step size");
+    return kExitBadInput;
+  }
+  if (job.rank() == 0)
+    spdlog::info("optimizer.lr = \"auto\": searching the learning rate ({} clocks per candidate)",
+                 cfg.optimizer.lr_search_clocks);
+  const auto level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::off);  // the trials' own progress lines and divergence errors
+  sfb::Stopwatch took;
+  std::vector<std::pair<double, double>> tried;  // (lr, objective)
+  const int64_t clocks = cfg.optimizer.lr_search_clocks;
+  const double start_objective = lr_trial(job, s, start, 1e-12, 1);  // W as it starts
+  const auto run = [&](double lr) { tried.emplace_back(lr, lr_trial(job, s, start, lr, clocks)); };
+  for (int e = -3; e <= 3; ++e) run(std::pow(10.0, e));
+  const auto best_of = [&] {
+    return *std::min_element(tried.begin(), tried.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  };
+  const double coarse = best_of().first;
+  run(coarse / std::sqrt(10.0));
+  run(coarse * std::sqrt(10.0));
+  spdlog::set_level(level);
+  const auto [lr, objective] = best_of();
+  s.lr_search = sfb::Json::object();
+  s.lr_search["clocks_each"] = cfg.optimizer.lr_search_clocks;
+  s.lr_search["seconds"] = sfb::fixed(took.seconds(), 3);
+  s.lr_search["start_objective"] = sfb::sig(start_objective, 8);
+  s.lr_search["chosen"] = lr;
+  s.lr_search["tried"] = sfb::Json::array();
+  for (const auto& [l, o] : tried) s.lr_search["tried"].push_back({{"lr", l}, {"objective", sfb::sig(o, 8)}});
+  if (!std::isfinite(objective) || !(objective < start_objective)) {
+    if (job.rank() == 0)
+      spdlog::error(
+          "optimizer.lr = \"auto\": no rate from 1e-3 to 1e3 lowered the objective ({:.6g}) in {} clocks; "
+          "set optimizer.lr",
+          start_objective, cfg.optimizer.lr_search_clocks);
+    return kExitDiverged;
+  }
+  cfg.optimizer.lr = lr;
+  cfg.optimizer.lr_auto = false;
+  if (job.rank() == 0)
+    spdlog::info(
+        "optimizer.lr = \"auto\": {:.4g} (objective {:.6g} after {} clocks, from {:.6g}; {} candidates in "
+        "{:.1f} s)",
+        lr, objective, cfg.optimizer.lr_search_clocks, start_objective, tried.size(), took.seconds());
+  return std::nullopt;
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -511,6 +609,7 @@ int run_sfb(Job& job) {
   }
   start.objective_rows = &s.data.eval_sample;
   if (!resolve_auto_scheme(job, s)) return kExitBadInput;
+  if (const auto code = resolve_lr(job, s, start)) return *code;
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   spdlog::info("memory on this rank: {}", s.memory.describe());

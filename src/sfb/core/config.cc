@@ -248,11 +248,29 @@ const std::vector<Field>& schema() {
                             "sparse_coding: l1 weight gamma of the codes."));
     f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
                           "sparse_coding: FISTA iterations per code (B fixed)."));
-    f.push_back(float_field("optimizer.lr", &Config::optimizer, &OptimizerConfig::lr, 1e-12, 1e6,
-                            "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies "
-                            "every received batch with it, so a clock moves W by the sum of the P workers' steps "
-                            "(as P serial SGD steps; divide lr by P for the step of one averaged batch). mgwfbp "
-                            "mode: of the gradient averaged over all ranks' minibatches (with momentum)."));
+    f.push_back(
+        {"optimizer.lr", "float or \"auto\"",
+         [](const Config& c) { return c.optimizer.lr_auto ? std::string("\"auto\"") : fmt_double(c.optimizer.lr); },
+         [](Config& c, const toml::node& n, const std::string& where) {
+           if (n.is_string() && *n.value<std::string>() == "auto") {
+             c.optimizer.lr_auto = true;
+             return;
+           }
+           SFB_CHECK(n.is_number() && *n.value<double>() >= 1e-12 && *n.value<double>() <= 1e6,
+                     "{}: optimizer.lr must be a number in [1e-12, 1000000] or \"auto\", got {}", where, show_node(n));
+           c.optimizer.lr = *n.value<double>();
+           c.optimizer.lr_auto = false;
+         },
+         "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies every received "
+         "batch with it, so a clock moves W by the sum of the P workers' steps (as P serial SGD steps; divide "
+         "lr by P for the step of one averaged batch); \"auto\": sfbd searches it at start-up on the job's "
+         "own data and ranks (optimizer.lr_search_clocks per candidate; docs/models.md) and logs and "
+         "records the value it trains with. mgwfbp mode: of the gradient averaged over all ranks' "
+         "minibatches (with momentum; a number)."});
+    f.push_back(int_field("optimizer.lr_search_clocks", &Config::optimizer, &OptimizerConfig::lr_search_clocks, 5,
+                          100000,
+                          "optimizer.lr = \"auto\": clocks each candidate learning rate trains from the start W "
+                          "(about 9 candidates)."));
     f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
     f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,
@@ -509,6 +527,12 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
 
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
+  SFB_CHECK(!cfg.optimizer.lr_auto || cfg.job.mode != "mgwfbp",
+            "{}: optimizer.lr = \"auto\" searches the sfb mode's step; job.mode = \"mgwfbp\" needs a number", name);
+  SFB_CHECK(!cfg.optimizer.lr_auto || cfg.comm.scheme != "fms",
+            "{}: optimizer.lr = \"auto\" is not searched under comm.scheme = \"fms\" (its server ranks take no part "
+            "in the trials); set a number",
+            name);
   if (!cfg.model.init.empty()) {
     SFB_CHECK(cfg.job.mode == "mgwfbp" || !cfg.model.plugin.empty() || cfg.model.name != "l2mlr" ||
                   cfg.model.solver != "sdca",
@@ -592,6 +616,7 @@ constexpr const char* kKeysNotInCnnMode[] = {"model.name",
                                              "model.gamma",
                                              "model.lasso_steps",
                                              "model.params",
+                                             "optimizer.lr_search_clocks",
                                              "sfb.broadcast",
                                              "sfb.halton_q",
                                              "sfb.reconcile",

@@ -71,7 +71,9 @@ struct ModelConfig {
 
 struct OptimizerConfig {
   double lr = 0.1;
-  double lr_decay = 0.0;  // eta_c = lr / (1 + lr_decay * c)
+  bool lr_auto = false;           // optimizer.lr = "auto": sfbd searches it at start-up (lr_search.h)
+  int64_t lr_search_clocks = 30;  // clocks each candidate of the search trains
+  double lr_decay = 0.0;          // eta_c = lr / (1 + lr_decay * c)
   int64_t minibatch = 64;
   // The step size at clock (or iteration) c.
   double step(int64_t c) const { return lr / (1.0 + lr_decay * static_cast<double>(c)); }
