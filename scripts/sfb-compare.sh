@@ -257,6 +257,19 @@ verdict() {
       if (mb == "null") mb = thb; if (mn == "null") mn = thn
       printf "**Verdict: %s wins** by %s: %.2fx faster than %s (the next); it sends %.3gx the bytes per clock of %s (%.4g MB against %.4g MB).\n", b, by, ratio, n, (mn > 0 ? mb / mn : 0), n, mb / 1e6, mn / 1e6
     }'
+    # What the repeats can support: one run each cannot tell a small gap from noise.
+    local kb kn
+    if [ "$(echo "${row_ttt[$best]}" | awk '{ print $1 }')" != "-" ] && [ "$(echo "${row_ttt[$next]}" | awk '{ print $1 }')" != "-" ]; then
+      kb=${row_ttt[$best]} kn=${row_ttt[$next]}
+    else
+      kb=${row_spc[$best]} kn=${row_spc[$next]}
+    fi
+    awk -v r="$repeats" -v b="$kb" -v n="$kn" 'BEGIN {
+      split(b, B, " "); split(n, N, " ")
+      if (r == 1) printf "One run of each: a gap of %.0f%% is %s on a shared machine; --repeats 3 gives medians and ranges.\n", 100 * (N[1] / B[1] - 1), (N[1] / B[1] - 1 < 0.1 ? "within run-to-run noise" : "large, but not repeated")
+      else if (B[3] < N[2]) printf "Over %d repeats the ranges do not overlap (winner at most %.3g, the next at least %.3g).\n", r, B[3], N[2]
+      else printf "Over %d repeats the ranges overlap (winner up to %.3g, the next from %.3g): not a clear win.\n", r, B[3], N[2]
+    }'
   else
     echo "**Verdict: $best** (the only run)."
   fi

@@ -46,6 +46,8 @@ done
 mv "$OUT/cmp out" "$OUT/cmp"
 cp "$OUT/cmp/table.md" "$OUT/table.md"
 cat "$OUT/table.md"
+# One repeat each: the verdict says what that can support.
+grep -q "^One run of each: a gap of [0-9]*% is" "$OUT/table.md" || fail "the verdict does not say it rests on one run each"
 for png in objective_vs_time objective_vs_clock bytes_per_clock time_breakdown; do
   [ "$(head -c 4 "$OUT/cmp/$png.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "$png.png is not a PNG"
   [ -s "$OUT/cmp/$png.png" ] || fail "no $png.png"
