@@ -249,98 +249,111 @@ int measure_main(int& argc, char**& argv, const sfb::comm::MpiAllreduceBench& be
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{"mgwfbp-plan: MG-WFBP planners, all-reduce cost model and cluster simulator"};
+// mgwfbp-plan's arguments.
+struct Args {
   std::string profile_path, bcaffe_log, model, nodes_arg = "2,4,8,16,32,64", planners_arg, out_dir, algo = "ring";
   int64_t batch = 32;
   double gflops = 10000;
-  NetworkSpec net;
-  net.spec = "10gbe";
+  NetworkSpec net = [] {
+    NetworkSpec n;
+    n.spec = "10gbe";
+    return n;
+  }();
   double forward_ms = -1, forward_ratio = 0.5;
   bool measure = false;
   int trials = 0, timeline_nodes = 0;
   uint64_t seed = 1;
   sfb::comm::MpiAllreduceBench bench;
-  app.add_option("--profile", profile_path, "Layer profile CSV (name,params,t_b[,t_f][,sf,t_sf]; sfbd's profile.csv)");
-  app.add_option("--bcaffe-log", bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
-  app.add_option("--model", model, "A reference network from its layer shapes: alexnet | vgg16");
-  app.add_option("--batch", batch, "--model: images per rank (default 32)")
+};
+
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("--profile", a.profile_path,
+                 "Layer profile CSV (name,params,t_b[,t_f][,sf,t_sf]; sfbd's profile.csv)");
+  app.add_option("--bcaffe-log", a.bcaffe_log, "B-Caffe print_overheads log (last 128 rows)");
+  app.add_option("--model", a.model, "A reference network from its layer shapes: alexnet | vgg16");
+  app.add_option("--batch", a.batch, "--model: images per rank (default 32)")
       ->check(sfb_tools::Integer<int64_t>(1, 1 << 20));
-  app.add_option("--gflops", gflops, "--model: compute rate that turns FLOPs into times (default 10000)")
+  app.add_option("--gflops", a.gflops, "--model: compute rate that turns FLOPs into times (default 10000)")
       ->check(sfb_tools::Finite(1e-6, 1e12));
-  app.add_option("--forward-ms", forward_ms, "Forward time of one iteration (overrides the profile's t_f)")
+  app.add_option("--forward-ms", a.forward_ms, "Forward time of one iteration (overrides the profile's t_f)")
       ->check(sfb_tools::Finite(0, 1e9));
-  app.add_option("--forward-ratio", forward_ratio,
+  app.add_option("--forward-ratio", a.forward_ratio,
                  "Forward = ratio * backward when the profile has no t_f (default 0.5)")
       ->check(sfb_tools::Finite(0, 1e6));
-  app.add_option("--network", net.spec,
+  app.add_option("--network", a.net.spec,
                  fmt::format("{} (named links, as in sfb-plan) | fit:OSU_LOG | bcaffe:LOG (per-layer comm times) | "
                              "ab:<a_us>,<b_us_per_byte>[,<allgather a_us>,<allgather b_us_per_byte>]",
                              fmt::join(sfb::link_names(), " | ")));
-  app.add_option("--algo", algo, "All-reduce algorithm for a named link's extrapolation: ring | rd | tree");
-  app.add_option("--fit-min-bytes", net.fit_min_bytes, "fit: use sizes >= this (default 8192)")
+  app.add_option("--algo", a.algo, "All-reduce algorithm for a named link's extrapolation: ring | rd | tree");
+  app.add_option("--fit-min-bytes", a.net.fit_min_bytes, "fit: use sizes >= this (default 8192)")
       ->check(sfb_tools::Integer<int64_t>(0, int64_t{1} << 40));
-  app.add_option("--nodes", nodes_arg, "Node counts, comma separated");
-  app.add_option("--planners", planners_arg,
+  app.add_option("--nodes", a.nodes_arg, "Node counts, comma separated");
+  app.add_option("--planners", a.planners_arg,
                  "Planners, comma separated (default: wfbp,synceasgd,mgwfbp,optimal,ddp,horovod:64)");
-  app.add_option("--out", out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
-  app.add_option("--timeline-nodes", timeline_nodes,
+  app.add_option("--out", a.out_dir, "Directory for predictions.csv and PNG plots; with --measure, the CSV file");
+  app.add_option("--timeline-nodes", a.timeline_nodes,
                  "Node count of the timeline plot and the groups listing (default 8 when --nodes has it, else "
                  "the last of --nodes)")
       ->check(sfb_tools::Integer<int>(1, 1 << 20));
-  app.add_flag("--measure", measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
-  app.add_option("--max-bytes", bench.max_bytes, "--measure: largest message (default 64 MiB)")
+  app.add_flag("--measure", a.measure, "Benchmark MPI_Allreduce on the live communicator (run under mpirun)");
+  app.add_option("--max-bytes", a.bench.max_bytes, "--measure: largest message (default 64 MiB)")
       ->check(sfb_tools::Integer<int64_t>(4, int64_t{1} << 34));
-  app.add_option("--repeats", bench.repeats, "--measure: timed calls per size (median kept)")
+  app.add_option("--repeats", a.bench.repeats, "--measure: timed calls per size (median kept)")
       ->check(sfb_tools::Integer<int>(1, 1000000));
-  app.add_option("--random-trials", trials, "Compare optimal and mgwfbp on this many random instances")
+  app.add_option("--random-trials", a.trials, "Compare optimal and mgwfbp on this many random instances")
       ->check(sfb_tools::Integer<int>(0, 1000000));
-  app.add_option("--seed", seed, "Seed of --random-trials")->check(sfb_tools::Seed());
+  app.add_option("--seed", a.seed, "Seed of --random-trials")->check(sfb_tools::Seed());
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"mgwfbp-plan: MG-WFBP planners, all-reduce cost model and cluster simulator"};
+  Args a;
+  add_options(app, a);
   if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
 
   try {
-    if (measure) return measure_main(argc, argv, bench, net.fit_min_bytes, out_dir);
-    if (trials > 0) {
-      random_trials(trials, seed);
+    if (a.measure) return measure_main(argc, argv, a.bench, a.net.fit_min_bytes, a.out_dir);
+    if (a.trials > 0) {
+      random_trials(a.trials, a.seed);
       return 0;
     }
-    SFB_CHECK(profile_path.empty() + bcaffe_log.empty() + model.empty() == 2,
+    SFB_CHECK(a.profile_path.empty() + a.bcaffe_log.empty() + a.model.empty() == 2,
               "give exactly one of --profile, --bcaffe-log and --model");
-    Profile p = !model.empty()          ? reference_profile(model, batch, gflops)
-                : !profile_path.empty() ? read_profile_csv(profile_path)
-                                        : read_bcaffe_log(bcaffe_log);
-    if (forward_ms >= 0)
-      p.forward_us = forward_ms * 1e3;
+    Profile p = !a.model.empty()          ? reference_profile(a.model, a.batch, a.gflops)
+                : !a.profile_path.empty() ? read_profile_csv(a.profile_path)
+                                          : read_bcaffe_log(a.bcaffe_log);
+    if (a.forward_ms >= 0)
+      p.forward_us = a.forward_ms * 1e3;
     else if (p.forward_us == 0)
-      p.forward_us = forward_ratio * p.backward_us();
-    net.algo = parse_algorithm(algo);
-    net.resolve();
-    const auto nodes = parse_nodes(nodes_arg);
-    if (timeline_nodes <= 0)
-      timeline_nodes = std::find(nodes.begin(), nodes.end(), 8) != nodes.end() ? 8 : nodes.back();
-    const auto planners = app.count("--planners") == 0 ? planner_names(p) : split_list(planners_arg);
+      p.forward_us = a.forward_ratio * p.backward_us();
+    a.net.algo = parse_algorithm(a.algo);
+    a.net.resolve();
+    const auto nodes = parse_nodes(a.nodes_arg);
+    if (a.timeline_nodes <= 0)
+      a.timeline_nodes = std::find(nodes.begin(), nodes.end(), 8) != nodes.end() ? 8 : nodes.back();
+    const auto planners = app.count("--planners") == 0 ? planner_names(p) : split_list(a.planners_arg);
     // Every planner name and the output directory are checked before anything is printed.
     for (const auto& name : planners) {
-      SFB_CHECK(!name.empty(), "--planners \"{}\": an empty planner name", planners_arg);
-      make_plan(name, p, net.at(timeline_nodes));
+      SFB_CHECK(!name.empty(), "--planners \"{}\": an empty planner name", a.planners_arg);
+      make_plan(name, p, a.net.at(a.timeline_nodes));
     }
-    if (!out_dir.empty()) {
-      sfb::create_directories(out_dir);
-      sfb::check_writable_directory(out_dir, "--out");
+    if (!a.out_dir.empty()) {
+      sfb::create_directories(a.out_dir);
+      sfb::check_writable_directory(a.out_dir, "--out");
     }
     fmt::print(
         "profile {}: {} layers, {:.2f} M params ({:.1f} MiB), forward {:.2f} ms, backward {:.2f} ms; network {}{}\n",
         p.source, p.size(), p.total_params() / 1e6, p.total_params() * 4.0 / (1 << 20), p.forward_us / 1e3,
-        p.backward_us() / 1e3, net.spec,
-        net.is_fixed ? " (a, b used for every node count)" : " (" + algo + " all-reduce)");
-    const auto preds = predict(p, planners, nodes, [&](int n) { return net.at(n); });
+        p.backward_us() / 1e3, a.net.spec,
+        a.net.is_fixed ? " (a, b used for every node count)" : " (" + a.algo + " all-reduce)");
+    const auto preds = predict(p, planners, nodes, [&](int n) { return a.net.at(n); });
     fmt::print("\n{:>6} {:<15} {:>7} {:>14} {:>16} {:>9}\n", "nodes", "planner", "groups", "iteration ms",
                "non-overlap ms", "speedup");
     for (const auto& r : preds)
       fmt::print("{:>6} {:<15} {:>7} {:>14.2f} {:>16.2f} {:>9.2f}\n", r.nodes, r.planner, r.groups,
                  r.iteration_us / 1e3, r.non_overlapped_us / 1e3, r.speedup);
-    const CostModel tc = net.at(timeline_nodes);
-    fmt::print("\ngroups at {} nodes (backward order; sf: sent as sufficient factors):\n", timeline_nodes);
+    const CostModel tc = a.net.at(a.timeline_nodes);
+    fmt::print("\ngroups at {} nodes (backward order; sf: sent as sufficient factors):\n", a.timeline_nodes);
     for (const auto& name : planners) {
       const Plan plan = make_plan(name, p, tc);
       int64_t bytes = 0;
@@ -348,9 +361,9 @@ int main(int argc, char** argv) {
         for (int l = g.lo; l <= g.hi; ++l) bytes += 4 * (g.sf ? p.layers[l].sf_floats : p.layers[l].params);
       fmt::print("  {:<14} {:>8.2f} MiB per rank  {}\n", name, bytes / double(1 << 20), describe(plan, p));
     }
-    if (!out_dir.empty()) {
-      write_plots(out_dir, p, preds, planners, net, timeline_nodes);
-      fmt::print("\nwrote {}/predictions.csv, speedup.png, timeline.png\n", out_dir);
+    if (!a.out_dir.empty()) {
+      write_plots(a.out_dir, p, preds, planners, a.net, a.timeline_nodes);
+      fmt::print("\nwrote {}/predictions.csv, speedup.png, timeline.png\n", a.out_dir);
     }
   } catch (const sfb::Error& e) {
     fmt::print(stderr, "mgwfbp-plan: error: {}\n", e.what());

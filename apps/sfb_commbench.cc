@@ -200,9 +200,7 @@ Row time_op(const std::string& name, Op& op, int64_t bytes, const Options& o, co
   return r;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"sfb-commbench: sfb's collectives and exchanges against MPI_Allreduce, on the live job"};
-  Options o;
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--transport", o.transport, "tcp | mpi (comm.transport)");
   app.add_option("--interface", o.interface, "comm.interface for tcp");
   app.add_option("--ops", o.ops, "mpi_allreduce,allreduce,allgather,broadcast,fms");
@@ -223,6 +221,12 @@ int run(int argc, char** argv) {
       ->check(sfb_tools::Finite(0, 1e9));
   app.add_option("--link-b-us", o.link_b_us, "allreduce: the b of its algorithm choice (us per byte)")
       ->check(sfb_tools::Finite(1e-12, 1e6));
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"sfb-commbench: sfb's collectives and exchanges against MPI_Allreduce, on the live job"};
+  Options o;
+  add_options(app, o);
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
   spdlog::set_level(spdlog::level::warn);
   if (const auto code = sfb_tools::parse_args(app, argc, argv, mpi.rank() == 0)) return *code;

@@ -127,9 +127,7 @@ std::string rate_crossovers(const SchemeProfile& p, const std::vector<Scheme>& s
   return out.empty() ? fmt::format("  {} wins from 0.1 to 400 Gbit/s\n", prev) : out;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"sfb-plan: predicts SFB, Halton, FMS and the all-reduce for a matrix model at N nodes"};
-  Options o;
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--profile", o.profile, "Scheme profile (sfbd --profile FILE) or an auto run's summary.json")
       ->required();
   app.add_option("--nodes", o.nodes, "Comma list of node counts (workers; FMS adds its servers)");
@@ -150,23 +148,34 @@ int run(int argc, char** argv) {
   app.add_option("--cores", o.cores,
                  "A node's cores (default: the profiled host's); threads per rank then cores / ranks per node");
   app.add_option("--threads", o.threads, "Threads per rank (default: the profile's, or with --cores cores / ranks)");
-  if (const auto code = sfb_tools::parse_args(app, argc, argv, true)) return *code;
-  const SchemeProfile p = load_profile(o.profile);
-  const auto nodes = parse_nodes(o.nodes);
-  std::vector<Scheme> schemes;
-  for (const auto& s : sfb::split_trimmed(o.schemes, ',')) schemes.push_back(sfb::predict::parse_scheme(s));
+}
+
+// Every value checked before any output (InvalidArgument naming the option and the value).
+void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p, const std::vector<Scheme>& schemes) {
   SFB_CHECK(!schemes.empty(), "--schemes is empty");
   SFB_CHECK(app.count("--clocks") == 0 || (std::isfinite(o.clocks) && o.clocks >= 1),
             "--clocks must be a finite number of clocks >= 1, got {}", o.clocks);
   SFB_CHECK(!sfb::split_trimmed(o.links, ',').empty(), "--links is empty: name at least one link (fitted, {})",
             fmt::join(sfb::link_names(), ", "));
   for (const auto& lname : sfb::split_trimmed(o.links, ',')) link_of(lname, p);  // every name, before any output
-  const int per_host = o.one_host ? 0 : 1;
   SFB_CHECK(app.count("--cores") == 0 || (std::isfinite(o.cores) && o.cores > 0 && o.cores <= 1e6),
             "--cores must be a node's cores, above 0, got {}", o.cores);
   SFB_CHECK(app.count("--threads") == 0 || (o.threads >= 1 && o.threads <= 4096),
             "--threads must be threads per rank from 1 to 4096, got {}", o.threads);
   SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"sfb-plan: predicts SFB, Halton, FMS and the all-reduce for a matrix model at N nodes"};
+  Options o;
+  add_options(app, o);
+  if (const auto code = sfb_tools::parse_args(app, argc, argv, true)) return *code;
+  const SchemeProfile p = load_profile(o.profile);
+  const auto nodes = parse_nodes(o.nodes);
+  std::vector<Scheme> schemes;
+  for (const auto& s : sfb::split_trimmed(o.schemes, ',')) schemes.push_back(sfb::predict::parse_scheme(s));
+  check_options(app, o, p, schemes);
+  const int per_host = o.one_host ? 0 : 1;
   const Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
   fmt::print(
       "# sfb-plan: {} ({}), profiled on W {} x {}, K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "

@@ -36,129 +36,6 @@ namespace sfbd {
 
 namespace {
 
-// Rank 0 prints each distinct message once, with the ranks that had it unless all did.
-void report_errors(const std::vector<std::string>& errors) {
-  std::map<std::string, std::vector<int>> by_message;
-  for (size_t r = 0; r < errors.size(); ++r)
-    if (!errors[r].empty()) by_message[errors[r]].push_back(static_cast<int>(r));
-  for (const auto& [message, ranks] : by_message) {
-    const bool everywhere = ranks.size() == errors.size();
-    fmt::print(stderr, "sfbd: error{}: {}\n",
-               everywhere || errors.size() == 1
-                   ? ""
-                   : fmt::format(" (rank{} {})", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")),
-               message);
-  }
-}
-
-}  // namespace
-
-bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
-  std::string error;
-  try {
-    step();
-  } catch (const sfb::Error& e) {
-    error = e.what();
-  } catch (const std::bad_alloc&) {
-    error = fmt::format(
-        "out of memory while {} (the estimate before it passed); give each rank more memory or "
-        "make the job smaller",
-        stage);
-  }
-  std::vector<std::string> errors;
-  {
-    auto guard = waiting_on_peers(stage);
-    if (!mpi.any(!error.empty())) return true;
-    errors = mpi.gather(sfb::excerpt(error, 4000));
-  }
-  report_errors(errors);
-  return false;
-}
-
-void Job::claim_outputs() {
-  if (rank() != 0) return;
-  const auto& out = cfg.output;
-  const bool cnn = cfg.job.mode == "mgwfbp";
-  // Every file this job writes, registered by key: two keys naming one file would overwrite each
-  // other (a profile CSV over the summary), so that is refused before anything is written.
-  const std::pair<std::string, std::string> files[] = {
-      {"output.metrics", out.metrics},
-      {"output.summary", out.summary},
-      {"output.model", out.model},
-      {"checkpoint.path", cfg.checkpoint.path},
-      {"output.trace", cnn ? out.trace : ""},
-      {"output.profile", cnn ? out.profile : ""},
-      {"config.resolved.toml (the record of the run)", "config.resolved.toml"}};
-  std::map<std::string, std::string> by_path;  // absolute path -> key
-  // Each directory written into, with the key that first names it (output.dir first).
-  std::vector<std::pair<std::string, std::string>> dirs = {
-      {std::filesystem::absolute(out.dir).lexically_normal().string(), "output.dir"}};
-  // --profile's file (relative to the working directory, not output.dir) is claimed like any output:
-  // it may not be another output or a live job's file, and its directory must take a file.
-  if (!profile_path.empty()) {
-    const auto path = std::filesystem::absolute(profile_path).lexically_normal();
-    by_path.emplace(path.string(), "--profile");
-    if (path.parent_path().string() != dirs.front().first) dirs.emplace_back(path.parent_path().string(), "--profile");
-  }
-  for (const auto& [key, file] : files) {
-    if (file.empty()) continue;
-    const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
-    const auto [it, fresh] = by_path.emplace(path.string(), key);
-    if (!fresh)
-      throw sfb::InvalidArgument(
-          fmt::format("{} and {} are the same file, {}: one would overwrite the other; give each its own name",
-                      it->second, key, path.string()));
-    const std::string dir = path.parent_path().string();
-    if (std::none_of(dirs.begin(), dirs.end(), [&](const auto& d) { return d.first == dir; }))
-      dirs.emplace_back(dir, key);
-  }
-  if (check_only) {
-    sfb::check_writable_directory(out.dir, "output.dir");
-    return;
-  }
-  try {
-    sfb::create_directories(out.dir);
-  } catch (const sfb::InvalidArgument& e) {
-    throw sfb::InvalidArgument(fmt::format("output.dir: {}", e.what()));
-  }
-  // Every directory the job writes into is claimed for it (output.dir first): a second job cannot
-  // write into a live job's directory through an absolute output path, nor the other way round.
-  for (const auto& [dir, key] : dirs) {
-    try {
-      sfb::create_directories(dir);
-    } catch (const sfb::InvalidArgument& e) {
-      throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
-    }
-    try {
-      output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
-    } catch (const sfb::InvalidArgument& e) {
-      if (key == "output.dir") throw;
-      throw sfb::InvalidArgument(fmt::format("{} {} is in another job's directory: {}", key, dir, e.what()));
-    }
-  }
-  for (const auto& [path, key] : by_path)
-    if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
-}
-
-bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write) {
-  try {
-    write();
-    return true;
-  } catch (const sfb::Error& e) {
-    const auto ckpt = cfg.output.path(cfg.checkpoint.path);
-    spdlog::error("{} not written: {}{}", what, e.what(),
-                  ckpt.empty() ? "" : fmt::format("; the last checkpoint written, {}, is intact", ckpt));
-    return false;
-  }
-}
-
-void Job::record_config() const {
-  if (rank() != 0 || check_only) return;
-  sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());
-}
-
-namespace {
-
 struct Cli {
   std::string config_path;
   std::vector<std::string> overrides;
@@ -264,6 +141,33 @@ bool connect(Job& job) {
   return true;
 }
 
+// runtime.threads = 0 is resolved per host (its cores over its ranks); the ranks agree on the least,
+// so uneven layouts (3 ranks on one node, 1 on another) compute their GEMMs alike (OpenBLAS does
+// not promise the same sums for different thread counts; BSP replicas must stay bitwise equal).
+// Then every rank's BLAS must be the same kernels; false (rank 0 said why) when not.
+bool agree_on_compute(Job& job) {
+  auto& mpi = job.mpi;
+  const auto per_rank = mpi.allgather(sfb::runtime::resolve_threads(job.cfg.runtime, mpi.ranks_on_host()));
+  const int threads = static_cast<int>(*std::min_element(per_rank.begin(), per_rank.end()));
+  if (job.cfg.runtime.threads == 0 && mpi.rank() == 0 && *std::max_element(per_rank.begin(), per_rank.end()) != threads)
+    spdlog::info(
+        "runtime.threads = 0: {} thread(s) per rank, the least any host gives its ranks (hosts differ in "
+        "cores or ranks; every rank must compute alike)",
+        threads);
+  job.cfg.runtime.threads = threads;
+  sfb::set_compute_threads(threads);
+  try {
+    sfb::comm::check_all_equal(*job.transport, sfb::blas_fingerprint(),
+                               fmt::format("the BLAS ({}; set OPENBLAS_CORETYPE and runtime.threads alike on every "
+                                           "host)",
+                                           sfb::blas_info()));
+  } catch (const sfb::InvalidArgument& e) {
+    if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return false;
+  }
+  return true;
+}
+
 // `finalize_s` gets the time MPI_Finalize may take (runtime.peer_timeout_s once the config is read).
 int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, double& finalize_s) {
   Cli cli;
@@ -317,28 +221,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   sfb::init_logging(mpi.rank(), job.cfg.output.log_level);
   sfb::runtime::install_stop_signal_handlers();
   if (!connect(job)) return kExitBadInput;
-  // runtime.threads = 0 is resolved per host (its cores over its ranks); the ranks agree on the least,
-  // so uneven layouts (3 ranks on one node, 1 on another) compute their GEMMs alike (OpenBLAS does
-  // not promise the same sums for different thread counts; BSP replicas must stay bitwise equal).
-  const auto per_rank = mpi.allgather(sfb::runtime::resolve_threads(job.cfg.runtime, mpi.ranks_on_host()));
-  const int threads = static_cast<int>(*std::min_element(per_rank.begin(), per_rank.end()));
-  if (job.cfg.runtime.threads == 0 && mpi.rank() == 0 && *std::max_element(per_rank.begin(), per_rank.end()) != threads)
-    spdlog::info(
-        "runtime.threads = 0: {} thread(s) per rank, the least any host gives its ranks (hosts differ in "
-        "cores or ranks; every rank must compute alike)",
-        threads);
-  job.cfg.runtime.threads = threads;
-  sfb::set_compute_threads(threads);
-  // BSP replicas stay bitwise identical only when every rank computes its GEMMs alike.
-  try {
-    sfb::comm::check_all_equal(*job.transport, sfb::blas_fingerprint(),
-                               fmt::format("the BLAS ({}; set OPENBLAS_CORETYPE and runtime.threads alike on every "
-                                           "host)",
-                                           sfb::blas_info()));
-  } catch (const sfb::InvalidArgument& e) {
-    if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
-    return kExitBadInput;
-  }
+  if (!agree_on_compute(job)) return kExitBadInput;
   if (!cli.profile_path.empty()) {
     if (job.cfg.job.mode == "mgwfbp") {
       if (mpi.rank() == 0)

@@ -84,7 +84,9 @@ TEST(Config, OverridesApplyAndAreNamedInErrors) {
   EXPECT_TRUE(c.sfb.asp());
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.5);
   EXPECT_EQ(c.output.dir, "/tmp/x");
-  EXPECT_THAT(error_of(kBase, {"optimizer.lr=-1"}), HasSubstr("--set optimizer.lr=-1: optimizer.lr must be a number in [1e-12, 1000000] or \"auto\", got -1"));
+  EXPECT_THAT(
+      error_of(kBase, {"optimizer.lr=-1"}),
+      HasSubstr("--set optimizer.lr=-1: optimizer.lr must be a number in [1e-12, 1000000] or \"auto\", got -1"));
   EXPECT_THAT(error_of(kBase, {"optimizer.typo=1"}), HasSubstr("--set optimizer.typo=1: unknown key"));
   EXPECT_THAT(error_of(kBase, {"nonsense"}), HasSubstr("expected key=value"));
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No function in src/ longer than MAX lines (default 80), except declarative tables marked with a
+# No function in src/ or apps/ longer than MAX lines (default 80), except declarative tables marked with a
 # `// declarative table` comment on the line before them. Functions are found by this project's
 # layout (.clang-format): a definition starts at indent 0 (free functions, out-of-class members) or
 # 2 (members defined in a class body) with a line that has a `(` and is not a statement, its body
@@ -42,6 +42,6 @@ while IFS= read -r -d '' f; do
     }
   ' "$f")
   if [ -n "$out" ]; then echo "$out"; bad=1; fi
-done < <(find "$ROOT/src" \( -name '*.cc' -o -name '*.h' -o -name '*.cu' \) -print0 | sort -z)
-[ $bad = 0 ] && echo "no function in src/ over $MAX lines"
+done < <(find "$ROOT/src" "$ROOT/apps" \( -name '*.cc' -o -name '*.h' -o -name '*.cu' \) -print0 | sort -z)
+[ $bad = 0 ] && echo "no function in src/ or apps/ over $MAX lines"
 exit $bad

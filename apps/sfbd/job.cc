@@ -1,0 +1,140 @@
+// Job's methods (job.h): agreeing across ranks, claiming the outputs, recording the config.
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "job.h"
+#include "sfb/comm/setup_collectives.h"
+#include "sfb/core/error.h"
+#include "sfb/core/files.h"
+#include "sfb/core/strings.h"
+
+namespace sfbd {
+
+namespace {
+
+// Rank 0 prints each distinct message once, with the ranks that had it unless all did.
+void report_errors(const std::vector<std::string>& errors) {
+  std::map<std::string, std::vector<int>> by_message;
+  for (size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) by_message[errors[r]].push_back(static_cast<int>(r));
+  for (const auto& [message, ranks] : by_message) {
+    const bool everywhere = ranks.size() == errors.size();
+    fmt::print(stderr, "sfbd: error{}: {}\n",
+               everywhere || errors.size() == 1
+                   ? ""
+                   : fmt::format(" (rank{} {})", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")),
+               message);
+  }
+}
+
+}  // namespace
+
+bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
+  std::string error;
+  try {
+    step();
+  } catch (const sfb::Error& e) {
+    error = e.what();
+  } catch (const std::bad_alloc&) {
+    error = fmt::format(
+        "out of memory while {} (the estimate before it passed); give each rank more memory or "
+        "make the job smaller",
+        stage);
+  }
+  std::vector<std::string> errors;
+  {
+    auto guard = waiting_on_peers(stage);
+    if (!mpi.any(!error.empty())) return true;
+    errors = mpi.gather(sfb::excerpt(error, 4000));
+  }
+  report_errors(errors);
+  return false;
+}
+
+void Job::claim_outputs() {
+  if (rank() != 0) return;
+  const auto& out = cfg.output;
+  const bool cnn = cfg.job.mode == "mgwfbp";
+  // Every file this job writes, registered by key: two keys naming one file would overwrite each
+  // other (a profile CSV over the summary), so that is refused before anything is written.
+  const std::pair<std::string, std::string> files[] = {
+      {"output.metrics", out.metrics},
+      {"output.summary", out.summary},
+      {"output.model", out.model},
+      {"checkpoint.path", cfg.checkpoint.path},
+      {"output.trace", cnn ? out.trace : ""},
+      {"output.profile", cnn ? out.profile : ""},
+      {"config.resolved.toml (the record of the run)", "config.resolved.toml"}};
+  std::map<std::string, std::string> by_path;  // absolute path -> key
+  // Each directory written into, with the key that first names it (output.dir first).
+  std::vector<std::pair<std::string, std::string>> dirs = {
+      {std::filesystem::absolute(out.dir).lexically_normal().string(), "output.dir"}};
+  // --profile's file (relative to the working directory, not output.dir) is claimed like any output:
+  // it may not be another output or a live job's file, and its directory must take a file.
+  if (!profile_path.empty()) {
+    const auto path = std::filesystem::absolute(profile_path).lexically_normal();
+    by_path.emplace(path.string(), "--profile");
+    if (path.parent_path().string() != dirs.front().first) dirs.emplace_back(path.parent_path().string(), "--profile");
+  }
+  for (const auto& [key, file] : files) {
+    if (file.empty()) continue;
+    const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
+    const auto [it, fresh] = by_path.emplace(path.string(), key);
+    if (!fresh)
+      throw sfb::InvalidArgument(
+          fmt::format("{} and {} are the same file, {}: one would overwrite the other; give each its own name",
+                      it->second, key, path.string()));
+    const std::string dir = path.parent_path().string();
+    if (std::none_of(dirs.begin(), dirs.end(), [&](const auto& d) { return d.first == dir; }))
+      dirs.emplace_back(dir, key);
+  }
+  if (check_only) {
+    sfb::check_writable_directory(out.dir, "output.dir");
+    return;
+  }
+  try {
+    sfb::create_directories(out.dir);
+  } catch (const sfb::InvalidArgument& e) {
+    throw sfb::InvalidArgument(fmt::format("output.dir: {}", e.what()));
+  }
+  // Every directory the job writes into is claimed for it (output.dir first): a second job cannot
+  // write into a live job's directory through an absolute output path, nor the other way round.
+  for (const auto& [dir, key] : dirs) {
+    try {
+      sfb::create_directories(dir);
+    } catch (const sfb::InvalidArgument& e) {
+      throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
+    }
+    try {
+      output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
+    } catch (const sfb::InvalidArgument& e) {
+      if (key == "output.dir") throw;
+      throw sfb::InvalidArgument(fmt::format("{} {} is in another job's directory: {}", key, dir, e.what()));
+    }
+  }
+  for (const auto& [path, key] : by_path)
+    if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
+}
+
+bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write) {
+  try {
+    write();
+    return true;
+  } catch (const sfb::Error& e) {
+    const auto ckpt = cfg.output.path(cfg.checkpoint.path);
+    spdlog::error("{} not written: {}{}", what, e.what(),
+                  ckpt.empty() ? "" : fmt::format("; the last checkpoint written, {}, is intact", ckpt));
+    return false;
+  }
+}
+
+void Job::record_config() const {
+  if (rank() != 0 || check_only) return;
+  sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());
+}
+
+}  // namespace sfbd
