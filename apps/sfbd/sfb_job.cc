@@ -104,6 +104,14 @@ bool set_up(Job& job, Setup& s) {
             cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : sfb::runtime::Topology::default_halton_q(s.workers));
       job.cfg.sfb.broadcast = "full";
     }
+    if (cfg.eval.drift_warn < 0) {
+      job.cfg.eval.drift_warn = sfb::runtime::drift_warn_for(cfg, s.workers);
+      if (job.rank() == 0 && cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full")
+        spdlog::info(
+            "eval.drift_warn = \"auto\": {:.3g} (partial broadcast: the drift replicas keep when the updates "
+            "they miss are uncorrelated, times 1.5)",
+            cfg.eval.drift_warn);
+    }
     s.server = job.rank() >= s.workers;
     sfb::runtime::make_topology(cfg, s.workers);  // refuses a broadcast graph with islands
     // A parameter server applies the model's proximal step (fms_server.h), so it builds the model too,

@@ -76,6 +76,13 @@ grep -q "DRIFT .* > eval.drift_warn 0.15" "$OUT/drift.log" || fail "the progress
 grep -q "WARNING: above eval.drift_warn" "$OUT/drift.log" || fail "the summary table does not warn"
 [ "$(field reconcile drift)" = null ] || fail "reconciled with sfb.reconcile = off"
 
+echo "== the same partial broadcast on shuffled partitions: healthy, and eval.drift_warn = auto stays quiet"
+run healthy --set 'sfb.broadcast="halton"' --set 'sfb.reconcile="off"' || { cat "$OUT/healthy.log"; fail "healthy run"; }
+[ "$(jq -r .replica_drift.warnings "$OUT/healthy/summary.json")" = 0 ] ||
+  fail "healthy shuffled data warned: $(jq -c .replica_drift "$OUT/healthy/summary.json")"
+grep -q 'eval.drift_warn = "auto": 0.866' "$OUT/healthy.log" || fail "auto's threshold (P = 4, Q = 2) not logged"
+echo "healthy: drift max $(jq -r .replica_drift.max "$OUT/healthy/summary.json"), no warning (auto: 0.866)"
+
 echo "== stop.max_replica_drift makes it fatal"
 rc=0
 run fatal --set 'data.partition="contiguous"' --set 'sfb.broadcast="halton"' --set 'sfb.reconcile="off"' \

@@ -164,6 +164,17 @@ TEST(Worker, HaltonThatReachesEveryWorkerIsFullBroadcast) {
   EXPECT_FALSE(halton_is_full_broadcast(c, 3));
 }
 
+TEST(Worker, DriftWarnAutoFollowsWhatPartialBroadcastMixes) {
+  Config c = small_config();
+  EXPECT_EQ(drift_warn_for(c, 8), 0.5);  // full broadcast
+  c.sfb.broadcast = "halton";
+  EXPECT_NEAR(drift_warn_for(c, 4), 1.5 * std::sqrt(0.25 / 0.75), 1e-12);  // Q = 2: p = 3/4
+  EXPECT_NEAR(drift_warn_for(c, 8), 1.5, 1e-12);                           // Q = 3: p = 1/2
+  EXPECT_GT(drift_warn_for(c, 64), drift_warn_for(c, 8));                  // fewer receivers, more drift
+  c.eval.drift_warn = 0.15;                                                // a number given is kept
+  EXPECT_EQ(drift_warn_for(c, 4), 0.15);
+}
+
 INSTANTIATE_TEST_SUITE_P(Worker, RankCounts, ::testing::Values(1, 2, 3, 4, 7));
 
 // Serial minibatch SGD written out with plain loops in double precision.

@@ -361,10 +361,25 @@ const std::vector<Field>& schema() {
                           "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
     f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
                             "Milliseconds the slow rank sleeps per clock."));
-    f.push_back(float_field("eval.drift_warn", &Config::eval, &EvalConfig::drift_warn, 0.0, 1e12,
-                            "Warn (progress line, summary.json drift_warnings) when the replica drift exceeds this "
-                            "(0: never). Partial broadcast on identically distributed partitions stays near "
-                            "0.2 without reconciliation; above 1 the replicas have gone separate ways."));
+    f.push_back({"eval.drift_warn", "float or \"auto\"",
+                 [](const Config& c) {
+                   return c.eval.drift_warn < 0 ? std::string("\"auto\"") : fmt_double(c.eval.drift_warn);
+                 },
+                 [](Config& c, const toml::node& n, const std::string& where) {
+                   if (n.is_string() && *n.value<std::string>() == "auto") {
+                     c.eval.drift_warn = -1;
+                     return;
+                   }
+                   SFB_CHECK(n.is_number() && *n.value<double>() >= 0 && *n.value<double>() <= 1e12,
+                             "{}: eval.drift_warn must be a number in [0, 1e12] or \"auto\", got {}", where,
+                             show_node(n));
+                   c.eval.drift_warn = *n.value<double>();
+                 },
+                 "Warn (progress line, summary.json replica_drift.warnings) when the replica drift exceeds this "
+                 "(0: never). \"auto\": 0.5 for full broadcast; for partial broadcast 1.5 sqrt((1 - p) / p), p "
+                 "= (Q + 1) / P the share of the updates a replica receives: how far replicas sit from their mean "
+                 "when the updates they miss are uncorrelated (healthy shuffled data never crosses it; "
+                 "docs/compare.md)."});
     f.push_back(string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
                              "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
                              "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "

@@ -115,7 +115,7 @@ struct RuntimeConfig {
 struct EvalConfig {
   int64_t every = 50;
   int64_t train_sample = 5000;
-  double drift_warn = 0.5;  // replica drift above this is warned about (0: never)
+  double drift_warn = -1;  // replica drift above this is warned about (0: never; -1, "auto": runtime::drift_warn_for)
   // How rank 0's monitor sees W: "copy" (one snapshot, evaluated while training goes on),
   // "in_place" (no copy: W stays at the clock until the evaluation is done), "auto" (copy when W
   // is at most kSnapshotAutoBytes).

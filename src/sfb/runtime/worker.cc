@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -66,6 +67,15 @@ bool halton_is_full_broadcast(const Config& cfg, int workers) {
   if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return false;
   const int64_t q = cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers);
   return q >= workers - 1;
+}
+
+double drift_warn_for(const Config& cfg, int workers) {
+  if (cfg.eval.drift_warn >= 0) return cfg.eval.drift_warn;
+  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return 0.5;
+  const double q = static_cast<double>(
+      std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers)));
+  const double p = (q + 1.0) / workers;
+  return std::max(0.5, 1.5 * std::sqrt((1.0 - p) / p));
 }
 
 std::string reconcile_mode(const Config& cfg) {

@@ -118,6 +118,12 @@ Topology make_topology(const Config& cfg, int workers);
 // costs bytes and fixes nothing, so sfbd trains with sfb.broadcast = "full" and says so.
 bool halton_is_full_broadcast(const Config& cfg, int workers);
 
+// eval.drift_warn = "auto" resolved for `workers`: 0.5 for full broadcast; for partial broadcast,
+// where a replica receives the share p = (Q + 1) / P of the updates and sits about sqrt((1 - p) / p)
+// from the replicas' mean when the updates it misses are uncorrelated, 1.5 times that. A number
+// given in the config is kept.
+double drift_warn_for(const Config& cfg, int workers);
+
 // The reconciliation partial broadcast gets (sfb.reconcile, runtime/reconciler.h): "sum", "mean",
 // or "" (off: full broadcast, SSP/ASP, a baseline, or sfb.reconcile = "off").
 std::string reconcile_mode(const Config& cfg);
