@@ -140,11 +140,12 @@ TEST(TcpTransport, AnUnknownInterfaceIsABadConfigNamingIt) {
 
 TEST(TcpTransport, OnlyTheJobsRanksGetInWhileIntrudersHoldTheDoor) {
   // Before any rank connects, an intruder holds idle and slowly dripping connections on every
-  // listener, forges a handshake to every accepting rank and floods rank 0 beyond what it
-  // handshakes at once. Rank 0 reading them one at a time (10 s each) would miss the 15 s set-up.
+  // listener, forges a handshake to every accepting rank, floods rank 0 beyond what it handshakes
+  // at once, and replays rank 1's recorded handshake to rank 0. Rank 0 reading them one at a time
+  // (10 s each) would miss the 15 s set-up.
   const int P = 4;
   testing::Intruder intruder({});
-  testing::IntrudedBootstrap boot(P, intruder);
+  testing::IntrudedBootstrap boot(P, intruder, /*replay=*/true);
   TcpOptions opt;
   opt.interface = "";  // one network namespace: every rank listens on loopback only
   opt.connect_timeout_s = 15;
@@ -169,6 +170,9 @@ TEST(TcpTransport, OnlyTheJobsRanksGetInWhileIntrudersHoldTheDoor) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(intruder.forged(), P - 1);
   EXPECT_EQ(intruder.forged_refused(), intruder.forged());
+  // Rank 1 reached rank 0 through a man in the middle that replayed its hello and finish to rank 0
+  // on a connection of its own: refused (a fresh nonce), while the relayed connection carried the job.
+  EXPECT_TRUE(boot.replay_refused());
   testing::close_group(group);
 }
 

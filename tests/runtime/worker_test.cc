@@ -131,15 +131,16 @@ TEST_P(RankCounts, ExactlyOnceUnderSspAndAsp) {
 }
 
 TEST(Worker, TrainsToTheSameChecksumOverTcpWithIntrudersAtTheDoor) {
-  // Idle, dripping, forged and flooding connections on every rank's listener before set-up: the
-  // job connects, and trains to the bits of an undisturbed run.
+  // Idle, dripping, forged, replayed and flooding connections on every rank's listener before
+  // set-up: the job connects, and trains to the bits of an undisturbed run.
   const Config cfg = small_config();
   testing::ThreadBootstrap quiet(4);
   const auto undisturbed = train_tcp(4, cfg, quiet);
   testing::Intruder intruder({});
-  testing::IntrudedBootstrap noisy(4, intruder);
+  testing::IntrudedBootstrap noisy(4, intruder, /*replay=*/true);  // rank 1 <-> 0 through a replaying proxy
   const auto attacked = train_tcp(4, cfg, noisy);
   EXPECT_EQ(intruder.forged(), 3);
+  EXPECT_TRUE(noisy.replay_refused());
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(attacked[r].final_clock, cfg.stop.max_clocks);
     EXPECT_EQ(attacked[r].self.checksum, undisturbed[0].self.checksum) << "rank " << r;

@@ -11,11 +11,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "sfb/comm/transport/tcp_connect.h"
 #include "sfb/comm/transport/tcp_handshake.h"
@@ -123,30 +128,148 @@ class Intruder {
   std::vector<std::thread> threads_;
 };
 
+// A man in the middle between rank 1 and rank 0: rank 1 is told the proxy's address for rank 0,
+// the proxy relays the connection both ways for the whole run (the job trains through it), and
+// once rank 1's hello and finish have passed it replays them to rank 0 on a connection of its
+// own: rank 0 answers the hello with a fresh nonce, so the recorded finish must be refused.
+class ReplayProxy {
+ public:
+  explicit ReplayProxy(comm::tcp::Listener rank0) : target_(rank0) {
+    lfd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (::bind(lfd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(lfd_, 4) != 0 ||
+        ::getsockname(lfd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      ADD_FAILURE() << "proxy: cannot listen";
+    me_ = {htonl(INADDR_LOOPBACK), ntohs(a.sin_port)};
+    relay_ = std::thread([this] { relay(); });
+  }
+  ~ReplayProxy() {
+    stop_ = true;
+    relay_.join();
+    ::close(lfd_);
+  }
+  comm::tcp::Listener address() const { return me_; }
+  // Blocks until the replay was tried (at most `seconds`); whether rank 0 refused it.
+  bool replay_refused(double seconds) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return replayed_; });
+    return replayed_ && refused_;
+  }
+
+ private:
+  static int dial(const comm::tcp::Listener& l) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = l.addr;
+    a.sin_port = htons(l.port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+  static bool exact(int fd, std::byte* b, size_t n, bool write) {
+    for (size_t done = 0; done < n;) {
+      const ssize_t k = write ? ::send(fd, b + done, n - done, MSG_NOSIGNAL) : ::recv(fd, b + done, n - done, 0);
+      if (k <= 0) return false;
+      done += static_cast<size_t>(k);
+    }
+    return true;
+  }
+  void replay() {
+    bool refused = false;
+    if (const int fd = dial(target_); fd >= 0) {
+      Bytes reply(comm::tcp::kReplyBytes), ack(comm::tcp::kAckBytes);
+      Bytes hello(recorded_.begin(), recorded_.begin() + comm::tcp::kHelloBytes);
+      Bytes finish(recorded_.begin() + comm::tcp::kHelloBytes, recorded_.end());
+      refused = exact(fd, hello.data(), hello.size(), true) && exact(fd, reply.data(), reply.size(), false) &&
+                exact(fd, finish.data(), finish.size(), true) && !exact(fd, ack.data(), ack.size(), false);
+      ::close(fd);
+    }
+    std::lock_guard lock(mu_);
+    replayed_ = true;
+    refused_ = refused;
+    cv_.notify_all();
+  }
+  // Relays rank 1 <-> rank 0 until either side closes; records rank 1's first 64 bytes.
+  void relay() {
+    pollfd p{lfd_, POLLIN, 0};
+    while (!stop_ && ::poll(&p, 1, 100) <= 0) {
+    }
+    if (stop_) return;
+    const int client = ::accept(lfd_, nullptr, nullptr), server = dial(target_);
+    if (client < 0 || server < 0) return;
+    std::array<std::byte, 1 << 16> buf;
+    const size_t want = comm::tcp::kHelloBytes + comm::tcp::kFinishBytes;
+    std::array<bool, 2> done{false, false};  // a side closed its sending half: passed on, the other goes on
+    while (!(done[0] && done[1]) && !stop_) {
+      std::array<pollfd, 2> ps{pollfd{done[0] ? -1 : client, POLLIN, 0}, pollfd{done[1] ? -1 : server, POLLIN, 0}};
+      if (::poll(ps.data(), 2, 100) <= 0) continue;
+      for (int side = 0; side < 2; ++side) {
+        if (done[side] || !ps[side].revents) continue;
+        const int from = side == 0 ? client : server, to = side == 0 ? server : client;
+        const ssize_t k = ::recv(from, buf.data(), buf.size(), 0);
+        if (k <= 0 || !exact(to, buf.data(), static_cast<size_t>(k), true)) {
+          ::shutdown(to, SHUT_WR);
+          done[side] = true;
+          continue;
+        }
+        if (side == 0 && recorded_.size() < want) {
+          recorded_.insert(recorded_.end(), buf.begin(), buf.begin() + std::min<ssize_t>(k, want - recorded_.size()));
+          if (recorded_.size() == want) replay();
+        }
+      }
+    }
+    ::close(client);
+    ::close(server);
+  }
+
+  comm::tcp::Listener target_, me_;
+  int lfd_ = -1;
+  std::atomic<bool> stop_{false};
+  Bytes recorded_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool replayed_ = false, refused_ = false;
+  std::thread relay_;
+};
+
 // A ThreadBootstrap that lets the intruder in once the listeners are known and before any rank
-// goes on to connect.
+// goes on to connect; with `replay`, rank 1 reaches rank 0 through a ReplayProxy, and the ranks
+// above 1 wait until the replay was tried (rank 0 is then still accepting).
 class IntrudedBootstrap {
  public:
-  IntrudedBootstrap(int n, Intruder& intruder) : inner_(n), intruder_(intruder) {}
+  IntrudedBootstrap(int n, Intruder& intruder, bool replay = false) : inner_(n), intruder_(intruder), replay_(replay) {}
   comm::Bootstrap for_rank(int r) {
     auto inner = inner_.for_rank(r);
-    return {r, inner.size, [this, inner](const Bytes& mine) {
+    return {r, inner.size, [this, inner, r](const Bytes& mine) {
               auto all = inner.allgather(mine);
-              if (comm::tcp::peek_endpoint(all[0])) {
-                std::call_once(once_, [&] {
-                  std::vector<std::vector<comm::tcp::Listener>> eps;
-                  for (const auto& m : all) eps.push_back(*comm::tcp::peek_endpoint(m));
-                  intruder_.attack(eps);
-                });
-              }
+              if (!comm::tcp::peek_endpoint(all[0])) return all;
+              std::call_once(once_, [&] {
+                std::vector<std::vector<comm::tcp::Listener>> eps;
+                for (const auto& m : all) eps.push_back(*comm::tcp::peek_endpoint(m));
+                intruder_.attack(eps);
+                if (replay_) proxy_ = std::make_unique<ReplayProxy>(eps[0].at(0));
+              });
+              if (replay_ && r == 1) all[0] = comm::tcp::encode_endpoint({proxy_->address()});
+              if (replay_ && r > 1) replay_refused_ = proxy_->replay_refused(20);
               return all;
             }};
   }
+  // With `replay`: whether rank 0 refused the replayed hello and finish.
+  bool replay_refused() const { return replay_refused_.load(); }
 
  private:
   ThreadBootstrap inner_;
   Intruder& intruder_;
+  const bool replay_;
   std::once_flag once_;
+  std::unique_ptr<ReplayProxy> proxy_;
+  std::atomic<bool> replay_refused_{false};
 };
 
 }  // namespace sfb::testing

@@ -77,6 +77,8 @@ Identity decode_identity(const Bytes& b, int rank) {
 }
 
 // Set-up's second round: the addresses and ports a rank listens on.
+}  // namespace
+
 Bytes encode_endpoint(const std::vector<Listener>& ls) {
   ByteWriter w;
   w.put<uint32_t>(kEndpointMagic);
@@ -87,6 +89,8 @@ Bytes encode_endpoint(const std::vector<Listener>& ls) {
   }
   return w.take();
 }
+
+namespace {
 
 std::vector<Listener> decode_endpoint(const Bytes& b, int rank) {
   ByteReader r(b, fmt::format("TCP endpoint of rank {}", rank), ByteReader::Source::kMessage);

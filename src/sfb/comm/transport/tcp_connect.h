@@ -65,6 +65,8 @@ std::vector<uint32_t> local_addresses(const std::string& interface);
 // The listeners in a set-up message of the second round; nullopt for any other message (tests
 // use it to aim intruders at a job's listeners).
 std::optional<std::vector<Listener>> peek_endpoint(const Bytes& message);
+// The second round's message for these listeners (tests put a proxy in a rank's place with it).
+Bytes encode_endpoint(const std::vector<Listener>& listeners);
 
 // "a.b.c.d:port".
 std::string format_endpoint(uint32_t addr_be, uint16_t port);
