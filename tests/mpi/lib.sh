@@ -8,6 +8,19 @@ sfb_test_scratch() {
   fail() { echo "FAIL: $*"; exit 1; }
 }
 
+# sfb_test_counting: fail and ok count into $failures and $passed instead of ending the script;
+# sfb_test_summary prints the counts and returns non-zero when anything failed.
+sfb_test_counting() {
+  failures=0
+  passed=0
+  fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+  ok() { echo "ok   $*"; passed=$((passed + 1)); }
+}
+sfb_test_summary() {
+  echo "$passed passed, $failures failed"
+  [ "$failures" = 0 ]
+}
+
 # expect NAME CODE LIMIT_S PATTERN -- command...: exit CODE within LIMIT_S seconds, PATTERN in the
 # output; counts into $passed / $failures and leaves the output in $LAST_OUT.
 expect() {

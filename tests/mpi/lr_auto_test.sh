@@ -11,10 +11,7 @@ source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
 export OMP_NUM_THREADS=1
-failures=0
-passed=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
+sfb_test_counting
 C=(--config "$SRC/configs/synthetic_sparse.toml" --set sfb.staleness=0 --set stop.max_clocks=200
    --set optimizer.lr='"auto"' --set optimizer.lr_search_clocks=20)
 for run in a b; do
@@ -36,5 +33,4 @@ expect cnn-refused 2 60 "optimizer.lr = \"auto\" searches the sfb mode's step" -
   --config "$SRC/configs/fashion_cnn_mgwfbp.toml" --set optimizer.lr='"auto"' --set output.dir="$OUT/cnn"
 expect sdca-refused 2 120 "this model's updates take no step size" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${C[@]}" \
   --set model.name=l2mlr --set model.solver=sdca --set output.dir="$OUT/sdca"
-echo "$passed passed, $failures failed"
-[ "$failures" = 0 ]
+sfb_test_summary

@@ -30,10 +30,7 @@ cleanup() {
   rm -rf "$OUT"
 }
 trap cleanup EXIT
-failures=0
-passed=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
+sfb_test_counting
 export OMP_NUM_THREADS=1 SFBD
 C="$SRC/configs/synthetic_sparse.toml"
 BSP=(--set sfb.staleness=0 --set stop.max_clocks=60)
@@ -135,5 +132,4 @@ expect sbatch-cnn 0 180 "" -- sbatch --wait --output="$OUT/cnn.log" "$SRC/exampl
   --set output.dir="$OUT/cnn"
 same "CNN (mgwfbp)" "$OUT/cnn" "$OUT/cnn.log" "$(sum "$OUT/cnn_ref")"
 
-echo "$passed passed, $failures failed"
-[ "$failures" = 0 ]
+sfb_test_summary

@@ -11,10 +11,7 @@ source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
 export OMP_NUM_THREADS=1
-failures=0
-passed=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
+sfb_test_counting
 C="$SRC/configs/synthetic_sparse.toml"
 
 echo "== mgwfbp-plan"
@@ -79,5 +76,4 @@ expect netns-period-0 2 30 "--cpu-period-us must be 1000..1000000 microseconds, 
 expect netns-cpus-nan 2 30 "--cpus must be cores per host" -- "$SRC/scripts/netns-cluster.sh" up 2 --cpus nan
 expect plot-not-png 2 30 "-o x.txt: the output must be a .png file" -- "$SRC/apps/sfb-plot" -o x.txt "$OUT"
 
-echo "$passed passed, $failures failed"
-[ "$failures" = 0 ]
+sfb_test_summary

@@ -29,6 +29,20 @@
 
 namespace sfb::testing {
 
+// A blocking connection to `l`; -1 when refused.
+inline int dial(const comm::tcp::Listener& l) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = l.addr;
+  a.sin_port = htons(l.port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class Intruder {
  public:
   struct Plan {
@@ -61,18 +75,6 @@ class Intruder {
   int forged_refused() const { return forged_refused_.load(); }
 
  private:
-  static int dial(const comm::tcp::Listener& l) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = l.addr;
-    a.sin_port = htons(l.port);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
   void keep(int fd) {
     if (fd < 0) return;
     std::lock_guard lock(mu_);
@@ -160,18 +162,6 @@ class ReplayProxy {
   }
 
  private:
-  static int dial(const comm::tcp::Listener& l) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = l.addr;
-    a.sin_port = htons(l.port);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd);
-      return -1;
-    }
-    return fd;
-  }
   static bool exact(int fd, std::byte* b, size_t n, bool write) {
     for (size_t done = 0; done < n;) {
       const ssize_t k = write ? ::send(fd, b + done, n - done, MSG_NOSIGNAL) : ::recv(fd, b + done, n - done, 0);
