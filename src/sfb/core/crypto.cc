@@ -59,6 +59,7 @@ void Sha256::block(const std::byte* p) {
 }
 
 void Sha256::update(std::span<const std::byte> data) {
+  if (data.empty()) return;  // (a default span's null data never reaches memcpy)
   total_ += data.size();
   size_t i = 0;
   if (used_ > 0) {
