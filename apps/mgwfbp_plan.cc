@@ -312,7 +312,10 @@ int main(int argc, char** argv) {
   if (const auto code = sfb_tools::parse_args(app, argc, argv)) return *code;
 
   try {
-    if (a.measure) return measure_main(argc, argv, a.bench, a.net.fit_min_bytes, a.out_dir);
+    if (a.measure) {
+      if (!a.out_dir.empty()) sfb::prepare_output_file(a.out_dir, "--out");  // the CSV, before any timing
+      return measure_main(argc, argv, a.bench, a.net.fit_min_bytes, a.out_dir);
+    }
     if (a.trials > 0) {
       random_trials(a.trials, a.seed);
       return 0;

@@ -230,6 +230,7 @@ int run(int argc, char** argv) {
   sfb::comm::MpiSession mpi(argc, argv, sfb::comm::MpiSession::Threads::kMultiple);
   spdlog::set_level(spdlog::level::warn);
   if (const auto code = sfb_tools::parse_args(app, argc, argv, mpi.rank() == 0)) return *code;
+  if (!o.out.empty()) sfb::prepare_output_file(o.out, "--out");  // every rank: all exit 2 alike
   SFB_CHECK(o.max_bytes >= o.min_bytes, "--max-bytes {} is below --min-bytes {}", o.max_bytes, o.min_bytes);
   SFB_CHECK(o.allreduce.max_segment_bytes >= o.allreduce.min_segment_bytes,
             "--max-segment-bytes {} is below --min-segment-bytes {}", o.allreduce.max_segment_bytes,

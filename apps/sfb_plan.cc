@@ -153,6 +153,7 @@ void add_options(CLI::App& app, Options& o) {
 // Every value checked before any output (InvalidArgument naming the option and the value).
 void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p, const std::vector<Scheme>& schemes) {
   SFB_CHECK(!schemes.empty(), "--schemes is empty");
+  if (!o.csv.empty()) sfb::prepare_output_file(o.csv, "--csv");  // a path that cannot be written costs no work
   SFB_CHECK(app.count("--clocks") == 0 || (std::isfinite(o.clocks) && o.clocks >= 1),
             "--clocks must be a finite number of clocks >= 1, got {}", o.clocks);
   SFB_CHECK(!sfb::split_trimmed(o.links, ',').empty(), "--links is empty: name at least one link (fitted, {})",

@@ -69,6 +69,10 @@ expect bench-a-nan 2 60 "--link-a-us: 'nan'" -- "${SFB_MPIRUN[@]}" -np 1 "$BENCH
 expect bench-sizes 2 60 "--max-bytes 4096 is below --min-bytes 8192" -- "${SFB_MPIRUN[@]}" -np 1 "$BENCH" \
   --min-bytes 8192 --max-bytes 4096
 expect plan-clocks-nan 2 30 "--clocks: 'nan'" -- "$PLAN" --profile "$SRC/tests/data/scheme_profile_mlr512_k1024_4h_cpus.json" --clocks nan
+expect plan-csv-proc 2 30 "--csv" -- "$PLAN" --profile "$SRC/tests/data/scheme_profile_mlr512_k1024_4h_cpus.json" \
+  --csv /proc/x/p.csv
+grep -q "^| N |" <<<"$LAST_OUT" && fail "sfb-plan printed predictions before refusing --csv"
+expect bench-out-proc 2 60 "--out" -- "${SFB_MPIRUN[@]}" -np 1 "$BENCH" --out /proc/x/b.csv
 expect run-restarts-huge 2 30 "--max-restarts '99999999999999999999'" -- "$SRC/apps/sfb-run" --max-restarts 99999999999999999999 -- true
 expect run-min-ranks-0 2 30 "--min-ranks '0'" -- "$SRC/apps/sfb-run" --min-ranks 0 -- true
 expect netns-period-0 2 30 "--cpu-period-us must be 1000..1000000 microseconds, got '0'" -- \
