@@ -29,6 +29,7 @@ struct Job {
   // Rank 0, for the whole job: output.dir and every other directory an output path names.
   std::vector<std::unique_ptr<sfb::DirectoryLock>> output_locks;
   bool check_only = false;  // --check: validate everything, train nothing
+  bool find_lr = false;     // --find-lr: the learning-rate search only (sfb_job.cc)
   int rank() const { return mpi.rank(); }
   int ranks() const { return mpi.size(); }
   // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s).

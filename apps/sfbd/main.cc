@@ -45,6 +45,7 @@ struct Cli {
   std::string profile_path;
   std::string show_key;
   bool show = false;  // --show was given (an empty key is an error, never "train")
+  bool find_lr = false;
 };
 
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
@@ -75,6 +76,12 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
       ->excludes("--check")
       ->excludes("--resume")
       ->excludes("--evaluate");
+  app.add_flag("--find-lr", cli.find_lr,
+               "job.mode = \"sfb\": run optimizer.lr = \"auto\"'s search on these ranks, print every candidate's "
+               "objective, write output.dir/lr_search.csv and lr_search.png, and exit; trains nothing")
+      ->excludes("--check")
+      ->excludes("--evaluate")
+      ->excludes("--profile");
   auto* show =
       app.add_option("--show", cli.show_key,
                      "Print the resolved value of one config key (after --set) as TOML text, or with "
@@ -184,6 +191,14 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
+  job.find_lr = cli.find_lr;
+  if (cli.find_lr) {
+    if (job.cfg.job.mode == "mgwfbp") {
+      if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: --find-lr searches job.mode = \"sfb\"'s step\n");
+      return kExitBadInput;
+    }
+    job.cfg.optimizer.lr_auto = true;
+  }
   job.profile_path = cli.profile_path;
   if (cli.show) {
     if (mpi.rank() != 0) return kExitOk;

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "../gnuplot.h"
 #include "job.h"
 #include "report.h"
 #include "sfb/baselines/dense_update.h"
@@ -585,6 +586,34 @@ std::optional<int> resolve_lr(Job& job, Setup& s, const sfb::runtime::WorkerStar
   return std::nullopt;
 }
 
+// --find-lr: the search's candidates as a table, output.dir/lr_search.csv and a log-log plot of
+// objective against rate (gnuplot, with the paths as its arguments); nothing trained.
+int report_lr_search(Job& job, const Setup& s) {
+  if (job.rank() != 0) return kExitOk;
+  const auto& j = s.lr_search;
+  std::string csv = "lr,objective\n";
+  fmt::print(
+      "# optimizer.lr = \"auto\" search: {} clocks per candidate from objective {}\n| lr | objective |\n|---|---|\n",
+      j["clocks_each"].get<int64_t>(), j["start_objective"].dump());
+  for (const auto& t : j["tried"]) {
+    fmt::print("| {:.4g} | {} |\n", t["lr"].get<double>(), t["objective"].dump());
+    csv += fmt::format("{},{}\n", t["lr"].get<double>(), t["objective"].is_number() ? t["objective"].dump() : "nan");
+  }
+  fmt::print("chosen: optimizer.lr = {:.4g}\n", j["chosen"].get<double>());
+  const auto path = job.cfg.output.path("lr_search.csv"), png = job.cfg.output.path("lr_search.png");
+  const bool ok = write_output(job.cfg, path, [&] { sfb::write_file_atomic(path, csv); });
+  const auto gp = job.cfg.output.path("lr_search.gp");
+  write_output(job.cfg, gp, [&] {
+    sfb::write_file_atomic(
+        gp,
+        "set terminal pngcairo size 800,500 noenhanced\nset output ARG1\nset datafile separator ','\n"
+        "set logscale xy\nset xlabel 'optimizer.lr'\nset ylabel 'sample objective after the "
+        "search clocks'\nset grid\nplot ARG2 every ::1 using 1:2 with points pt 7 notitle\n");
+  });
+  if (sfb_tools::run_gnuplot(gp, {png, path}) == 0) fmt::print("wrote {} and {}\n", path, png);
+  return ok ? kExitOk : kExitFailed;
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -618,6 +647,7 @@ int run_sfb(Job& job) {
   start.objective_rows = &s.data.eval_sample;
   if (!resolve_auto_scheme(job, s)) return kExitBadInput;
   if (const auto code = resolve_lr(job, s, start)) return *code;
+  if (job.find_lr) return report_lr_search(job, s);
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   spdlog::info("memory on this rank: {}", s.memory.describe());

@@ -2,7 +2,8 @@
 # optimizer.lr = "auto" (issue 39): the search trains each candidate from the start W and keeps the
 # rate whose sample objective ended lowest; two runs of one BSP job choose the same rate (the
 # trials are seeded like the run); the choice is in the log, config.resolved.toml and
-# summary.json's lr_search; modes and models without a searchable step are refused (exit 2).
+# summary.json's lr_search; --find-lr prints and plots the candidates and trains nothing; modes and
+# models without a searchable step are refused (exit 2).
 #   lr_auto_test.sh <sfbd> <source dir>
 set -uo pipefail
 SFBD=$1
@@ -27,6 +28,12 @@ grep -qE '^optimizer.lr = [0-9.e-]+$' "$OUT/a/config.resolved.toml" && ok "confi
   fail "config.resolved.toml: $(grep 'optimizer.lr ' "$OUT/a/config.resolved.toml")"
 [ "$(jq -r .rank_checksums[0] "$OUT/a/summary.json")" = "$(jq -r .rank_checksums[0] "$OUT/b/summary.json")" ] &&
   ok "the two runs trained alike" || fail "the runs' W differ"
+expect find-lr 0 120 "chosen: optimizer.lr = " -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${C[@]}" --find-lr --set output.dir="$OUT/find"
+[ "$(grep -c '^| [0-9.e+-]* | ' <<<"$LAST_OUT")" = 9 ] && [ "$(wc -l < "$OUT/find/lr_search.csv")" = 10 ] &&
+  [ ! -e "$OUT/find/model.bin" ] && [ ! -e "$OUT/find/summary.json" ] &&
+  ok "--find-lr: 9 candidates printed and in lr_search.csv, nothing trained" || fail "--find-lr: $(ls "$OUT/find")"
+expect find-lr-cnn 2 60 "--find-lr searches job.mode = \"sfb\"'s step" -- "$SFBD" \
+  --config "$SRC/configs/fashion_cnn_mgwfbp.toml" --find-lr --set output.dir="$OUT/cnn2"
 expect fms-refused 2 60 "optimizer.lr = \"auto\" is not searched under comm.scheme = \"fms\"" -- "${SFB_MPIRUN[@]}" -np 3 "$SFBD" \
   "${C[@]}" --set comm.scheme=fms --set output.dir="$OUT/fms"
 expect cnn-refused 2 60 "optimizer.lr = \"auto\" searches the sfb mode's step" -- "$SFBD" \
