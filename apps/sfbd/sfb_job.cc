@@ -101,8 +101,7 @@ bool set_up(Job& job, Setup& s) {
             "sfb.broadcast = \"{}\" with P = {} workers and Q = {} reaches every other worker: that is full "
             "broadcast plus a reconciliation; training with sfb.broadcast = \"full\" (partial broadcast saves "
             "bytes from P = 4 on)",
-            cfg.sfb.broadcast, s.workers,
-            cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : sfb::runtime::Topology::default_halton_q(s.workers));
+            cfg.sfb.broadcast, s.workers, *sfb::runtime::halton_receivers(cfg, s.workers));
       job.cfg.sfb.broadcast = "full";
     }
     if (cfg.eval.drift_warn < 0) {
@@ -496,32 +495,30 @@ int profile_sfb(Job& job, const std::string& path) {
 }
 
 // One candidate of the learning-rate search: `clocks` clocks from the start W at `lr` with a model
-// instance of its own, nothing written, no evaluation inside the run (its drift sketches and stop
-// messages would outlive it on the transport, as the profiler's engine runs know); rank 0 then
-// measures the sample objective of the final W (infinite when not finite), and every rank learns it.
-double lr_trial(Job& job, const Setup& s, const sfb::runtime::WorkerStart& start, double lr, int64_t clocks) {
-  sfb::Config c = job.cfg;
+// instance of its own, as an unwatched run (runtime::unwatched_run: no evaluation between its
+// start and its end, whose drift sketches would outlive it on the transport); rank 0's monitor
+// evaluates the sample objective at both, and every rank learns them (the end's infinite when not
+// finite).
+struct LrTrial {
+  double start_objective = 0, objective = 0;
+};
+LrTrial lr_trial(Job& job, const Setup& s, const sfb::runtime::WorkerStart& start, double lr, int64_t clocks) {
+  sfb::Config c = sfb::runtime::unwatched_run(job.cfg, start.clock, clocks);
   c.optimizer.lr = lr;
   c.optimizer.lr_auto = false;
-  c.stop = sfb::StopConfig{};
-  c.stop.max_clocks = start.clock + clocks;
-  c.stop.divergence_factor = 0;
-  c.eval.every = c.stop.max_clocks + 1;
-  c.checkpoint.every = 0;
-  c.output.metrics = c.output.model = c.output.summary = "";
-  c.checkpoint.path.clear();
   auto model = sfb::models::make_model(c, s.data.train, s.data.total_train, job.rank(), s.workers);
   auto exchange = sfb::baselines::make_exchange(c, model->has_prox(), allreduce_factory(c));
   sfb::runtime::Worker worker(c, *job.transport, s.data.train, nullptr, *model, {}, start, exchange.get());
   const auto r = worker.run();
-  double objective = -std::numeric_limits<double>::infinity();  // ranks other than 0 do not evaluate
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double first = -kInf, last = -kInf;  // ranks other than 0 do not evaluate
   if (job.rank() == 0) {
-    const auto reader = r.weights->read();
-    objective = reader.all_finite() ? model->objective(reader.weights(), s.data.eval_sample, 0)
-                                    : std::numeric_limits<double>::infinity();
-    if (!std::isfinite(objective)) objective = std::numeric_limits<double>::infinity();
+    SFB_ENFORCE(r.evals.size() >= 2 && r.evals.back().clock == c.stop.max_clocks,
+                "the learning-rate trial evaluated {} times", r.evals.size());
+    first = r.evals.front().objective;
+    last = std::isfinite(r.evals.back().objective) ? r.evals.back().objective : kInf;
   }
-  return job.mpi.max(objective);
+  return {job.mpi.max(first), job.mpi.max(last)};
 }
 
 // optimizer.lr = "auto": a learning-rate search on the job's own data and ranks before training.
@@ -549,9 +546,12 @@ std::optional<int> resolve_lr(Job& job, Setup& s, const sfb::runtime::WorkerStar
   spdlog::set_level(spdlog::level::off);  // the trials' own progress lines and divergence errors
   sfb::Stopwatch took;
   std::vector<std::pair<double, double>> tried;  // (lr, objective)
-  const int64_t clocks = cfg.optimizer.lr_search_clocks;
-  const double start_objective = lr_trial(job, s, start, 1e-12, 1);  // W as it starts
-  const auto run = [&](double lr) { tried.emplace_back(lr, lr_trial(job, s, start, lr, clocks)); };
+  double start_objective = NAN;                  // W as it starts: every trial's first evaluation
+  const auto run = [&](double lr) {
+    const auto t = lr_trial(job, s, start, lr, cfg.optimizer.lr_search_clocks);
+    start_objective = t.start_objective;
+    tried.emplace_back(lr, t.objective);
+  };
   for (int e = -3; e <= 3; ++e) run(std::pow(10.0, e));
   const auto best_of = [&] {
     return *std::min_element(tried.begin(), tried.end(), [](auto& a, auto& b) { return a.second < b.second; });

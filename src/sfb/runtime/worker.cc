@@ -63,19 +63,33 @@ Topology make_topology(const Config& cfg, int workers) {
   return t;
 }
 
+std::optional<int64_t> halton_receivers(const Config& cfg, int workers) {
+  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return std::nullopt;
+  return std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers));
+}
+
 bool halton_is_full_broadcast(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return false;
-  const int64_t q = cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers);
-  return q >= workers - 1;
+  const auto q = halton_receivers(cfg, workers);
+  return q && *q >= workers - 1;
 }
 
 double drift_warn_for(const Config& cfg, int workers) {
   if (cfg.eval.drift_warn >= 0) return cfg.eval.drift_warn;
-  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return 0.5;
-  const double q = static_cast<double>(
-      std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers)));
-  const double p = (q + 1.0) / workers;
+  const auto q = halton_receivers(cfg, workers);
+  if (!q) return 0.5;
+  const double p = (static_cast<double>(*q) + 1.0) / workers;
   return std::max(0.5, 1.5 * std::sqrt((1.0 - p) / p));
+}
+
+Config unwatched_run(Config cfg, int64_t start_clock, int64_t clocks) {
+  cfg.stop = StopConfig{};
+  cfg.stop.max_clocks = start_clock + clocks;
+  cfg.stop.divergence_factor = 0;
+  cfg.eval.every = cfg.stop.max_clocks + 1;
+  cfg.checkpoint.every = 0;
+  cfg.checkpoint.path.clear();
+  cfg.output.metrics = cfg.output.model = cfg.output.summary = "";
+  return cfg;
 }
 
 std::string reconcile_mode(const Config& cfg) {

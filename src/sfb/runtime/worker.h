@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,10 @@ int worker_count(const Config& cfg, int ranks);
 // static Halton variant for some P and Q): such a job would train disconnected models.
 Topology make_topology(const Config& cfg, int workers);
 
+// Partial broadcast's receivers per batch among `workers`: min(P - 1, sfb.halton_q, or its default
+// ceil(log2 P)); nullopt under full broadcast or another scheme.
+std::optional<int64_t> halton_receivers(const Config& cfg, int workers);
+
 // True when sfb.broadcast's Halton receivers are every other worker (Q >= P - 1: the default Q =
 // ceil(log2 P) at P <= 3): partial broadcast there is full broadcast plus a reconciliation that
 // costs bytes and fixes nothing, so sfbd trains with sfb.broadcast = "full" and says so.
@@ -123,6 +128,12 @@ bool halton_is_full_broadcast(const Config& cfg, int workers);
 // from the replicas' mean when the updates it misses are uncorrelated, 1.5 times that. A number
 // given in the config is kept.
 double drift_warn_for(const Config& cfg, int workers);
+
+// `cfg` for a run that nothing watches and that writes nothing (the profiler's engine runs, the
+// learning-rate search): `clocks` clocks from `start_clock`, no stop rule but that limit (no
+// divergence stop), no evaluation before the worker's final one (so no drift sketches), no
+// checkpoint, metrics, model or summary.
+Config unwatched_run(Config cfg, int64_t start_clock, int64_t clocks);
 
 // The reconciliation partial broadcast gets (sfb.reconcile, runtime/reconciler.h): "sum", "mean",
 // or "" (off: full broadcast, SSP/ASP, a baseline, or sfb.reconcile = "off").
