@@ -78,9 +78,10 @@ done
 
 echo "== sfbd --profile and sfb-plan"
 sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set "output.dir=\"$OUT/prof\"" \
-  --profile "$OUT/p.json" > "$OUT/prof.log" 2>&1 || { cat "$OUT/prof.log"; fail "sfbd --profile"; }
+  --set checkpoint.path=ck.bin --profile "$OUT/p.json" > "$OUT/prof.log" 2>&1 || { cat "$OUT/prof.log"; fail "sfbd --profile"; }
 [ "$(jq -r .format "$OUT/p.json")" = sfb-scheme-profile/1 ] || fail "profile format"
 [ ! -e "$OUT/prof/summary.json" ] || fail "--profile trained"
+[ ! -e "$OUT/prof/ck.bin" ] || fail "--profile's engine runs wrote the job's checkpoint"
 "$PLAN" --profile "$OUT/p.json" --nodes 4,64,1024 --links 1gbe,100gbe --csv "$OUT/p.csv" > "$OUT/plan.md" \
   || fail "sfb-plan"
 grep -q "^winner by N" "$OUT/plan.md" || fail "no winners"

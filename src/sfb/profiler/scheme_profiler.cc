@@ -108,17 +108,11 @@ struct EngineClocks {
 // alone miss (the threads' polling and locking, the transport's threads, the ranks' phases
 // interleaving on shared cores) is in them.
 EngineClocks time_engine(const ProfileRequest& r, const std::string& scheme, Exchange* exchange, int64_t clocks) {
-  Config cfg = *r.cfg;
+  Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = "full";
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = "off";
-  cfg.stop = StopConfig{};
-  cfg.stop.max_clocks = std::max<int64_t>(4, clocks);
-  cfg.stop.divergence_factor = 0;
-  cfg.eval.every = cfg.stop.max_clocks + 1;
-  cfg.checkpoint.every = 0;
-  cfg.output.metrics = cfg.output.model = cfg.output.summary = "";
   std::vector<double> starts, computes;
   Stopwatch since;
   WorkerHooks hooks;
