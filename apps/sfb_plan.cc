@@ -86,10 +86,9 @@ SchemeProfile load_profile(const std::string& path) {
 std::vector<int> parse_nodes(const std::string& list) {
   std::vector<int> out;
   for (const auto& s : sfb::split_trimmed(list, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    SFB_CHECK(!s.empty() && *end == '\0' && v >= 2 && v <= (1 << 20), "--nodes: \"{}\" is not a node count >= 2", s);
-    out.push_back(static_cast<int>(v));
+    const auto v = sfb_tools::integer_in<int>(s, 2, 1 << 20);
+    SFB_CHECK(v.has_value(), "--nodes: \"{}\" is not a node count >= 2", s);
+    out.push_back(*v);
   }
   SFB_CHECK(!out.empty(), "--nodes is empty");
   return out;
@@ -154,8 +153,6 @@ void add_options(CLI::App& app, Options& o) {
 void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p, const std::vector<Scheme>& schemes) {
   SFB_CHECK(!schemes.empty(), "--schemes is empty");
   if (!o.csv.empty()) sfb::prepare_output_file(o.csv, "--csv");  // a path that cannot be written costs no work
-  SFB_CHECK(app.count("--clocks") == 0 || (std::isfinite(o.clocks) && o.clocks >= 1),
-            "--clocks must be a finite number of clocks >= 1, got {}", o.clocks);
   SFB_CHECK(!sfb::split_trimmed(o.links, ',').empty(), "--links is empty: name at least one link (fitted, {})",
             fmt::join(sfb::link_names(), ", "));
   for (const auto& lname : sfb::split_trimmed(o.links, ',')) link_of(lname, p);  // every name, before any output

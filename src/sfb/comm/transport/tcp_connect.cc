@@ -76,9 +76,9 @@ Identity decode_identity(const Bytes& b, int rank) {
   return id;
 }
 
-// Set-up's second round: the addresses and ports a rank listens on.
 }  // namespace
 
+// Set-up's second round: the addresses and ports a rank listens on.
 Bytes encode_endpoint(const std::vector<Listener>& ls) {
   ByteWriter w;
   w.put<uint32_t>(kEndpointMagic);
@@ -303,10 +303,11 @@ class Acceptor {
   void run(SteadyClock::time_point deadline);
 
  private:
-  int missing() const {
-    int n = 0;
-    for (int q = me_ + 1; q < size_; ++q) n += mesh_.fds[static_cast<size_t>(q)] ? 0 : 1;
-    return n;
+  std::vector<int> missing() const {  // the ranks above `me` not connected yet
+    std::vector<int> who;
+    for (int q = me_ + 1; q < size_; ++q)
+      if (!mesh_.fds[static_cast<size_t>(q)]) who.push_back(q);
+    return who;
   }
   void accept_new(int lfd);
   bool advance(Incoming& c);  // true when the connection is done with (admitted or refused)
@@ -327,7 +328,7 @@ class Acceptor {
 };
 
 void Acceptor::run(SteadyClock::time_point deadline) {
-  while (missing() > 0) {
+  while (!missing().empty()) {
     if (left_s(deadline) <= 0) fail();
     std::vector<pollfd> pfds;
     for (auto& l : listeners_) pfds.push_back({l.get(), POLLIN, 0});
@@ -408,11 +409,8 @@ bool Acceptor::on_finish(Incoming& c) {
 }
 
 void Acceptor::fail() {
-  std::vector<int> who;
-  for (int q = me_ + 1; q < size_; ++q)
-    if (!mesh_.fds[static_cast<size_t>(q)]) who.push_back(q);
   throw CommError(fmt::format(
-      "rank {}: ranks {} did not connect within runtime.peer_timeout_s{}", me_, fmt::join(who, ", "),
+      "rank {}: ranks {} did not connect within runtime.peer_timeout_s{}", me_, fmt::join(missing(), ", "),
       refusals_.empty() ? std::string() : fmt::format("; connections refused meanwhile: {}", refusals_.describe())));
 }
 
