@@ -15,10 +15,8 @@ SFBD=$1
 PLAN=$2
 SRC=$3
 BUILD=$4
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 BIG="$SRC/configs/compare_mlr_512_k1024.toml"
 SMALL=(--config "$SRC/configs/compare_mlr_512_k1024.toml" --set data.features=1023 --set data.classes=1024
   --set optimizer.minibatch=4 --set data.synthetic_samples=2000 --set stop.max_clocks=20 --set eval.every=10)

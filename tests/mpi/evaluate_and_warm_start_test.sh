@@ -9,10 +9,8 @@
 set -euo pipefail
 SFBD=$1
 SRC=$2
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 CFG="$SRC/configs/test_fashion_small.toml"
 run() { sfb_mpirun -np 2 "$SFBD" --config "$@"; }
 

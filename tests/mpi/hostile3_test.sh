@@ -10,7 +10,6 @@ GRADCHECK=$3
 PLAN=$4
 DATAGEN=$5
 PLUGIN=$6
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 OUT=$(mktemp -d)

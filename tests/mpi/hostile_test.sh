@@ -9,7 +9,6 @@ SFBD=$1
 SRC=$2
 PLUGIN=$3
 MODE=$4
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 OUT=$(mktemp -d)
 cleanup() {

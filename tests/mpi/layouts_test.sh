@@ -8,10 +8,8 @@
 set -euo pipefail
 SFBD=$1
 SRC=$2
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 CFG="$SRC/configs/synthetic_sparse.toml"
 COMMON=(--set sfb.staleness=0 --set stop.max_clocks=60 --set eval.every=20 --set data.synthetic_samples=6000
   --set checkpoint.every=20)

@@ -1,8 +1,10 @@
-# Helpers the MPI test scripts share (source after scripts/common.sh).
+# Helpers the MPI test scripts share; sourcing this also sources scripts/common.sh.
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/common.sh"
 
 # sfb_test_scratch: the start of a test script without its own cleanup: a scratch directory $OUT,
-# removed on exit, and fail MESSAGE (prints FAIL: MESSAGE, exits 1).
+# removed on exit, fail MESSAGE (prints FAIL: MESSAGE, exits 1), and one OpenMP thread per rank.
 sfb_test_scratch() {
+  export OMP_NUM_THREADS=1
   OUT=$(mktemp -d)
   trap 'rm -rf "$OUT"' EXIT
   fail() { echo "FAIL: $*"; exit 1; }

@@ -8,10 +8,8 @@
 set -uo pipefail
 SFBD=$1
 SRC=$2
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 sfb_test_counting
 C=(--config "$SRC/configs/synthetic_sparse.toml" --set sfb.staleness=0 --set stop.max_clocks=200
    --set optimizer.lr='"auto"' --set optimizer.lr_search_clocks=20)

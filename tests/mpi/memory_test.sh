@@ -12,10 +12,8 @@
 set -euo pipefail
 SFBD=$1
 SRC=$2
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 CFG="$SRC/configs/synthetic_sparse.toml"
 COMMON=(--set data.features=8192 --set data.classes=2048 --set data.synthetic_samples=3000
   --set data.synthetic_test_samples=300 --set data.synthetic_density=0.01 --set optimizer.minibatch=16

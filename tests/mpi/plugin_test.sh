@@ -9,7 +9,6 @@ SFBD=$1
 SRC=$2
 BUILD=$3
 BAD=$4
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
 run() { sfb_mpirun -np 4 "$SFBD" "$@"; }

@@ -14,7 +14,6 @@
 set -uo pipefail
 SFBD=$1
 SRC=$2
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (network namespaces, Slurm's daemons)"

@@ -14,10 +14,8 @@ set -euo pipefail
 SFBD=$1
 SRC=$2
 DATAGEN=$3
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 
 "$DATAGEN" --samples 4000 --features 200 --classes 5 --density 0.1 --out "$OUT/train.svm"
 "$DATAGEN" --samples 1000 --features 200 --classes 5 --density 0.1 --test --out "$OUT/test.svm"

@@ -14,7 +14,6 @@ SRC=$2
 OUT=$(mktemp -d)
 trap 'pkill -9 -f -- "$OUT" 2> /dev/null || true; rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$OUT/sup.log" ] && tail -20 "$OUT/sup.log"; exit 1; }
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 RUN="$SRC/apps/sfb-run"

@@ -7,10 +7,8 @@
 #   tool_args_test.sh <source dir> <mgwfbp-plan> <sfb-gradcheck> <sfb-datagen> <sfb-commbench> <sfb-plan>
 set -uo pipefail
 SRC=$1 MGW=$2 GRAD=$3 GEN=$4 BENCH=$5 PLAN=$6
-source "$SRC/scripts/common.sh"
 source "$SRC/tests/mpi/lib.sh"
 sfb_test_scratch
-export OMP_NUM_THREADS=1
 sfb_test_counting
 C="$SRC/configs/synthetic_sparse.toml"
 
