@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -89,6 +90,25 @@ Field float_field(std::string key, S Config::*sec, double S::*m, double lo, doub
             const double v = *n.value<double>();
             SFB_CHECK(v >= lo && v <= hi, "{}: {} must be in [{}, {}], got {}", where, key, lo, hi, v);
             c.*sec.*m = v;
+          },
+          std::move(help)};
+}
+
+// A number in [lo, hi] or the string "auto" (nullopt through `get` and `put`: what auto means is
+// the key's owner's to resolve).
+Field float_or_auto_field(std::string key, double lo, double hi,
+                          std::function<std::optional<double>(const Config&)> get,
+                          std::function<void(Config&, std::optional<double>)> put, std::string help) {
+  return {key, "float or \"auto\"",
+          [get](const Config& c) {
+            const auto v = get(c);
+            return v ? fmt_double(*v) : std::string("\"auto\"");
+          },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            if (n.is_string() && *n.value<std::string>() == "auto") return put(c, std::nullopt);
+            SFB_CHECK(n.is_number() && *n.value<double>() >= lo && *n.value<double>() <= hi,
+                      "{}: {} must be a number in [{}, {}] or \"auto\", got {}", where, key, lo, hi, show_node(n));
+            put(c, *n.value<double>());
           },
           std::move(help)};
 }
@@ -248,25 +268,19 @@ const std::vector<Field>& schema() {
                             "sparse_coding: l1 weight gamma of the codes."));
     f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
                           "sparse_coding: FISTA iterations per code (B fixed)."));
-    f.push_back(
-        {"optimizer.lr", "float or \"auto\"",
-         [](const Config& c) { return c.optimizer.lr_auto ? std::string("\"auto\"") : fmt_double(c.optimizer.lr); },
-         [](Config& c, const toml::node& n, const std::string& where) {
-           if (n.is_string() && *n.value<std::string>() == "auto") {
-             c.optimizer.lr_auto = true;
-             return;
-           }
-           SFB_CHECK(n.is_number() && *n.value<double>() >= 1e-12 && *n.value<double>() <= 1e6,
-                     "{}: optimizer.lr must be a number in [1e-12, 1000000] or \"auto\", got {}", where, show_node(n));
-           c.optimizer.lr = *n.value<double>();
-           c.optimizer.lr_auto = false;
-         },
-         "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies every received "
-         "batch with it, so a clock moves W by the sum of the P workers' steps (as P serial SGD steps; divide "
-         "lr by P for the step of one averaged batch); \"auto\": sfbd searches it at start-up on the job's "
-         "own data and ranks (optimizer.lr_search_clocks per candidate; docs/models.md) and logs and "
-         "records the value it trains with. mgwfbp mode: of the gradient averaged over all ranks' "
-         "minibatches (with momentum; a number)."});
+    f.push_back(float_or_auto_field(
+        "optimizer.lr", 1e-12, 1e6,
+        [](const Config& c) { return c.optimizer.lr_auto ? std::nullopt : std::optional<double>(c.optimizer.lr); },
+        [](Config& c, std::optional<double> v) {
+          c.optimizer.lr_auto = !v;
+          if (v) c.optimizer.lr = *v;
+        },
+        "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies every received "
+        "batch with it, so a clock moves W by the sum of the P workers' steps (as P serial SGD steps; divide "
+        "lr by P for the step of one averaged batch); \"auto\": sfbd searches it at start-up on the job's "
+        "own data and ranks (optimizer.lr_search_clocks per candidate; docs/models.md) and logs and "
+        "records the value it trains with. mgwfbp mode: of the gradient averaged over all ranks' "
+        "minibatches (with momentum; a number)."));
     f.push_back(int_field("optimizer.lr_search_clocks", &Config::optimizer, &OptimizerConfig::lr_search_clocks, 5,
                           100000,
                           "optimizer.lr = \"auto\": clocks each candidate learning rate trains from the start W "
@@ -361,25 +375,15 @@ const std::vector<Field>& schema() {
                           "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
     f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
                             "Milliseconds the slow rank sleeps per clock."));
-    f.push_back({"eval.drift_warn", "float or \"auto\"",
-                 [](const Config& c) {
-                   return c.eval.drift_warn < 0 ? std::string("\"auto\"") : fmt_double(c.eval.drift_warn);
-                 },
-                 [](Config& c, const toml::node& n, const std::string& where) {
-                   if (n.is_string() && *n.value<std::string>() == "auto") {
-                     c.eval.drift_warn = -1;
-                     return;
-                   }
-                   SFB_CHECK(n.is_number() && *n.value<double>() >= 0 && *n.value<double>() <= 1e12,
-                             "{}: eval.drift_warn must be a number in [0, 1e12] or \"auto\", got {}", where,
-                             show_node(n));
-                   c.eval.drift_warn = *n.value<double>();
-                 },
-                 "Warn (progress line, summary.json replica_drift.warnings) when the replica drift exceeds this "
-                 "(0: never). \"auto\": 0.5 for full broadcast; for partial broadcast 1.5 sqrt((1 - p) / p), p "
-                 "= (Q + 1) / P the share of the updates a replica receives: how far replicas sit from their mean "
-                 "when the updates they miss are uncorrelated (healthy shuffled data never crosses it; "
-                 "docs/compare.md)."});
+    f.push_back(float_or_auto_field(
+        "eval.drift_warn", 0.0, 1e12,
+        [](const Config& c) { return c.eval.drift_warn < 0 ? std::nullopt : std::optional<double>(c.eval.drift_warn); },
+        [](Config& c, std::optional<double> v) { c.eval.drift_warn = v.value_or(-1); },
+        "Warn (progress line, summary.json replica_drift.warnings) when the replica drift exceeds this "
+        "(0: never). \"auto\": 0.5 for full broadcast; for partial broadcast 1.5 sqrt((1 - p) / p), p "
+        "= (Q + 1) / P the share of the updates a replica receives: how far replicas sit from their mean "
+        "when the updates they miss are uncorrelated (healthy shuffled data never crosses it; "
+        "docs/compare.md)."));
     f.push_back(string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
                              "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
                              "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "
