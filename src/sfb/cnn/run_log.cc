@@ -1,10 +1,5 @@
 #include "sfb/cnn/run_log.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -132,33 +127,29 @@ RunLog::~RunLog() { close_trace(); }
 
 void RunLog::stream_events() {
   if (rank_ != 0 || trace_path_.empty() || events_.empty()) return;
-  if (trace_fd_ < 0 && traced_ == 0) {
-    create_parent_directories(trace_path_);
-    trace_fd_ = ::open(trace_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (trace_fd_ < 0) {
-      spdlog::error("{}: cannot write the trace: {}; training continues untraced", trace_path_, std::strerror(errno));
-      trace_path_.clear();
-      return;
+  try {
+    if (!trace_.is_open()) {
+      create_parent_directories(trace_path_);
+      trace_.open(trace_path_);
     }
-  }
-  std::string text;
-  for (const auto& e : events_) text += (traced_++ == 0 ? "[\n" : ",\n") + e.dump();
-  events_ = Json::array();
-  if (::write(trace_fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-    spdlog::error("{}: writing the trace failed: {}; it ends here", trace_path_, std::strerror(errno));
-    ::close(trace_fd_);
-    trace_fd_ = -1;
+    // One event a line, so a write cut short leaves whole events (JsonlWriter cuts back to them).
+    for (const auto& e : events_) trace_.write((traced_++ == 0 ? "[" : ",") + e.dump());
+  } catch (const Error& e) {
+    spdlog::error("{}; the trace ends here, training continues", e.what());
+    trace_.close();
     trace_path_.clear();
   }
+  events_ = Json::array();
 }
 
 void RunLog::close_trace() {
-  if (trace_fd_ < 0) return;
-  const std::string end = "\n]\n";
-  if (::write(trace_fd_, end.data(), end.size()) != static_cast<ssize_t>(end.size()))
-    spdlog::error("{}: closing the trace failed: {}", trace_path_, std::strerror(errno));
-  ::close(trace_fd_);
-  trace_fd_ = -1;
+  if (!trace_.is_open()) return;
+  try {
+    trace_.write("]");
+  } catch (const Error& e) {
+    spdlog::error("{}: closing the trace failed", e.what());
+  }
+  trace_.close();
 }
 
 void RunLog::finish(comm::Transport& t) {

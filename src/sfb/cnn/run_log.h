@@ -80,9 +80,9 @@ class RunLog {
   std::vector<char> named_;  // tids with a thread_name event
   JsonlWriter metrics_;
   Json events_ = Json::array();  // not yet in the file (rank 0), or all of this rank's (the others)
-  std::string trace_path_;       // rank 0: the file this run traces into
-  int trace_fd_ = -1;
-  int64_t traced_ = 0;  // events written
+  std::string trace_path_;       // rank 0: the file this run traces into ("" after a failed write)
+  JsonlWriter trace_;            // rank 0: that file, an event a line
+  int64_t traced_ = 0;           // events written
 };
 
 }  // namespace sfb::cnn
