@@ -10,8 +10,6 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,6 +17,7 @@
 
 #include "sfb/comm/transport/tcp_connect.h"
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::comm {
@@ -558,11 +557,9 @@ std::string read_secret_file(const std::string& path) {
   if (st.st_size < 16 || st.st_size > (64 << 10))
     throw InvalidArgument(
         fmt::format("{}: {} bytes; a secret is 16 bytes to 64 KiB (e.g. head -c 32 /dev/urandom)", where, st.st_size));
-  std::ifstream in(path, std::ios::binary);
-  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw InvalidArgument(fmt::format("{}: cannot be read", where));
-  if (secret.size() < 16) throw InvalidArgument(fmt::format("{}: {} bytes read", where, secret.size()));
-  return secret;
+  const Bytes b = read_file(path, "comm.secret_file", 64 << 10);
+  if (b.size() < 16) throw InvalidArgument(fmt::format("{}: {} bytes read", where, b.size()));
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
 std::unique_ptr<Transport> make_tcp_transport(const Bootstrap& boot, const TcpOptions& opt) {
