@@ -62,7 +62,7 @@ void warn_if_unphysical(const Fit& f) {
 
 // The all-reduce model at n nodes for --network.
 struct NetworkSpec {
-  std::string spec;
+  std::string spec = "10gbe";  // --network
   Algorithm algo = Algorithm::kRing;
   int64_t fit_min_bytes = 8192;
   CostModel fixed;
@@ -254,11 +254,7 @@ struct Args {
   std::string profile_path, bcaffe_log, model, nodes_arg = "2,4,8,16,32,64", planners_arg, out_dir, algo = "ring";
   int64_t batch = 32;
   double gflops = 10000;
-  NetworkSpec net = [] {
-    NetworkSpec n;
-    n.spec = "10gbe";
-    return n;
-  }();
+  NetworkSpec net;
   double forward_ms = -1, forward_ratio = 0.5;
   bool measure = false;
   int trials = 0, timeline_nodes = 0;
