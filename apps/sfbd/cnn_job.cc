@@ -1,11 +1,15 @@
 // job.mode = "mgwfbp": data-parallel CNN training with merged all-reduces (sfb/cnn/executor.h), its
 // model files, checkpoints and --resume, and --evaluate of a CNN model file.
+#include <cmath>
+#include <limits>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "job.h"
+#include "lr_search.h"
 #include "report.h"
 #include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/cuda/cuda_backend.h"
@@ -16,6 +20,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/io/load_data.h"
+#include "sfb/io/sampler.h"
 #include "sfb/mgwfbp/profile.h"
 #include "sfb/runtime/signals.h"
 
@@ -109,7 +114,7 @@ sfb::Json contention(const Job& job) {
 
 // Rank 0's outputs; false when one could not be written (each is atomic: the previous file stays).
 bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std::vector<int64_t>& sums,
-                   const sfb::Json& contended) {
+                   const sfb::Json& contended, const sfb::Json& lr_search) {
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -123,6 +128,7 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
   }
   sfb::Json summary = cnn_summary(cfg, r, job.ranks(), sums);
   summary["contention"] = contended;
+  summary["lr_search"] = lr_search;
   print_cnn_table(cfg, r, job.ranks(), summary["checksums_equal"].get<bool>());
   if (contended["oversubscribed"].get<bool>())
     fmt::print("  WARNING          {} ranks on {} cores: the times and predictions above measure contention\n",
@@ -146,6 +152,48 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
   return ok;
 }
 
+// One trial of optimizer.lr = "auto" (lr_search.h): `iters` iterations from the run's start with
+// `opt`, nothing written or evaluated on the way, rank 0 drawing its minibatches from the rows
+// `held` leaves it; rank 0 measures the mean cross-entropy of the held-out rows at the start and
+// after, and every rank learns both (+inf after a diverged trial).
+std::pair<sfb::LrScore, sfb::LrScore> cnn_lr_trial(Job& job, const Setup& s, const sfb::cnn::ExecutorStart& start,
+                                                   const LrHoldout& held, const sfb::OptimizerConfig& opt,
+                                                   int64_t iters) {
+  sfb::Config c = job.cfg;
+  c.optimizer = opt;
+  const int64_t first = start.checkpoint ? start.checkpoint->iteration : 0;
+  const auto run = [&](int64_t to) {
+    c.stop.max_clocks = to;
+    c.eval.every = to + 1;
+    c.checkpoint.path.clear();
+    c.output.metrics = c.output.trace = "";
+    sfb::cnn::ExecutorHooks hooks;
+    if (c.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    if (held.train_rows > 0)
+      hooks.batch = [sampler = sfb::io::EpochSampler(held.train_rows, c.job.seed, 0), k = c.optimizer.minibatch](
+                        int64_t, std::vector<int64_t>& rows) mutable { sampler.next(k, rows); };
+    return sfb::cnn::Executor(c, *job.transport, s.data.train, nullptr, std::move(hooks), job.mpi.local_rank(), start)
+        .run();
+  };
+  // Rank 0's score of a trial's weights, sent to every rank.
+  const auto score = [&](const sfb::cnn::ExecutorResult& r) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    double loss = -kInf, accuracy = -kInf;  // ranks other than 0 do not evaluate
+    if (job.rank() == 0) {
+      loss = kInf, accuracy = -1;  // a diverged trial
+      if (r.diverged_at < 0) {
+        sfb::cnn::Network net = sfb::cnn::make_network(c.cnn, s.data.train);
+        sfb::cnn::set_params(net, r.params, "the learning-rate trial");
+        const auto t = sfb::cnn::evaluate(net, held.rows.n > 0 ? held.rows : s.data.train);
+        loss = std::isfinite(t.loss) ? t.loss : kInf, accuracy = t.accuracy;
+      }
+    }
+    return sfb::LrScore{job.mpi.max(accuracy), job.mpi.max(loss)};
+  };
+  const auto before = score(run(first));  // the start's weights, no step taken
+  return {before, score(run(first + iters))};
+}
+
 }  // namespace
 
 bool check_cnn(Job& job) {
@@ -162,7 +210,6 @@ int run_cnn(Job& job) {
   if (!set_up(job, s)) return kExitBadInput;
   share(job, s.has_init, s.init, "model.init = " + cfg.model.init);
   share(job, s.has_checkpoint, s.checkpoint, job.resume_path);
-  job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives
   const sfb::Json contended = contention(job);
   sfb::cnn::ExecutorStart start;
   if (s.has_checkpoint) {
@@ -174,6 +221,17 @@ int run_cnn(Job& job) {
     spdlog::info("starting from the weights of {} (model.init, trained {} iterations)", cfg.model.init,
                  s.init.iteration);
   }
+  sfb::Json lr_search = nullptr;
+  if (cfg.optimizer.lr_auto) {
+    const LrHoldout held = lr_holdout(job, s.data.train);
+    const auto code = resolve_lr(
+        job, start.checkpoint ? start.checkpoint->iteration : 0, "iterations",
+        [&](const sfb::OptimizerConfig& opt, int64_t iters) { return cnn_lr_trial(job, s, start, held, opt, iters); },
+        lr_search);
+    if (code) return *code;
+    if (job.find_lr) return report_lr_search(job, lr_search);
+  }
+  job.record_config();  // as in sfb mode: with the clock limit stop.max_epochs gives, and the rate chosen
   sfb::cnn::ExecutorResult r;
   try {
     sfb::cnn::ExecutorHooks hooks;
@@ -189,7 +247,7 @@ int run_cnn(Job& job) {
   }
   const auto sums = sfb::comm::allgather_i64(*job.transport, static_cast<int64_t>(r.checksum));
   int code = r.diverged_at >= 0 ? kExitDiverged : kExitOk;
-  if (job.rank() == 0 && !write_outputs(job, r, sums, contended) && code == kExitOk) code = kExitFailed;
+  if (job.rank() == 0 && !write_outputs(job, r, sums, contended, lr_search) && code == kExitOk) code = kExitFailed;
   job.transport.reset();
   auto guard = job.waiting_on_peers("learning how the job ended");
   return job.mpi.broadcast(code, 0);  // every rank exits with rank 0's code

@@ -77,7 +77,7 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
       ->excludes("--resume")
       ->excludes("--evaluate");
   app.add_flag("--find-lr", cli.find_lr,
-               "job.mode = \"sfb\": run optimizer.lr = \"auto\"'s search on these ranks, print every candidate's "
+               "Run optimizer.lr = \"auto\"'s search on these ranks, print every candidate's "
                "objective, write output.dir/lr_search.csv and lr_search.png, and exit; trains nothing")
       ->excludes("--check")
       ->excludes("--evaluate")
@@ -192,13 +192,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
   job.find_lr = cli.find_lr;
-  if (cli.find_lr) {
-    if (job.cfg.job.mode == "mgwfbp") {
-      if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: --find-lr searches job.mode = \"sfb\"'s step\n");
-      return kExitBadInput;
-    }
-    job.cfg.optimizer.lr_auto = true;
-  }
+  if (cli.find_lr) job.cfg.optimizer.lr_auto = true;
   job.profile_path = cli.profile_path;
   if (cli.show) {
     if (mpi.rank() != 0) return kExitOk;

@@ -9,8 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "../gnuplot.h"
 #include "job.h"
+#include "lr_search.h"
 #include "report.h"
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/fms_server.h"
@@ -494,41 +494,41 @@ int profile_sfb(Job& job, const std::string& path) {
   return kExitOk;
 }
 
-// One candidate of the learning-rate search: `clocks` clocks from the start W at `lr` with a model
-// instance of its own, as an unwatched run (runtime::unwatched_run: no evaluation between its
-// start and its end, whose drift sketches would outlive it on the transport); rank 0's monitor
-// evaluates the sample objective at both, and every rank learns them (the end's infinite when not
-// finite).
-struct LrTrial {
-  double start_objective = 0, objective = 0;
-};
-LrTrial lr_trial(Job& job, const Setup& s, const sfb::runtime::WorkerStart& start, double lr, int64_t clocks) {
+// One candidate of the learning-rate search: `clocks` clocks from the start W with the optimizer
+// `opt` (core/lr_search.h) and a model instance of its own, as an unwatched run
+// (runtime::unwatched_run: no evaluation between its start and its end, whose drift sketches would
+// outlive it on the transport), rank 0 training on the rows `held` leaves it; rank 0's monitor
+// evaluates the held-out rows' objective and accuracy at both ends, and every rank learns them.
+std::pair<sfb::LrScore, sfb::LrScore> lr_trial(Job& job, const Setup& s, const sfb::runtime::WorkerStart& start,
+                                               const LrHoldout& held, const sfb::OptimizerConfig& opt, int64_t clocks) {
   sfb::Config c = sfb::runtime::unwatched_run(job.cfg, start.clock, clocks);
-  c.optimizer.lr = lr;
-  c.optimizer.lr_auto = false;
+  c.optimizer = opt;
+  sfb::runtime::WorkerStart from = start;
+  from.objective_rows = &held.rows;  // rank 0 (empty elsewhere, and where its partition is tiny: all its rows)
+  from.train_rows = held.train_rows;
   auto model = sfb::models::make_model(c, s.data.train, s.data.total_train, job.rank(), s.workers);
   auto exchange = sfb::baselines::make_exchange(c, model->has_prox(), allreduce_factory(c));
-  sfb::runtime::Worker worker(c, *job.transport, s.data.train, nullptr, *model, {}, start, exchange.get());
+  const sfb::io::Dataset* test = held.rows.n > 0 ? &held.rows : nullptr;
+  sfb::runtime::Worker worker(c, *job.transport, s.data.train, test, *model, {}, from, exchange.get());
   const auto r = worker.run();
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double first = -kInf, last = -kInf;  // ranks other than 0 do not evaluate
+  constexpr double kNone = -std::numeric_limits<double>::infinity();  // ranks other than 0 do not evaluate
+  double v[4] = {kNone, kNone, kNone, kNone};  // objective and accuracy at the start, then at the end
   if (job.rank() == 0) {
     SFB_ENFORCE(r.evals.size() >= 2 && r.evals.back().clock == c.stop.max_clocks,
                 "the learning-rate trial evaluated {} times", r.evals.size());
-    first = r.evals.front().objective;
-    last = std::isfinite(r.evals.back().objective) ? r.evals.back().objective : kInf;
+    const auto& a = r.evals.front();
+    const auto& b = r.evals.back();
+    v[0] = a.objective, v[1] = a.accuracy;
+    v[2] = std::isfinite(b.objective) ? b.objective : std::numeric_limits<double>::infinity(), v[3] = b.accuracy;
   }
-  return {job.mpi.max(first), job.mpi.max(last)};
+  for (double& x : v) x = job.mpi.max(x);  // on the bootstrap's communicator: the transport is the trial's
+  return {{v[1], v[0]}, {v[3], v[2]}};
 }
 
-// optimizer.lr = "auto": a learning-rate search on the job's own data and ranks before training.
-// Each candidate trains optimizer.lr_search_clocks clocks from the start W (lr_trial); the rates
-// are the powers of 10 from 1e-3 to 1e3, then the two half-decade neighbours of the best; the one
-// whose sample objective ended lowest is trained with (logged, in config.resolved.toml and in
-// summary.json's lr_search). Deterministic under BSP: the trials are seeded like the run. Every
-// rank calls it; the exit code when the job cannot go on (2: no step to search, 4: no rate learns).
-std::optional<int> resolve_lr(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
-  auto& cfg = job.cfg;
+// optimizer.lr = "auto" in the sfb mode (lr_search.h): gradient models on the sfb and allreduce
+// schemes; each trial is lr_trial. Every rank calls it; the exit code when the job cannot go on.
+std::optional<int> resolve_sfb_lr(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
+  const auto& cfg = job.cfg;
   if (!cfg.optimizer.lr_auto) return std::nullopt;
   if (cfg.comm.scheme == "fms" || s.model->update_rule() != sfb::api::UpdateRule::kGradientStep) {
     if (job.rank() == 0)
@@ -539,79 +539,11 @@ std::optional<int> resolve_lr(Job& job, Setup& s, const sfb::runtime::WorkerStar
                                    : "this model's updates take no step size");
     return kExitBadInput;
   }
-  if (job.rank() == 0)
-    spdlog::info("optimizer.lr = \"auto\": searching the learning rate ({} clocks per candidate)",
-                 cfg.optimizer.lr_search_clocks);
-  const auto level = spdlog::get_level();
-  spdlog::set_level(spdlog::level::off);  // the trials' own progress lines and divergence errors
-  sfb::Stopwatch took;
-  std::vector<std::pair<double, double>> tried;  // (lr, objective)
-  double start_objective = NAN;                  // W as it starts: every trial's first evaluation
-  const auto run = [&](double lr) {
-    const auto t = lr_trial(job, s, start, lr, cfg.optimizer.lr_search_clocks);
-    start_objective = t.start_objective;
-    tried.emplace_back(lr, t.objective);
-  };
-  for (int e = -3; e <= 3; ++e) run(std::pow(10.0, e));
-  const auto best_of = [&] {
-    return *std::min_element(tried.begin(), tried.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  };
-  const double coarse = best_of().first;
-  run(coarse / std::sqrt(10.0));
-  run(coarse * std::sqrt(10.0));
-  spdlog::set_level(level);
-  const auto [lr, objective] = best_of();
-  s.lr_search = sfb::Json::object();
-  s.lr_search["clocks_each"] = cfg.optimizer.lr_search_clocks;
-  s.lr_search["seconds"] = sfb::fixed(took.seconds(), 3);
-  s.lr_search["start_objective"] = sfb::sig(start_objective, 8);
-  s.lr_search["chosen"] = lr;
-  s.lr_search["tried"] = sfb::Json::array();
-  for (const auto& [l, o] : tried) s.lr_search["tried"].push_back({{"lr", l}, {"objective", sfb::sig(o, 8)}});
-  if (!std::isfinite(objective) || !(objective < start_objective)) {
-    if (job.rank() == 0)
-      spdlog::error(
-          "optimizer.lr = \"auto\": no rate from 1e-3 to 1e3 lowered the objective ({:.6g}) in {} clocks; "
-          "set optimizer.lr",
-          start_objective, cfg.optimizer.lr_search_clocks);
-    return kExitDiverged;
-  }
-  cfg.optimizer.lr = lr;
-  cfg.optimizer.lr_auto = false;
-  if (job.rank() == 0)
-    spdlog::info(
-        "optimizer.lr = \"auto\": {:.4g} (objective {:.6g} after {} clocks, from {:.6g}; {} candidates in "
-        "{:.1f} s)",
-        lr, objective, cfg.optimizer.lr_search_clocks, start_objective, tried.size(), took.seconds());
-  return std::nullopt;
-}
-
-// --find-lr: the search's candidates as a table, output.dir/lr_search.csv and a log-log plot of
-// objective against rate (gnuplot, with the paths as its arguments); nothing trained.
-int report_lr_search(Job& job, const Setup& s) {
-  if (job.rank() != 0) return kExitOk;
-  const auto& j = s.lr_search;
-  std::string csv = "lr,objective\n";
-  fmt::print(
-      "# optimizer.lr = \"auto\" search: {} clocks per candidate from objective {}\n| lr | objective |\n|---|---|\n",
-      j["clocks_each"].get<int64_t>(), j["start_objective"].dump());
-  for (const auto& t : j["tried"]) {
-    fmt::print("| {:.4g} | {} |\n", t["lr"].get<double>(), t["objective"].dump());
-    csv += fmt::format("{},{}\n", t["lr"].get<double>(), t["objective"].is_number() ? t["objective"].dump() : "nan");
-  }
-  fmt::print("chosen: optimizer.lr = {:.4g}\n", j["chosen"].get<double>());
-  const auto path = job.cfg.output.path("lr_search.csv"), png = job.cfg.output.path("lr_search.png");
-  const bool ok = write_output(job.cfg, path, [&] { sfb::write_file_atomic(path, csv); });
-  const auto gp = job.cfg.output.path("lr_search.gp");
-  write_output(job.cfg, gp, [&] {
-    sfb::write_file_atomic(
-        gp,
-        "set terminal pngcairo size 800,500 noenhanced\nset output ARG1\nset datafile separator ','\n"
-        "set logscale xy\nset xlabel 'optimizer.lr'\nset ylabel 'sample objective after the "
-        "search clocks'\nset grid\nplot ARG2 every ::1 using 1:2 with points pt 7 notitle\n");
-  });
-  if (sfb_tools::run_gnuplot(gp, {png, path}) == 0) fmt::print("wrote {} and {}\n", path, png);
-  return ok ? kExitOk : kExitFailed;
+  const LrHoldout held = lr_holdout(job, s.data.train);
+  return resolve_lr(
+      job, start.clock, "clocks",
+      [&](const sfb::OptimizerConfig& opt, int64_t clocks) { return lr_trial(job, s, start, held, opt, clocks); },
+      s.lr_search);
 }
 
 int run_sfb(Job& job) {
@@ -646,8 +578,8 @@ int run_sfb(Job& job) {
   }
   start.objective_rows = &s.data.eval_sample;
   if (!resolve_auto_scheme(job, s)) return kExitBadInput;
-  if (const auto code = resolve_lr(job, s, start)) return *code;
-  if (job.find_lr) return report_lr_search(job, s);
+  if (const auto code = resolve_sfb_lr(job, s, start)) return *code;
+  if (job.find_lr) return report_lr_search(job, s.lr_search);
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   spdlog::info("memory on this rank: {}", s.memory.describe());

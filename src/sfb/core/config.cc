@@ -277,14 +277,15 @@ const std::vector<Field>& schema() {
         },
         "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies every received "
         "batch with it, so a clock moves W by the sum of the P workers' steps (as P serial SGD steps; divide "
-        "lr by P for the step of one averaged batch); \"auto\": sfbd searches it at start-up on the job's "
-        "own data and ranks (optimizer.lr_search_clocks per candidate; docs/models.md) and logs and "
-        "records the value it trains with. mgwfbp mode: of the gradient averaged over all ranks' "
-        "minibatches (with momentum; a number)."));
-    f.push_back(int_field("optimizer.lr_search_clocks", &Config::optimizer, &OptimizerConfig::lr_search_clocks, 5,
+        "lr by P for the step of one averaged batch). mgwfbp mode: of the gradient averaged over all ranks' "
+        "minibatches (with momentum). \"auto\" (either mode): sfbd searches it at start-up on the job's "
+        "own data and ranks, judging each candidate on held-out rows (optimizer.lr_search_clocks per "
+        "candidate; docs/models.md), and logs and records the value it trains with."));
+    f.push_back(int_field("optimizer.lr_search_clocks", &Config::optimizer, &OptimizerConfig::lr_search_clocks, 0,
                           100000,
-                          "optimizer.lr = \"auto\": clocks each candidate learning rate trains from the start W "
-                          "(about 9 candidates)."));
+                          "optimizer.lr = \"auto\": clocks (mgwfbp: iterations) each candidate learning rate trains "
+                          "from the start, with the run's lr_decay compressed into them; 0: half the run, at least 30 "
+                          "and at most 500 (5 to 9 candidates; docs/models.md)."));
     f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
     f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,
@@ -546,8 +547,6 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
 
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
-  SFB_CHECK(!cfg.optimizer.lr_auto || cfg.job.mode != "mgwfbp",
-            "{}: optimizer.lr = \"auto\" searches the sfb mode's step; job.mode = \"mgwfbp\" needs a number", name);
   SFB_CHECK(!cfg.optimizer.lr_auto || cfg.comm.scheme != "fms",
             "{}: optimizer.lr = \"auto\" is not searched under comm.scheme = \"fms\" (its server ranks take no part "
             "in the trials); set a number",
@@ -635,7 +634,6 @@ constexpr const char* kKeysNotInCnnMode[] = {"model.name",
                                              "model.gamma",
                                              "model.lasso_steps",
                                              "model.params",
-                                             "optimizer.lr_search_clocks",
                                              "sfb.broadcast",
                                              "sfb.halton_q",
                                              "sfb.reconcile",

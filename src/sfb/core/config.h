@@ -71,12 +71,19 @@ struct ModelConfig {
 
 struct OptimizerConfig {
   double lr = 0.1;
-  bool lr_auto = false;           // optimizer.lr = "auto": sfbd searches it at start-up (lr_search.h)
-  int64_t lr_search_clocks = 30;  // clocks each candidate of the search trains
-  double lr_decay = 0.0;          // eta_c = lr / (1 + lr_decay * c)
+  bool lr_auto = false;          // optimizer.lr = "auto": sfbd searches it at start-up (core/lr_search.h)
+  int64_t lr_search_clocks = 0;  // clocks each candidate of the search trains (0: lr_trial_clocks's rule)
+  double lr_decay = 0.0;         // eta_c = lr / (1 + lr_decay * c)
   int64_t minibatch = 64;
+  // Not keys: a learning-rate trial's schedule, the run's decay compressed into the trial (clock c
+  // of the trial is clock origin + (c - origin) * scale of the run). 0 and 1 outside trials.
+  int64_t schedule_origin = 0;
+  double schedule_scale = 1.0;
   // The step size at clock (or iteration) c.
-  double step(int64_t c) const { return lr / (1.0 + lr_decay * static_cast<double>(c)); }
+  double step(int64_t c) const {
+    const double s = static_cast<double>(schedule_origin) + static_cast<double>(c - schedule_origin) * schedule_scale;
+    return lr / (1.0 + lr_decay * s);
+  }
 };
 
 struct CommConfig {

@@ -27,6 +27,22 @@ void Dataset::add_bias() {
   ++dim;
 }
 
+Dataset Dataset::row_range(int64_t begin, int64_t end, const std::string& part) const {
+  SFB_CHECK(0 <= begin && begin <= end && end <= n, "rows [{}, {}) of {} rows of {}", begin, end, n, name);
+  Dataset d;
+  d.name = part;
+  d.n = end - begin;
+  d.dim = dim;
+  d.classes = classes;
+  d.sparse = sparse;
+  if (sparse)
+    d.csr = csr.middleRows(begin, end - begin);
+  else
+    d.dense = dense.middleRows(begin, end - begin);
+  d.labels.assign(labels.begin() + begin, labels.begin() + end);
+  return d;
+}
+
 void Dataset::validate() const {
   SFB_CHECK_DATA(static_cast<int64_t>(labels.size()) == n, "{}: {} labels for {} samples", name, labels.size(), n);
   if (sparse) {

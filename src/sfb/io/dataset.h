@@ -27,6 +27,8 @@ struct Dataset {
   void add_bias();
   // Checks shapes and label range; throws DataError naming `name`.
   void validate() const;
+  // A copy of rows [begin, end), named `name`.
+  Dataset row_range(int64_t begin, int64_t end, const std::string& name) const;
 };
 
 // Rows [begin, end) of N rows for `rank` of `size`: contiguous, sizes differ by at most one.

@@ -11,7 +11,7 @@
 namespace sfb::runtime {
 
 void ComputeThread::run() {
-  io::EpochSampler sampler(s_.train.n, s_.cfg.job.seed, static_cast<uint64_t>(s_.rank));
+  io::EpochSampler sampler(s_.train_rows, s_.cfg.job.seed, static_cast<uint64_t>(s_.rank));
   // The minibatches are a function of (seed, rank, clock): a resumed run draws what an
   // uninterrupted one would have drawn from here on.
   sampler.skip(s_.start_clock * s_.K);

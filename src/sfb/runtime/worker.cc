@@ -228,6 +228,9 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
             "training would start at clock {}, but stop.max_clocks is {}: raise stop.max_clocks to continue",
             start.clock, cfg.stop.max_clocks);
   s.start_clock = start.clock;
+  SFB_CHECK(start.train_rows >= 0 && start.train_rows <= train.n, "train_rows = {} of a partition of {} rows",
+            start.train_rows, train.n);
+  s.train_rows = start.train_rows > 0 ? start.train_rows : train.n;
   s.traffic_at_start = transport.total_counters();
   for (int q = 0; q < transport.size(); ++q) s.peer_traffic_at_start.push_back(transport.counters(q));
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];

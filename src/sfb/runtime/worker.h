@@ -64,6 +64,9 @@ struct WorkerStart {
   // Rank 0: the rows the objective is evaluated on (io::LoadedData::eval_sample, a uniform sample
   // of every partition); null or empty: rank 0's own partition (tests on one process).
   const io::Dataset* objective_rows = nullptr;
+  // > 0: this rank trains on its partition's first train_rows rows only (the learning-rate
+  // search's trials hold the rest out to judge the rate on rows nobody trained on); 0: all.
+  int64_t train_rows = 0;
 };
 
 struct WorkerResult {

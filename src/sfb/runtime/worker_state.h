@@ -61,6 +61,7 @@ struct WorkerState {
   int32_t J = 0, D = 0, K = 0;
   bool scaling_prox = false;    // the model's prox_scale is not constantly 1
   int64_t start_clock = 0;      // first clock (a resumed run starts at its checkpoint's clock)
+  int64_t train_rows = 0;       // the partition's leading rows the minibatches are drawn from
   int64_t reconcile_every = 0;  // partial broadcast's reconciliation period (0: none)
   // The transport's counters when training started: what set-up moved before (a checkpoint's W
   // broadcast to every replica, comm.scheme = "auto"'s profiling) is not training traffic.
