@@ -101,12 +101,13 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
 
 // A Markdown table of every config key: configs/README.md embeds this output.
 void print_keys() {
-  fmt::print("| key | type | default | meaning |\n|---|---|---|---|\n");
+  fmt::print("| key | mode | type | default | meaning |\n|---|---|---|---|---|\n");
   for (const auto& k : sfb::config_key_docs()) {
     // The planners from the registry that parses them (core cannot see the mgwfbp layer).
     const std::string help =
         k.key == "mgwfbp.planner" ? fmt::format("{} One of: {}.", k.help, sfb::mgwfbp::planner_list()) : k.help;
-    fmt::print("| `{}` | {} | `{}` | {} |\n", k.key, k.type, k.default_value, help);
+    fmt::print("| `{}` | {} | {} | `{}` | {} |\n", k.key, k.mode.empty() ? "both" : k.mode, k.type, k.default_value,
+               help);
   }
 }
 

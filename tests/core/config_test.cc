@@ -13,6 +13,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const char* kBase = R"(
 [data]
@@ -172,7 +173,9 @@ TEST(Config, ReadmeDocumentsEveryKeyWithItsDefault) {
   ASSERT_TRUE(in.good());
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const auto& k : config_key_docs())
-    EXPECT_NE(text.find(fmt::format("| `{}` | {} | `{}` |", k.key, k.type, k.default_value)), std::string::npos)
+    EXPECT_NE(text.find(fmt::format("| `{}` | {} | {} | `{}` |", k.key, k.mode.empty() ? "both" : k.mode, k.type,
+                                    k.default_value)),
+              std::string::npos)
         << k.key << " is missing or stale in configs/README.md (regenerate with sfbd --keys)";
 }
 
@@ -206,6 +209,37 @@ TEST(Config, MaxEpochsLimitsTheClocks) {
   s.max_epochs = 100;
   EXPECT_EQ(s.clock_limit(60000, 4 * 64), 1000);  // never beyond max_clocks
   EXPECT_EQ(parse_config(std::string(kBase) + "[stop]\nmax_epochs = 2.5\n", "job.toml").stop.max_epochs, 2.5);
+}
+
+// The schema marks the keys one mode reads (sfb_mode, cnn_mode, built_in_model in config.cc): every
+// marked key, set to its own default in the other mode, is refused naming the key; unmarked keys
+// load in both; a built-in model's key is refused with model.plugin.
+TEST(Config, EachModeRefusesTheKeysTheSchemaMarksForTheOther) {
+  int sfb_only = 0, cnn_only = 0, built_in = 0;
+  for (const auto& k : config_key_docs()) {
+    const std::string set = k.key + "=" + k.default_value;
+    const std::string sfb_job = std::string(kBase), cnn_job = std::string(kBase) + "[job]\nmode = \"mgwfbp\"\n";
+    if (k.key == "job.mode") continue;
+    if (k.mode == "sfb") {
+      ++sfb_only;
+      EXPECT_THAT(error_of(cnn_job, {set}), HasSubstr(k.key + " is not used by job.mode = \"mgwfbp\"")) << k.key;
+    } else if (k.mode == "mgwfbp") {
+      ++cnn_only;
+      EXPECT_THAT(error_of(sfb_job, {set}), HasSubstr(k.key + " is not used by job.mode = \"sfb\"")) << k.key;
+    } else {
+      EXPECT_THAT(error_of(sfb_job, {set}), Not(HasSubstr("is not used by job.mode"))) << k.key;
+      EXPECT_THAT(error_of(cnn_job, {set}), Not(HasSubstr("is not used by job.mode"))) << k.key;
+    }
+    if (k.key.starts_with("model.") && k.mode == "sfb" && k.key != "model.plugin") {
+      const std::string e = error_of(sfb_job + "[model]\nplugin = \"/opt/m.so\"\n", {set});
+      if (e.find("is a key of the built-in models") != std::string::npos) ++built_in;
+    }
+  }
+  EXPECT_GE(sfb_only, 30);
+  EXPECT_GE(cnn_only, 10);
+  EXPECT_EQ(built_in, 11) << "model.name .. model.lasso_steps";
+  EXPECT_THAT(error_of(std::string(kBase) + "[job]\nmode = \"mgwfbp\"\n", {"model.params.alpha=1"}),
+              HasSubstr("model.params is not used by job.mode = \"mgwfbp\""));
 }
 
 }  // namespace

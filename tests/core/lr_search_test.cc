@@ -12,7 +12,8 @@ namespace {
 
 // A trial whose objective is (log10 lr - log10 best)^2: the search must land on `best` (a point of
 // its half-decade grid) from either side of the first candidate, 0.1.
-double bowl(double lr, double best) { return std::pow(std::log10(lr) - std::log10(best), 2); }
+// (A model without an accuracy: the objective decides.)
+LrScore bowl(double lr, double best) { return {-1, std::pow(std::log10(lr) - std::log10(best), 2)}; }
 
 TEST(LrSearch, WalksDownhillByDecadesThenRefinesByHalfDecades) {
   for (const double best : {1e-4, 3.16227766e-3, 0.1, 0.316227766, 100.0, 1e4}) {
@@ -35,22 +36,38 @@ TEST(LrSearch, WalksDownhillByDecadesThenRefinesByHalfDecades) {
 
 TEST(LrSearch, ADivergedTrialLosesAndNeverWins) {
   // Every rate above 0.5 diverges (NaN, inf): the best finite one is chosen.
+  // A diverged trial's weights may still classify (all one class): its accuracy does not count.
   const auto r = search_lr([](double lr) {
-    if (lr > 0.5) return lr > 5 ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-    return 1.0 / lr;
+    if (lr > 0.5)
+      return LrScore{0.99, lr > 5 ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity()};
+    return LrScore{lr, 1.0 / lr};
   });
   EXPECT_NEAR(r.chosen, 0.316227766, 1e-6);
   for (const auto& t : r.tried)
-    if (t.lr > 0.5) EXPECT_TRUE(std::isinf(t.objective));
+    if (t.lr > 0.5) EXPECT_TRUE(std::isinf(t.score.objective));
   // Nothing finite at all: the search reports +inf (the caller refuses to train).
-  const auto none = search_lr([](double) { return std::numeric_limits<double>::quiet_NaN(); });
-  EXPECT_TRUE(std::isinf(none.objective));
+  const auto none = search_lr([](double) { return LrScore{-1, std::numeric_limits<double>::quiet_NaN()}; });
+  EXPECT_TRUE(std::isinf(none.score.objective));
+}
+
+TEST(LrSearch, HeldOutAccuracyDecidesAndTheObjectiveBreaksTies) {
+  // The objective keeps falling up to 100 (a rate that memorises), the accuracy peaks at 1.
+  const auto r = search_lr([](double lr) {
+    const double d = std::abs(std::log10(lr));
+    return LrScore{0.8 - 0.1 * d, 1.0 / (1 + lr)};
+  });
+  EXPECT_DOUBLE_EQ(r.chosen, 1.0);
+  EXPECT_TRUE(better({0.5, 2.0}, {0.4, 1.0}));
+  EXPECT_TRUE(better({0.5, 1.0}, {0.5, 2.0})) << "a tie in accuracy: the lower objective";
+  EXPECT_TRUE(better({-1, 1.0}, {-1, 2.0}));
+  EXPECT_TRUE(better({0.1, 3.0}, {0.9, std::numeric_limits<double>::infinity()})) << "finite beats diverged";
 }
 
 TEST(LrSearch, TrialLengthIsHalfTheRunWithinItsBoundsOrTheKey) {
   OptimizerConfig o;
   EXPECT_EQ(lr_trial_clocks(o, 586), 293);
-  EXPECT_EQ(lr_trial_clocks(o, 12000), 500);
+  EXPECT_EQ(lr_trial_clocks(o, 12000), 1000);
+  EXPECT_EQ(lr_trial_clocks(o, 1500), 750);
   EXPECT_EQ(lr_trial_clocks(o, 40), 30);
   EXPECT_EQ(lr_trial_clocks(o, 10), 10) << "never longer than the run";
   o.lr_search_clocks = 77;

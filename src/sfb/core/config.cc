@@ -64,7 +64,26 @@ struct Field {
   std::function<std::string(const Config&)> show;
   std::function<void(Config&, const toml::node&, const std::string& where)> set;
   std::string help;
+  // The job.mode that reads the key ("" both): set in another mode, it is an error naming the key.
+  std::string mode;
+  // A key of the built-in models: set with model.plugin, it is an error (a plugin reads
+  // [model.params] only).
+  bool built_in_model = false;
 };
+
+// The schema's markers: where a key is declared, which mode reads it.
+Field sfb_mode(Field f) {
+  f.mode = "sfb";
+  return f;
+}
+Field cnn_mode(Field f) {
+  f.mode = "mgwfbp";
+  return f;
+}
+Field built_in_model(Field f) {
+  f.built_in_model = true;
+  return sfb_mode(std::move(f));
+}
 
 std::string fmt_double(double v) { return fmt::format("{}", v); }
 
@@ -159,28 +178,30 @@ const std::vector<Field>& schema() {
                              "backpropagation (docs/mgwfbp.md)."));
     f.push_back(string_field("device", &Config::job, &JobConfig::device, {"cpu", "cuda"},
                              "mgwfbp mode: where the CNN layers run (a top-level key: `--set device=cuda`)."));
-    f.push_back(string_field("cnn.layers", &Config::cnn, &CnnConfig::layers, {},
-                             "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
-                             "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer."));
-    f.push_back(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>."));
-    f.push_back(string_field("cnn.kernels", &Config::cnn, &CnnConfig::kernels, {"onednn", "reference"},
-                             "mgwfbp, device = \"cpu\": the layer implementations. \"onednn\": oneDNN "
-                             "convolution, pooling and ReLU, BLAS fully connected layers; \"reference\": "
-                             "im2col + Eigen and plain loops (docs/performance.md)."));
+    f.push_back(cnn_mode(string_field("cnn.layers", &Config::cnn, &CnnConfig::layers, {},
+                                      "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
+                                      "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer.")));
     f.push_back(
-        float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum."));
+        cnn_mode(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>.")));
+    f.push_back(cnn_mode(string_field("cnn.kernels", &Config::cnn, &CnnConfig::kernels, {"onednn", "reference"},
+                                      "mgwfbp, device = \"cpu\": the layer implementations. \"onednn\": oneDNN "
+                                      "convolution, pooling and ReLU, BLAS fully connected layers; \"reference\": "
+                                      "im2col + Eigen and plain loops (docs/performance.md).")));
+    f.push_back(cnn_mode(
+        float_field("cnn.momentum", &Config::cnn, &CnnConfig::momentum, 0.0, 0.999999, "mgwfbp: SGD momentum.")));
+    f.push_back(cnn_mode(
+        float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay.")));
+    f.push_back(cnn_mode(string_field("mgwfbp.planner", &Config::mgwfbp, &MgwfbpConfig::planner, {},
+                                      "mgwfbp: the merge planner (mgwfbp-plan compares them all).")));
+    f.push_back(cnn_mode(int_field("mgwfbp.profile_iters", &Config::mgwfbp, &MgwfbpConfig::profile_iters, 1, 1 << 20,
+                                   "mgwfbp: iterations measured (as SyncEASGD) before the plan is made.")));
     f.push_back(
-        float_field("cnn.weight_decay", &Config::cnn, &CnnConfig::weight_decay, 0.0, 1.0, "mgwfbp: L2 weight decay."));
-    f.push_back(string_field("mgwfbp.planner", &Config::mgwfbp, &MgwfbpConfig::planner, {},
-                             "mgwfbp: the merge planner (mgwfbp-plan compares them all)."));
-    f.push_back(int_field("mgwfbp.profile_iters", &Config::mgwfbp, &MgwfbpConfig::profile_iters, 1, 1 << 20,
-                          "mgwfbp: iterations measured (as SyncEASGD) before the plan is made."));
-    f.push_back(float_field("mgwfbp.replan_threshold", &Config::mgwfbp, &MgwfbpConfig::replan_threshold, 0.0, 100.0,
-                            "mgwfbp: re-time the communication and re-plan when the backward time drifts by "
-                            "more than this fraction from its median over the first 20 iterations under the "
-                            "current plan (0: never)."));
-    f.push_back(int_field("mgwfbp.replan_every", &Config::mgwfbp, &MgwfbpConfig::replan_every, 1, 1 << 30,
-                          "mgwfbp: iterations between drift checks."));
+        cnn_mode(float_field("mgwfbp.replan_threshold", &Config::mgwfbp, &MgwfbpConfig::replan_threshold, 0.0, 100.0,
+                             "mgwfbp: re-time the communication and re-plan when the backward time drifts by "
+                             "more than this fraction from its median over the first 20 iterations under the "
+                             "current plan (0: never).")));
+    f.push_back(cnn_mode(int_field("mgwfbp.replan_every", &Config::mgwfbp, &MgwfbpConfig::replan_every, 1, 1 << 30,
+                                   "mgwfbp: iterations between drift checks.")));
     f.push_back({"job.seed", "integer >= 0", [](const Config& c) { return std::to_string(c.job.seed); },
                  [](Config& c, const toml::node& n, const std::string& where) {
                    SFB_CHECK(n.is_integer() && *n.value<int64_t>() >= 0, "{}: job.seed must be an integer >= 0, got {}",
@@ -228,46 +249,48 @@ const std::vector<Field>& schema() {
                             "synthetic: fraction of labels replaced by a random class."));
     f.push_back(float_field("data.synthetic_separation", &Config::data, &DataConfig::synthetic_separation, 0.0, 1e6,
                             "synthetic: distance between class prototypes in noise standard deviations."));
-    f.push_back(string_field("model.name", &Config::model, &ModelConfig::name, {"mlr", "l2mlr", "dml", "sparse_coding"},
-                             "Built-in model: \"mlr\" (multiclass logistic regression), \"l2mlr\" (MLR + "
-                             "L2, proximal SGD or SDCA), \"dml\" (distance metric learning), "
-                             "\"sparse_coding\" (dictionary learning). See docs/models.md."));
-    f.push_back(string_field("model.plugin", &Config::model, &ModelConfig::plugin, {},
-                             "Shared library of a user model (docs/plugins.md); when set, model.name is "
-                             "not used. Its own keys go in [model.params]. A relative path in the config "
-                             "file is relative to that file; with --set, to the working directory."));
+    f.push_back(built_in_model(
+        string_field("model.name", &Config::model, &ModelConfig::name, {"mlr", "l2mlr", "dml", "sparse_coding"},
+                     "Built-in model: \"mlr\" (multiclass logistic regression), \"l2mlr\" (MLR + "
+                     "L2, proximal SGD or SDCA), \"dml\" (distance metric learning), "
+                     "\"sparse_coding\" (dictionary learning). See docs/models.md.")));
+    f.push_back(sfb_mode(string_field("model.plugin", &Config::model, &ModelConfig::plugin, {},
+                                      "Shared library of a user model (docs/plugins.md); when set, model.name is "
+                                      "not used. Its own keys go in [model.params]. A relative path in the config "
+                                      "file is relative to that file; with --set, to the working directory.")));
     f.push_back(string_field("model.init", &Config::model, &ModelConfig::init, {},
                              "Warm start: a model file (output.model of an earlier run, docs/formats.md) whose W "
                              "replaces the model's initialisation; its shape must match. Relative to the working "
                              "directory, like the data paths. --resume takes precedence (it continues a run)."));
-    f.push_back(string_field("model.layout", &Config::model, &ModelConfig::layout,
-                             {"auto", "row-major", "feature-major"},
-                             "How the built-in models keep W in memory: \"auto\" (mlr and l2mlr feature-major on "
-                             "sparse data, where each non-zero of v updates one contiguous run of J floats; "
-                             "row-major otherwise), \"row-major\" (J x D) or \"feature-major\" (D x J; mlr and "
-                             "l2mlr only). Files hold W row-major either way. A plugin declares its own."));
-    f.push_back(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
-                            "l2mlr: L2 weight lambda of (lambda/2)||W||^2."));
-    f.push_back(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
-                             "l2mlr: \"sgd\" (proximal SGD, O(1) prox by a scale factor) or \"sdca\" "
-                             "(stochastic dual coordinate ascent; optimizer.lr is not used)."));
-    f.push_back(float_field("model.sdca_sigma", &Config::model, &ModelConfig::sdca_sigma, 0.0, 1e12,
-                            "l2mlr sdca: damping of the dual step for simultaneous updates; 0: the data's "
-                            "safe value for P * K steps at once (between 1 for orthogonal rows and P * K; "
-                            "docs/models.md); smaller is faster but may stop being an ascent."));
-    f.push_back(int_field("model.dim", &Config::model, &ModelConfig::dim, 1, 1 << 24,
-                          "dml: rows of L, the dimension of the learned projection."));
-    f.push_back(float_field("model.margin", &Config::model, &ModelConfig::margin, 1e-12, 1e12,
-                            "dml: dissimilar pairs are pushed until ||L(x-y)||^2 >= margin."));
-    f.push_back(int_field("model.eval_pairs", &Config::model, &ModelConfig::eval_pairs, 2, 1 << 24,
-                          "dml: pairs (half similar) drawn from the evaluated data for the objective, "
-                          "pair accuracy and AUC."));
-    f.push_back(int_field("model.atoms", &Config::model, &ModelConfig::atoms, 1, 1 << 24,
-                          "sparse_coding: dictionary size (columns of B = D of W)."));
-    f.push_back(float_field("model.gamma", &Config::model, &ModelConfig::gamma, 0.0, 1e6,
-                            "sparse_coding: l1 weight gamma of the codes."));
-    f.push_back(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
-                          "sparse_coding: FISTA iterations per code (B fixed)."));
+    f.push_back(built_in_model(
+        string_field("model.layout", &Config::model, &ModelConfig::layout, {"auto", "row-major", "feature-major"},
+                     "How the built-in models keep W in memory: \"auto\" (mlr and l2mlr feature-major on "
+                     "sparse data, where each non-zero of v updates one contiguous run of J floats; "
+                     "row-major otherwise), \"row-major\" (J x D) or \"feature-major\" (D x J; mlr and "
+                     "l2mlr only). Files hold W row-major either way. A plugin declares its own.")));
+    f.push_back(built_in_model(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
+                                           "l2mlr: L2 weight lambda of (lambda/2)||W||^2.")));
+    f.push_back(built_in_model(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
+                                            "l2mlr: \"sgd\" (proximal SGD, O(1) prox by a scale factor) or \"sdca\" "
+                                            "(stochastic dual coordinate ascent; optimizer.lr is not used).")));
+    f.push_back(
+        built_in_model(float_field("model.sdca_sigma", &Config::model, &ModelConfig::sdca_sigma, 0.0, 1e12,
+                                   "l2mlr sdca: damping of the dual step for simultaneous updates; 0: the data's "
+                                   "safe value for P * K steps at once (between 1 for orthogonal rows and P * K; "
+                                   "docs/models.md); smaller is faster but may stop being an ascent.")));
+    f.push_back(built_in_model(int_field("model.dim", &Config::model, &ModelConfig::dim, 1, 1 << 24,
+                                         "dml: rows of L, the dimension of the learned projection.")));
+    f.push_back(built_in_model(float_field("model.margin", &Config::model, &ModelConfig::margin, 1e-12, 1e12,
+                                           "dml: dissimilar pairs are pushed until ||L(x-y)||^2 >= margin.")));
+    f.push_back(built_in_model(int_field("model.eval_pairs", &Config::model, &ModelConfig::eval_pairs, 2, 1 << 24,
+                                         "dml: pairs (half similar) drawn from the evaluated data for the objective, "
+                                         "pair accuracy and AUC.")));
+    f.push_back(built_in_model(int_field("model.atoms", &Config::model, &ModelConfig::atoms, 1, 1 << 24,
+                                         "sparse_coding: dictionary size (columns of B = D of W).")));
+    f.push_back(built_in_model(float_field("model.gamma", &Config::model, &ModelConfig::gamma, 0.0, 1e6,
+                                           "sparse_coding: l1 weight gamma of the codes.")));
+    f.push_back(built_in_model(int_field("model.lasso_steps", &Config::model, &ModelConfig::lasso_steps, 1, 1 << 20,
+                                         "sparse_coding: FISTA iterations per code (B fixed).")));
     f.push_back(float_or_auto_field(
         "optimizer.lr", 1e-12, 1e6,
         [](const Config& c) { return c.optimizer.lr_auto ? std::nullopt : std::optional<double>(c.optimizer.lr); },
@@ -285,7 +308,7 @@ const std::vector<Field>& schema() {
                           100000,
                           "optimizer.lr = \"auto\": clocks (mgwfbp: iterations) each candidate learning rate trains "
                           "from the start, with the run's lr_decay compressed into them; 0: half the run, at least 30 "
-                          "and at most 500 (5 to 9 candidates; docs/models.md)."));
+                          "and at most 1000 (5 to 9 candidates; docs/models.md)."));
     f.push_back(float_field("optimizer.lr_decay", &Config::optimizer, &OptimizerConfig::lr_decay, 0.0, 1e6,
                             "Step size at clock c is lr / (1 + lr_decay * c)."));
     f.push_back(int_field("optimizer.minibatch", &Config::optimizer, &OptimizerConfig::minibatch, 1, 1 << 20,
@@ -304,34 +327,36 @@ const std::vector<Field>& schema() {
                    c.sfb.staleness = *n.value<int64_t>();
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
-    f.push_back(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton", "halton-static"},
-                             "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to Q peers per "
-                             "clock that rotate along the Halton offsets floor(P h_k), h = 1/2, 1/4, 3/4, ..., so "
-                             "every peer is reached within ceil((P-1)/Q) clocks (docs/compare.md); "
-                             "\"halton-static\": the SFB paper's fixed Q peers (p + floor(P h_k)) mod P, refused "
-                             "when they split the workers into islands."));
-    f.push_back(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
-                          "Halton broadcast: peers per worker Q (0: ceil(log2 P))."));
-    f.push_back(string_field(
+    f.push_back(
+        sfb_mode(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton", "halton-static"},
+                              "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to Q peers per "
+                              "clock that rotate along the Halton offsets floor(P h_k), h = 1/2, 1/4, 3/4, ..., so "
+                              "every peer is reached within ceil((P-1)/Q) clocks (docs/compare.md); "
+                              "\"halton-static\": the SFB paper's fixed Q peers (p + floor(P h_k)) mod P, refused "
+                              "when they split the workers into islands.")));
+    f.push_back(sfb_mode(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
+                                   "Halton broadcast: peers per worker Q (0: ceil(log2 P)).")));
+    f.push_back(sfb_mode(string_field(
         "sfb.reconcile", &Config::sfb, &SfbConfig::reconcile, {"auto", "sum", "mean", "off"},
         "Partial broadcast under BSP: every sfb.reconcile_every clocks the workers all-reduce W and agree on one "
         "consensus, so replicas whose partitions differ cannot drift apart. \"mean\": model averaging (any prox); "
         "\"sum\": every update counted once (full broadcast's step from stale gradients: measured unstable beyond a "
         "few clocks); \"auto\": mean under BSP partial broadcast, off under full broadcast, SSP and ASP; \"off\": "
-        "never (replica_drift shows the cost)."));
-    f.push_back(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMaxClock,
-                          "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
-                          "the factor bytes partial broadcast sends)."));
-    f.push_back(string_field(
+        "never (replica_drift shows the cost).")));
+    f.push_back(
+        sfb_mode(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMaxClock,
+                           "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
+                           "the factor bytes partial broadcast sends).")));
+    f.push_back(sfb_mode(string_field(
         "comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce", "auto"},
         "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
         "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
         "of the dense update matrix every clock (comm.collectives); \"auto\": sfbd profiles the job on the ranks "
         "at start-up, predicts sfb (full), sfb (halton) and allreduce and trains with the one predicted fastest "
-        "(the log and summary.json's \"auto\" give every prediction; docs/compare.md)."));
-    f.push_back(string_field("comm.auto_profile", &Config::comm, &CommConfig::auto_profile, {},
-                             "comm.scheme = \"auto\": a scheme profile (sfbd --profile FILE) to predict from "
-                             "instead of measuring one at start-up (\"\": measure)."));
+        "(the log and summary.json's \"auto\" give every prediction; docs/compare.md).")));
+    f.push_back(sfb_mode(string_field("comm.auto_profile", &Config::comm, &CommConfig::auto_profile, {},
+                                      "comm.scheme = \"auto\": a scheme profile (sfbd --profile FILE) to predict from "
+                                      "instead of measuring one at start-up (\"\": measure).")));
     f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
@@ -355,28 +380,28 @@ const std::vector<Field>& schema() {
                              "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "
                              "bitwise equal under every plan); \"mpi\": Open MPI's MPI_Allreduce (its own "
                              "algorithms and network; replicas checked by their checksums)."));
-    f.push_back(int_field("fms.servers", &Config::fms, &FmsConfig::servers, 1, 1 << 20,
-                          "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
-                          "each holding a row shard of W."));
+    f.push_back(sfb_mode(int_field("fms.servers", &Config::fms, &FmsConfig::servers, 1, 1 << 20,
+                                   "comm.scheme = \"fms\": parameter-server ranks S; they are the last S ranks, "
+                                   "each holding a row shard of W.")));
     f.push_back(int_field("runtime.threads", &Config::runtime, &RuntimeConfig::threads, 0, 4096,
                           "OpenMP threads per rank for SF computation and updates; 0: the CPUs the launcher bound "
                           "the rank to, else cores on its host / ranks on its host (at least 1), the least over "
                           "the ranks (uneven layouts compute alike)."));
-    f.push_back(int_field("runtime.queue_capacity", &Config::runtime, &RuntimeConfig::queue_capacity, 1, 1 << 20,
-                          "Capacity of each SF queue (batches)."));
-    f.push_back(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMaxClock,
-                          "ASP flow control: a worker runs at most this many clocks ahead of any "
-                          "in-neighbour, so a fast worker cannot flood a slow one's memory."));
+    f.push_back(sfb_mode(int_field("runtime.queue_capacity", &Config::runtime, &RuntimeConfig::queue_capacity, 1,
+                                   1 << 20, "Capacity of each SF queue (batches).")));
+    f.push_back(sfb_mode(int_field("runtime.asp_window", &Config::runtime, &RuntimeConfig::asp_window, 1, kMaxClock,
+                                   "ASP flow control: a worker runs at most this many clocks ahead of any "
+                                   "in-neighbour, so a fast worker cannot flood a slow one's memory.")));
     f.push_back(float_field("runtime.peer_timeout_s", &Config::runtime, &RuntimeConfig::peer_timeout_s, 0.001,
                             kMaxSeconds,
                             "A rank that waits this long for peers without any progress stops with an "
                             "error naming the ranks it waits for (a stopped, hung or lost peer); every wait on a "
                             "peer, also at start-up and shutdown, is bounded by it."));
-    f.push_back(int_field("runtime.slow_rank", &Config::runtime, &RuntimeConfig::slow_rank, -1, 1 << 20,
-                          "Testing and studies: this rank sleeps slow_ms per clock (-1: none)."));
-    f.push_back(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
-                            "Milliseconds the slow rank sleeps per clock."));
-    f.push_back(float_or_auto_field(
+    f.push_back(sfb_mode(int_field("runtime.slow_rank", &Config::runtime, &RuntimeConfig::slow_rank, -1, 1 << 20,
+                                   "Testing and studies: this rank sleeps slow_ms per clock (-1: none).")));
+    f.push_back(sfb_mode(float_field("runtime.slow_ms", &Config::runtime, &RuntimeConfig::slow_ms, 0.0, 1e7,
+                                     "Milliseconds the slow rank sleeps per clock.")));
+    f.push_back(sfb_mode(float_or_auto_field(
         "eval.drift_warn", 0.0, 1e12,
         [](const Config& c) { return c.eval.drift_warn < 0 ? std::nullopt : std::optional<double>(c.eval.drift_warn); },
         [](Config& c, std::optional<double> v) { c.eval.drift_warn = v.value_or(-1); },
@@ -384,11 +409,12 @@ const std::vector<Field>& schema() {
         "(0: never). \"auto\": 0.5 for full broadcast; for partial broadcast 1.5 sqrt((1 - p) / p), p "
         "= (Q + 1) / P the share of the updates a replica receives: how far replicas sit from their mean "
         "when the updates they miss are uncorrelated (healthy shuffled data never crosses it; "
-        "docs/compare.md)."));
-    f.push_back(string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
-                             "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
-                             "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "
-                             "waits while the monitor reads its replica), \"auto\" (copy when W is at most 64 MiB)."));
+        "docs/compare.md).")));
+    f.push_back(sfb_mode(
+        string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
+                     "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
+                     "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "
+                     "waits while the monitor reads its replica), \"auto\" (copy when W is at most 64 MiB).")));
     f.push_back(int_field("eval.every", &Config::eval, &EvalConfig::every, 1, kMaxClock,
                           "Rank 0 evaluates the objective every this many clocks."));
     f.push_back(int_field("eval.train_sample", &Config::eval, &EvalConfig::train_sample, 1, kMax,
@@ -400,25 +426,27 @@ const std::vector<Field>& schema() {
                             "Stop after this many passes over the training set (0: off): at most "
                             "ceil(max_epochs * training rows / (workers * optimizer.minibatch)) clocks, and "
                             "never more than stop.max_clocks. Fractions are allowed."));
-    f.push_back(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kMaxSeconds,
-                            "Stop after this many seconds (0: no limit)."));
-    f.push_back(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
-                            "Stop when test accuracy >= this (0: off)."));
-    f.push_back(float_field("stop.target_objective", &Config::stop, &StopConfig::target_objective, 0.0, kHuge,
-                            "Stop when the training objective <= this (0: off)."));
-    f.push_back(float_field("stop.rel_tol", &Config::stop, &StopConfig::rel_tol, 0.0, 1.0,
-                            "Stop when the objective's relative change stays below this for "
-                            "`patience` evaluations (0: off)."));
-    f.push_back(float_field("stop.max_replica_drift", &Config::stop, &StopConfig::max_replica_drift, 0.0, 1e12,
-                            "Replica drift (how far the workers' replicas of W are from their mean, relative to "
-                            "the mean) above this ends the run like a divergence: stop reason \"replica_drift\", "
-                            "exit code 4, no model written (0: never; eval.drift_warn only warns)."));
-    f.push_back(float_field("stop.divergence_factor", &Config::stop, &StopConfig::divergence_factor, 0.0, 1e12,
-                            "The run has diverged (exit code 4, no checkpoint or model with those weights) when "
-                            "the objective is not finite or exceeds this multiple of its value at the start "
-                            "(0: only when not finite)."));
-    f.push_back(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
-                          "Evaluations the relative change must stay below rel_tol."));
+    f.push_back(sfb_mode(float_field("stop.max_seconds", &Config::stop, &StopConfig::max_seconds, 0.0, kMaxSeconds,
+                                     "Stop after this many seconds (0: no limit).")));
+    f.push_back(sfb_mode(float_field("stop.target_accuracy", &Config::stop, &StopConfig::target_accuracy, 0.0, 1.0,
+                                     "Stop when test accuracy >= this (0: off).")));
+    f.push_back(sfb_mode(float_field("stop.target_objective", &Config::stop, &StopConfig::target_objective, 0.0, kHuge,
+                                     "Stop when the training objective <= this (0: off).")));
+    f.push_back(sfb_mode(float_field("stop.rel_tol", &Config::stop, &StopConfig::rel_tol, 0.0, 1.0,
+                                     "Stop when the objective's relative change stays below this for "
+                                     "`patience` evaluations (0: off).")));
+    f.push_back(
+        sfb_mode(float_field("stop.max_replica_drift", &Config::stop, &StopConfig::max_replica_drift, 0.0, 1e12,
+                             "Replica drift (how far the workers' replicas of W are from their mean, relative to "
+                             "the mean) above this ends the run like a divergence: stop reason \"replica_drift\", "
+                             "exit code 4, no model written (0: never; eval.drift_warn only warns).")));
+    f.push_back(
+        sfb_mode(float_field("stop.divergence_factor", &Config::stop, &StopConfig::divergence_factor, 0.0, 1e12,
+                             "The run has diverged (exit code 4, no checkpoint or model with those weights) when "
+                             "the objective is not finite or exceeds this multiple of its value at the start "
+                             "(0: only when not finite).")));
+    f.push_back(sfb_mode(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
+                                   "Evaluations the relative change must stay below rel_tol.")));
     f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMaxClock,
                           "Rank 0 writes a checkpoint every this many clocks (0: only when the run "
                           "stops). Needs checkpoint.path."));
@@ -433,19 +461,22 @@ const std::vector<Field>& schema() {
                              "Final model file, relative to output.dir (\"\": none)."));
     f.push_back(string_field("output.summary", &Config::output, &OutputConfig::summary, {},
                              "Run summary JSON, relative to output.dir (\"\": none)."));
-    f.push_back(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
-                             "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
-                             "planning, relative to output.dir (\"\": none): forward and update, backward per layer, "
-                             "and each group's collective on its own named track."));
-    f.push_back(string_field("output.profile", &Config::output, &OutputConfig::profile, {},
-                             "mgwfbp: the layer profile measured before planning (t_b, t_f, factors and their "
-                             "rebuild time t_sf), as the CSV mgwfbp-plan --profile reads, relative to output.dir "
-                             "(\"\": none)."));
-    f.push_back(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
-                          "mgwfbp: iterations traced."));
-    f.push_back(string_field("output.trace_ranks", &Config::output, &OutputConfig::trace_ranks, {"0", "all"},
-                             "mgwfbp: whose iterations output.trace holds: rank 0's, or every rank's (one process "
-                             "track each, gathered by rank 0 at the end)."));
+    f.push_back(
+        cnn_mode(string_field("output.trace", &Config::output, &OutputConfig::trace, {},
+                              "mgwfbp: Chrome trace (chrome://tracing, Perfetto) of the first iterations after "
+                              "planning, relative to output.dir (\"\": none): forward and update, backward per layer, "
+                              "and each group's collective on its own named track.")));
+    f.push_back(
+        cnn_mode(string_field("output.profile", &Config::output, &OutputConfig::profile, {},
+                              "mgwfbp: the layer profile measured before planning (t_b, t_f, factors and their "
+                              "rebuild time t_sf), as the CSV mgwfbp-plan --profile reads, relative to output.dir "
+                              "(\"\": none).")));
+    f.push_back(cnn_mode(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
+                                   "mgwfbp: iterations traced.")));
+    f.push_back(
+        cnn_mode(string_field("output.trace_ranks", &Config::output, &OutputConfig::trace_ranks, {"0", "all"},
+                              "mgwfbp: whose iterations output.trace holds: rank 0's, or every rank's (one process "
+                              "track each, gathered by rank 0 at the end).")));
     f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,
                              {"trace", "debug", "info", "warn", "error", "off"}, "Log level."));
     return f;
@@ -595,75 +626,33 @@ void resolve_plugin_path(Config& cfg, const Origin& origin) {
   if (!dir.empty()) cfg.model.plugin = (dir / cfg.model.plugin).lexically_normal().string();
 }
 
-// With model.plugin the built-in models' keys would be silently unused: the plugin gets its
-// settings from [model.params] only, so setting one of them is a mistake worth naming.
-constexpr const char* kBuiltInModelKeys[] = {"model.name",       "model.layout", "model.lambda",     "model.solver",
-                                             "model.sdca_sigma", "model.dim",    "model.margin",     "model.eval_pairs",
-                                             "model.atoms",      "model.gamma",  "model.lasso_steps"};
-
-bool is_built_in_model_key(const std::string& key) {
-  for (const char* k : kBuiltInModelKeys)
-    if (key == k) return true;
-  return false;
+const Field* schema_field(const std::string& key) {
+  for (const auto& f : schema())
+    if (f.key == key) return &f;
+  return nullptr;
 }
 
+// With model.plugin the built-in models' keys would be silently unused: the plugin gets its
+// settings from [model.params] only, so setting one of them is a mistake worth naming.
 void check_plugin_keys(const toml::table& root, const Origin& origin, const Config& cfg) {
   if (cfg.model.plugin.empty()) return;
-  for (const char* key : kBuiltInModelKeys) {
-    const auto node = root.at_path(key);
+  for (const auto& f : schema()) {
+    if (!f.built_in_model) continue;
+    const auto node = root.at_path(f.key);
     if (!node) continue;
     throw InvalidArgument(fmt::format(
         "{}: {} is a key of the built-in models and is not used with model.plugin = \"{}\"; a plugin gets its "
         "settings from [model.params] (e.g. --set model.params.{}=...)",
-        origin.at(key, *node.node()), key, cfg.model.plugin, std::string(key).substr(6)));
+        origin.at(f.key, *node.node()), f.key, cfg.model.plugin, f.key.substr(6)));
   }
 }
 
-// Keys one training mode does not read: set in the config or with --set, they are an error naming
-// the key and the mode, never silently dropped. A key ending in '.' stands for its whole section.
-constexpr const char* kKeysNotInCnnMode[] = {"model.name",
-                                             "model.plugin",
-                                             "model.layout",
-                                             "model.lambda",
-                                             "model.solver",
-                                             "model.sdca_sigma",
-                                             "model.dim",
-                                             "model.margin",
-                                             "model.eval_pairs",
-                                             "model.atoms",
-                                             "model.gamma",
-                                             "model.lasso_steps",
-                                             "model.params",
-                                             "sfb.broadcast",
-                                             "sfb.halton_q",
-                                             "sfb.reconcile",
-                                             "sfb.reconcile_every",
-                                             "comm.scheme",
-                                             "comm.auto_profile",
-                                             "fms.",
-                                             "runtime.queue_capacity",
-                                             "runtime.asp_window",
-                                             "runtime.slow_rank",
-                                             "runtime.slow_ms",
-                                             "eval.drift_warn",
-                                             "eval.snapshot",
-                                             "stop.max_seconds",
-                                             "stop.target_accuracy",
-                                             "stop.target_objective",
-                                             "stop.rel_tol",
-                                             "stop.max_replica_drift",
-                                             "stop.divergence_factor",
-                                             "stop.patience"};
-constexpr const char* kKeysNotInSfbMode[] = {
-    "cnn.", "mgwfbp.", "output.trace", "output.profile", "output.trace_iters", "output.trace_ranks"};
-
-// Whether `key` (a full key) is one job.mode = `mode` does not read.
+// Whether `key` (a full key) is one job.mode = `mode` does not read (the schema's sfb_mode and
+// cnn_mode markers; [model.params] goes with model.plugin): set in the config or with --set, such a
+// key is an error naming the key and the mode, never silently dropped.
 bool unused_by_mode(const std::string& key, const std::string& mode) {
-  const auto matches = [&](std::string_view k) {
-    return k.ends_with('.') ? key.starts_with(k) : key == k || key.starts_with(std::string(k) + ".");
-  };
-  if (mode == "mgwfbp") return std::any_of(std::begin(kKeysNotInCnnMode), std::end(kKeysNotInCnnMode), matches);
-  return std::any_of(std::begin(kKeysNotInSfbMode), std::end(kKeysNotInSfbMode), matches);
+  const Field* f = schema_field(key.starts_with("model.params") ? "model.plugin" : key);
+  return f && !f->mode.empty() && f->mode != mode;
 }
 
 void check_mode_keys(const toml::table& root, const Origin& origin, const Config& cfg) {
@@ -788,7 +777,8 @@ std::string Config::resolved_toml() const {
   for (const auto& [key, value] : settings()) {
     // With a plugin the built-in models' keys are unused, and so are the other mode's keys; refused
     // when set, they are kept as comments.
-    const bool unused = (!model.plugin.empty() && is_built_in_model_key(key)) || unused_by_mode(key, job.mode);
+    const Field* f = schema_field(key);
+    const bool unused = (!model.plugin.empty() && f && f->built_in_model) || unused_by_mode(key, job.mode);
     out += (unused ? "# " : "") + key + " = " + value + "\n";
   }
   return out;
@@ -853,7 +843,7 @@ std::string config_value(const Config& cfg, const std::string& key) {
 std::vector<ConfigKeyDoc> config_key_docs() {
   const Config defaults;
   std::vector<ConfigKeyDoc> docs;
-  for (const auto& f : schema()) docs.push_back({f.key, f.type, f.show(defaults), f.help});
+  for (const auto& f : schema()) docs.push_back({f.key, f.type, f.show(defaults), f.help, f.mode});
   return docs;
 }
 

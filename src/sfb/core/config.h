@@ -235,6 +235,7 @@ struct ConfigKeyDoc {
   std::string type;
   std::string default_value;
   std::string help;
+  std::string mode;  // the job.mode that reads it ("" both)
 };
 std::vector<ConfigKeyDoc> config_key_docs();
 

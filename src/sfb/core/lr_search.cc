@@ -8,7 +8,7 @@
 namespace sfb {
 
 namespace {
-constexpr int64_t kMinTrial = 30, kMaxTrial = 500;
+constexpr int64_t kMinTrial = 30, kMaxTrial = 1000;
 constexpr int kLowest = -8, kHighest = 8;  // half-decades: 1e-4 .. 1e4
 constexpr int kFirst = -2;                 // 0.1
 }  // namespace
