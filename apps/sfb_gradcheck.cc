@@ -25,7 +25,8 @@ namespace {
 int check(const std::string& config, const std::vector<std::string>& overrides,
           const sfb::models::GradcheckOptions& opt) {
   const sfb::Config cfg = sfb::load_config(config, overrides);
-  SFB_CHECK(cfg.job.mode == "sfb", "{}: sfb-gradcheck checks the matrix models of job.mode = \"sfb\"", config);
+  SFB_CHECK(cfg.job.mode == sfb::JobMode::kSfb, "{}: sfb-gradcheck checks the matrix models of job.mode = \"sfb\"",
+            config);
   // Estimated before allocating, naming the keys (as sfbd does), rather than failing inside.
   sfb::io::data_memory(cfg.data, 0, 1, false).check(sfb::available_memory_bytes(1), "loading the data");
   const auto data = sfb::io::load_data(cfg.data, cfg.job.seed, 0, 1, false);

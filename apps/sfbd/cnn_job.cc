@@ -64,7 +64,7 @@ bool set_up(Job& job, Setup& s) {
               cfg.sfb.consistency_name());
     sfb::cnn::check_planner(cfg.mgwfbp);
     // device = "cuda" needs a device on every host: found before anything is written.
-    if (cfg.job.device == "cuda") {
+    if (cfg.job.device == sfb::Device::kCuda) {
       std::string why;
       if (sfb::cnn::cuda::device_count(&why) == 0) throw sfb::InvalidArgument("device = \"cuda\": " + why);
     }
@@ -168,7 +168,7 @@ std::pair<sfb::LrScore, sfb::LrScore> cnn_lr_trial(Job& job, const Setup& s, con
     c.checkpoint.path.clear();
     c.output.metrics = c.output.trace = "";
     sfb::cnn::ExecutorHooks hooks;
-    if (c.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    if (c.comm.collectives == sfb::Collectives::kMpi) hooks.allreduce = sfb::comm::mpi_allreduce_factory();
     if (held.train_rows > 0)
       hooks.batch = [sampler = sfb::io::EpochSampler(held.train_rows, c.job.seed, 0), k = c.optimizer.minibatch](
                         int64_t, std::vector<int64_t>& rows) mutable { sampler.next(k, rows); };
@@ -235,7 +235,7 @@ int run_cnn(Job& job) {
   sfb::cnn::ExecutorResult r;
   try {
     sfb::cnn::ExecutorHooks hooks;
-    if (cfg.comm.collectives == "mpi") hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    if (cfg.comm.collectives == sfb::Collectives::kMpi) hooks.allreduce = sfb::comm::mpi_allreduce_factory();
     hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
     sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank(), start);

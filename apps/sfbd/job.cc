@@ -58,7 +58,7 @@ bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
 void Job::claim_outputs() {
   if (rank() != 0) return;
   const auto& out = cfg.output;
-  const bool cnn = cfg.job.mode == "mgwfbp";
+  const bool cnn = cfg.job.mode == sfb::JobMode::kMgwfbp;
   // Every file this job writes, registered by key: two keys naming one file would overwrite each
   // other (a profile CSV over the summary), so that is refused before anything is written.
   const std::pair<std::string, std::string> files[] = {

@@ -124,9 +124,10 @@ bool connect(Job& job) {
   }
   // "auto": MPI's shared memory when every rank is on this host, sfb's TCP transport across hosts.
   auto& kind = job.cfg.comm.transport;
-  if (kind == "auto") kind = job.mpi.ranks_on_host() == job.mpi.size() ? "mpi" : "tcp";
+  if (kind == sfb::TransportKind::kAuto)
+    kind = job.mpi.ranks_on_host() == job.mpi.size() ? sfb::TransportKind::kMpi : sfb::TransportKind::kTcp;
   sfb::comm::TransportOptions opt;
-  opt.kind = kind;
+  opt.kind = std::string(sfb::name(kind));
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
   // A bad comm.interface or comm.secret_file is found on every rank before any rank waits in the
@@ -212,13 +213,14 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   }
   if (!cli.evaluate_path.empty()) {
     sfb::init_logging(mpi.rank(), "warn");
-    return job.cfg.job.mode == "mgwfbp" ? evaluate_cnn(job, cli.evaluate_path) : evaluate_sfb(job, cli.evaluate_path);
+    return job.cfg.job.mode == sfb::JobMode::kMgwfbp ? evaluate_cnn(job, cli.evaluate_path)
+                                                     : evaluate_sfb(job, cli.evaluate_path);
   }
   if (cli.check_only) {
     // Everything training would find before its first clock, without training or writing.
     sfb::init_logging(mpi.rank(), "warn");
-    const bool ok = job.cfg.job.mode == "mgwfbp" ? check_cnn(job) : check_sfb(job);
-    const bool cnn = job.cfg.job.mode == "mgwfbp";
+    const bool ok = job.cfg.job.mode == sfb::JobMode::kMgwfbp ? check_cnn(job) : check_sfb(job);
+    const bool cnn = job.cfg.job.mode == sfb::JobMode::kMgwfbp;
     if (ok && mpi.rank() == 0)
       fmt::print("{}: OK ({}, {} rank{}): config, data, {}{}, outputs and memory checked\n", cli.config_path,
                  cnn ? "mgwfbp, synchronous S-SGD" : job.cfg.sfb.consistency_name(), mpi.size(),
@@ -233,7 +235,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (!connect(job)) return kExitBadInput;
   if (!agree_on_compute(job)) return kExitBadInput;
   if (!cli.profile_path.empty()) {
-    if (job.cfg.job.mode == "mgwfbp") {
+    if (job.cfg.job.mode == sfb::JobMode::kMgwfbp) {
       if (mpi.rank() == 0)
         fmt::print(stderr,
                    "sfbd: error: --profile profiles job.mode = \"sfb\"; the CNN mode profiles its layers "
@@ -242,7 +244,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
     }
     return profile_sfb(job, cli.profile_path);
   }
-  return job.cfg.job.mode == "mgwfbp" ? run_cnn(job) : run_sfb(job);
+  return job.cfg.job.mode == sfb::JobMode::kMgwfbp ? run_cnn(job) : run_sfb(job);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ using sfb::sig;
 std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 std::string scheme_name(const sfb::Config& cfg) {
-  return cfg.comm.scheme == "sfb" ? "sfb/" + cfg.sfb.broadcast : cfg.comm.scheme;
+  return cfg.comm.scheme == sfb::Scheme::kSfb ? fmt::format("sfb/{}", cfg.sfb.broadcast)
+                                              : std::string(sfb::name(cfg.comm.scheme));
 }
 
 double mean_of(const sfb::runtime::WorkerResult& r, double sfb::runtime::RankStats::*m) {
@@ -47,7 +48,7 @@ double bytes_per_clock(const sfb::runtime::WorkerResult& r) {
 
 // Whether network_bytes holds the job's bytes: not when the dense baseline's all-reduce is Open MPI's.
 bool bytes_counted(const sfb::Config& cfg) {
-  return !(cfg.comm.scheme == "allreduce" && cfg.comm.collectives == "mpi");
+  return !(cfg.comm.scheme == sfb::Scheme::kAllreduce && cfg.comm.collectives == sfb::Collectives::kMpi);
 }
 
 double samples_per_s(const SfbRun& run) {
@@ -175,7 +176,7 @@ Json sfb_summary(const SfbRun& run) {
           {"consistency", cfg.sfb.consistency_name()},
           {"broadcast", cfg.sfb.broadcast},
           // The peers each worker sends a clock's factors to (sfb.halton_q resolved: 0 means P/2 or so).
-          {"receivers_per_clock", cfg.comm.scheme == "sfb"
+          {"receivers_per_clock", cfg.comm.scheme == sfb::Scheme::kSfb
                                       ? sfb::Json(sfb::runtime::make_topology(cfg, run.workers).receivers_per_clock())
                                       : sfb::Json(nullptr)},
           {"minibatch", cfg.optimizer.minibatch},
@@ -320,7 +321,7 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"final_accuracy", fixed(r.test_accuracy, 6)},
           {"iteration_us", fixed(planned_mean(r, &S::iteration_us), 1)},
           {"iteration_us_median", fixed(planned_median_iteration_us(r), 1)},
-          {"kernels", cfg.job.device == "cpu" ? cfg.cnn.kernels : cfg.job.device},
+          {"kernels", cfg.job.device == sfb::Device::kCpu ? cfg.cnn.kernels : std::string(sfb::name(cfg.job.device))},
           {"predicted_us", fixed(planned_mean(r, &S::predicted_us), 1)},
           {"forward_us", fixed(planned_mean(r, &S::forward_us), 1)},
           {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},

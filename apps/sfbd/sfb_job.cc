@@ -102,11 +102,11 @@ bool set_up(Job& job, Setup& s) {
             "broadcast plus a reconciliation; training with sfb.broadcast = \"full\" (partial broadcast saves "
             "bytes from P = 4 on)",
             cfg.sfb.broadcast, s.workers, *sfb::runtime::halton_receivers(cfg, s.workers));
-      job.cfg.sfb.broadcast = "full";
+      job.cfg.sfb.broadcast = sfb::Broadcast::kFull;
     }
     if (cfg.eval.drift_warn < 0) {
       job.cfg.eval.drift_warn = sfb::runtime::drift_warn_for(cfg, s.workers);
-      if (job.rank() == 0 && cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full")
+      if (job.rank() == 0 && cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull)
         spdlog::info(
             "eval.drift_warn = \"auto\": {:.3g} (partial broadcast: the drift replicas keep when the updates "
             "they miss are uncorrelated, times 1.5)",
@@ -125,7 +125,7 @@ bool set_up(Job& job, Setup& s) {
     s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, part, s.workers);
     const auto& d = s.data.train;
     const int64_t stored = sfb::stored_rows(s.model->layout(), s.model->rows(), s.model->cols());
-    SFB_CHECK(cfg.comm.scheme != "fms" || cfg.fms.servers <= stored,
+    SFB_CHECK(cfg.comm.scheme != sfb::Scheme::kFms || cfg.fms.servers <= stored,
               "fms.servers = {} is more than the {} rows of W the servers shard ({} layout): a server would hold "
               "none; use at most {} servers",
               cfg.fms.servers, stored, sfb::layout_name(s.model->layout()), stored);
@@ -378,7 +378,8 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
 
 // The all-reduce engine of the "allreduce" scheme (comm.collectives): Open MPI's, or sfb's (empty).
 sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg) {
-  return cfg.comm.collectives == "mpi" ? sfb::comm::mpi_allreduce_factory() : sfb::comm::AllreduceFactory{};
+  return cfg.comm.collectives == sfb::Collectives::kMpi ? sfb::comm::mpi_allreduce_factory()
+                                                        : sfb::comm::AllreduceFactory{};
 }
 
 // The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
@@ -436,7 +437,7 @@ sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, 
 // comm.scheme and sfb.broadcast to the fastest. False (every rank) on bad input.
 bool resolve_auto_scheme(Job& job, Setup& s) {
   auto& cfg = job.cfg;
-  if (cfg.comm.scheme != "auto") return true;
+  if (cfg.comm.scheme != sfb::Scheme::kAuto) return true;
   const bool measure = cfg.comm.auto_profile.empty();
   if (!measure) {
     if (!job.all_ok("reading comm.auto_profile", [&] {
@@ -454,8 +455,9 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   const auto fms = fms_prediction(cfg, p, s.workers, per_host);
   const auto preds = predictions_json(ranked, fms);
   const std::string& best = ranked.front().scheme;
-  cfg.comm.scheme = best == "allreduce" ? "allreduce" : "sfb";
-  if (cfg.comm.scheme == "sfb") cfg.sfb.broadcast = best == "sfb" ? "full" : "halton";
+  cfg.comm.scheme = best == "allreduce" ? sfb::Scheme::kAllreduce : sfb::Scheme::kSfb;
+  if (cfg.comm.scheme == sfb::Scheme::kSfb)
+    cfg.sfb.broadcast = best == "sfb" ? sfb::Broadcast::kFull : sfb::Broadcast::kHalton;
   spdlog::info("comm.scheme = \"auto\": {} (predicted {:.4f} s/clock, {:.2f}x the next, {})", best, ranked[0].clock_s,
                ranked[1].clock_s / std::max(ranked[0].clock_s, 1e-12),
                cfg.comm.auto_profile.empty() ? "profile measured on these ranks" : "profile " + cfg.comm.auto_profile);
@@ -530,13 +532,13 @@ std::pair<sfb::LrScore, sfb::LrScore> lr_trial(Job& job, const Setup& s, const s
 std::optional<int> resolve_sfb_lr(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
   const auto& cfg = job.cfg;
   if (!cfg.optimizer.lr_auto) return std::nullopt;
-  if (cfg.comm.scheme == "fms" || s.model->update_rule() != sfb::api::UpdateRule::kGradientStep) {
+  if (cfg.comm.scheme == sfb::Scheme::kFms || s.model->update_rule() != sfb::api::UpdateRule::kGradientStep) {
     if (job.rank() == 0)
       spdlog::error(
           "optimizer.lr = \"auto\" searches the step of gradient models on the sfb and allreduce "
           "schemes; {}: set optimizer.lr to a number",
-          cfg.comm.scheme == "fms" ? "comm.scheme = \"fms\" has server ranks"
-                                   : "this model's updates take no step size");
+          cfg.comm.scheme == sfb::Scheme::kFms ? "comm.scheme = \"fms\" has server ranks"
+                                               : "this model's updates take no step size");
     return kExitBadInput;
   }
   const LrHoldout held = lr_holdout(job, s.data.train);
@@ -558,9 +560,10 @@ int run_sfb(Job& job) {
         "scheme {}",
         s.model->name(), s.model->rows(), s.model->cols(), s.data.total_train, s.data.train.n, cfg.data.partition,
         s.data.train.dim, cfg.runtime.threads, cfg.sfb.consistency_name(),
-        cfg.comm.scheme == "sfb" ? fmt::format("sfb/{} to {} peers a clock", cfg.sfb.broadcast,
-                                               sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
-                                 : cfg.comm.scheme);
+        cfg.comm.scheme == sfb::Scheme::kSfb
+            ? fmt::format("sfb/{} to {} peers a clock", cfg.sfb.broadcast,
+                          sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
+            : std::string(sfb::name(cfg.comm.scheme)));
   sfb::io::CheckpointInfo ckpt;
   sfb::runtime::WorkerStart start;
   if (!job.resume_path.empty()) {

@@ -55,7 +55,7 @@ struct SchemeRun {
 
 // P workers (+ fms.servers server ranks for FMS) as threads over the in-process transport.
 SchemeRun run_scheme(int P, const Config& cfg) {
-  const int S = cfg.comm.scheme == "fms" ? static_cast<int>(cfg.fms.servers) : 0;
+  const int S = cfg.comm.scheme == sfb::Scheme::kFms ? static_cast<int>(cfg.fms.servers) : 0;
   SchemeRun out;
   out.workers.resize(static_cast<size_t>(P));
   out.servers.resize(static_cast<size_t>(S));
@@ -82,7 +82,7 @@ SchemeRun run_scheme(int P, const Config& cfg) {
 
 // The scheme of `c` with `servers` FMS server ranks.
 Config with_fms(Config c, int servers) {
-  c.comm.scheme = "fms";
+  c.comm.scheme = sfb::Scheme::kFms;
   c.fms.servers = servers;
   return c;
 }
@@ -117,7 +117,7 @@ TEST_P(BspSchemes, SfbFmsAndAllreduceComputeTheSameW) {
   ASSERT_GT(ref.cwiseAbs().maxCoeff(), 0.01f);
   for (std::string scheme : {"allreduce", "fms1", "fms2"}) {
     Config c = cfg;
-    c.comm.scheme = scheme.substr(0, scheme.find_first_of("12"));
+    c.comm.scheme = *choice_named<Scheme>(scheme.substr(0, scheme.find_first_of("12")));
     if (scheme == "fms2") c.fms.servers = 2;
     const auto run = expect_same_w(P, c, ref, scheme + " " + layout);
     for (const auto& s : run.servers) EXPECT_EQ(s.clocks, cfg.stop.max_clocks) << scheme;
@@ -254,13 +254,13 @@ TEST_P(SchemeBytes, MeasuredBytesPerClockMatchTheory) {
   for (std::string scheme : {"sfb", "halton", "fms", "allreduce"}) {
     Config c = cfg;
     if (scheme == "halton") {
-      c.sfb.broadcast = "halton";
+      c.sfb.broadcast = sfb::Broadcast::kHalton;
       // Reconciled every 5 clocks: a period that divides the run, so the final reconciliation at
       // the last clock is one of the periodic ones (the theory is per clock).
       c.sfb.reconcile_every = 5;
       ASSERT_EQ(c.stop.max_clocks % 5, 0);
     } else {
-      c.comm.scheme = scheme;
+      c.comm.scheme = *choice_named<Scheme>(scheme);
     }
     const auto run = run_scheme(P, c);
     int64_t bytes = 0;
@@ -323,7 +323,7 @@ TEST(Halton, StaticOffsetsWithACommonDivisorOfPSplitTheWorkersIntoIslands) {
 
 TEST(Halton, StaticIslandsAreAConfigErrorNamingPQOffsetsAndIslands) {
   Config cfg = small_config();
-  cfg.sfb.broadcast = "halton-static";
+  cfg.sfb.broadcast = sfb::Broadcast::kHaltonStatic;
   try {
     runtime::make_topology(cfg, 8);
     FAIL() << "P = 8 with the default Q has two islands";
@@ -333,7 +333,7 @@ TEST(Halton, StaticIslandsAreAConfigErrorNamingPQOffsetsAndIslands) {
     EXPECT_THAT(e.what(), HasSubstr("{0, 2, 4, 6} {1, 3, 5, 7}"));
   }
   EXPECT_NO_THROW(runtime::make_topology(cfg, 6));
-  cfg.sfb.broadcast = "halton";
+  cfg.sfb.broadcast = sfb::Broadcast::kHalton;
   EXPECT_TRUE(runtime::make_topology(cfg, 8).rotating);
 }
 
@@ -373,7 +373,7 @@ TEST(Halton, RotatingWorkersApplyExactlyThePairsAddressedToThem) {
   // P = 8 (the static variant would split), under SSP(1) and BSP.
   for (int64_t staleness : {1, 0}) {
     Config cfg = small_config();
-    cfg.sfb.broadcast = "halton";
+    cfg.sfb.broadcast = sfb::Broadcast::kHalton;
     cfg.sfb.staleness = staleness;
     const int P = 8;
     const auto run = run_scheme(P, cfg);
@@ -419,7 +419,7 @@ TEST(ReplicaDrift, ExactlyZeroUnderFullBroadcastBspAndPositiveUnderPartialBroadc
       EXPECT_EQ(r.replica_drift, 0.0) << "clock " << r.replica_drift_clock;
     }
   EXPECT_GE(known, 2);
-  cfg.sfb.broadcast = "halton";
+  cfg.sfb.broadcast = sfb::Broadcast::kHalton;
   const auto [drift, known_halton] = last_drift(run_scheme(8, cfg).workers[0]);
   EXPECT_GE(known_halton, 2);
   EXPECT_GT(drift, 0.0);
@@ -428,7 +428,7 @@ TEST(ReplicaDrift, ExactlyZeroUnderFullBroadcastBspAndPositiveUnderPartialBroadc
 
 TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
   Config cfg = small_config();
-  cfg.sfb.broadcast = "halton-static";
+  cfg.sfb.broadcast = sfb::Broadcast::kHaltonStatic;
   cfg.sfb.halton_q = 2;
   cfg.sfb.staleness = 1;
   const int P = 6;
@@ -497,7 +497,7 @@ TEST(Fms, ManyBlocksPerShardComputeTheSameWAsSfb) {
 // through them), not only the workers whose clocks are missing.
 TEST(Fms, AWorkerWhoseServerIsSilentNamesTheServers) {
   Config cfg = small_config();
-  cfg.comm.scheme = "fms";
+  cfg.comm.scheme = sfb::Scheme::kFms;
   cfg.fms.servers = 1;
   cfg.runtime.peer_timeout_s = 1.0;
   const int P = 2;
@@ -572,7 +572,7 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
 
 TEST(Fms, ReadMyWritesUnderSspKeepsTheStalenessBoundAndEveryUpdate) {
   Config cfg = small_config();
-  cfg.comm.scheme = "fms";
+  cfg.comm.scheme = sfb::Scheme::kFms;
   cfg.sfb.staleness = 2;
   cfg.runtime.slow_rank = 1;
   cfg.runtime.slow_ms = 2;
@@ -621,7 +621,7 @@ TEST(LatencyTransport, NoMessageIsDeliveredBeforeItsLatency) {
 
 TEST(Schemes, ConfigErrorsNameTheKeys) {
   Config cfg = small_config();
-  cfg.comm.scheme = "fms";
+  cfg.comm.scheme = sfb::Scheme::kFms;
   cfg.fms.servers = 3;
   EXPECT_THAT([&] { runtime::worker_count(cfg, 3); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("fms.servers = 3 needs more than 3 ranks")));

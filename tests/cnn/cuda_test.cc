@@ -50,7 +50,7 @@ void init_cpu_and_gpu(Network& cpu, Network& gpu, uint64_t seed) {
 // Rank 0's weights after training `cfg` on 2 in-process ranks on the CPU or the GPU, with `plan`
 // (null: profiled and planned).
 std::vector<float> trained_weights(Config cfg, const io::Dataset& d, bool on_gpu, const mgwfbp::Plan* plan) {
-  cfg.job.device = on_gpu ? "cuda" : "cpu";
+  cfg.job.device = on_gpu ? Device::kCuda : Device::kCpu;
   ExecutorHooks h;
   h.plan = plan;
   std::vector<float> w;

@@ -96,8 +96,8 @@ TEST(SchemeModel, BytesAreTheTheory) {
     cfg.optimizer.minibatch = p.K;
     const Target t{N, named_link("1gbe"), 1, false};
     const auto theory = [&](const std::string& scheme, const std::string& broadcast) {
-      cfg.comm.scheme = scheme;
-      cfg.sfb.broadcast = broadcast;
+      cfg.comm.scheme = *choice_named<sfb::Scheme>(scheme);
+      cfg.sfb.broadcast = *choice_named<Broadcast>(broadcast);
       return baselines::theory_bytes_per_clock(cfg, N, p.J, p.D, -1);
     };
     EXPECT_NEAR(predict(p, {"sfb"}, t).bytes_per_clock, theory("sfb", "full"), 1e-6) << N;

@@ -150,25 +150,25 @@ TEST(Worker, TrainsToTheSameChecksumOverTcpWithIntrudersAtTheDoor) {
 
 TEST(Worker, HaltonThatReachesEveryWorkerIsFullBroadcast) {
   Config c = small_config();
-  c.sfb.broadcast = "halton";
+  c.sfb.broadcast = sfb::Broadcast::kHalton;
   for (int p : {2, 3}) EXPECT_TRUE(halton_is_full_broadcast(c, p)) << "P = " << p;  // default Q = P - 1
   for (int p : {1, 4, 8}) EXPECT_FALSE(halton_is_full_broadcast(c, p)) << "P = " << p;
   c.sfb.halton_q = 3;
   EXPECT_TRUE(halton_is_full_broadcast(c, 4));
   EXPECT_FALSE(halton_is_full_broadcast(c, 5));
-  c.sfb.broadcast = "halton-static";
+  c.sfb.broadcast = sfb::Broadcast::kHaltonStatic;
   EXPECT_TRUE(halton_is_full_broadcast(c, 4));
-  c.sfb.broadcast = "full";
+  c.sfb.broadcast = sfb::Broadcast::kFull;
   EXPECT_FALSE(halton_is_full_broadcast(c, 3));
-  c.sfb.broadcast = "halton";
-  c.comm.scheme = "fms";
+  c.sfb.broadcast = sfb::Broadcast::kHalton;
+  c.comm.scheme = sfb::Scheme::kFms;
   EXPECT_FALSE(halton_is_full_broadcast(c, 3));
 }
 
 TEST(Worker, DriftWarnAutoFollowsWhatPartialBroadcastMixes) {
   Config c = small_config();
   EXPECT_EQ(drift_warn_for(c, 8), 0.5);  // full broadcast
-  c.sfb.broadcast = "halton";
+  c.sfb.broadcast = sfb::Broadcast::kHalton;
   EXPECT_NEAR(drift_warn_for(c, 4), 1.5 * std::sqrt(0.25 / 0.75), 1e-12);  // Q = 2: p = 3/4
   EXPECT_NEAR(drift_warn_for(c, 8), 1.5, 1e-12);                           // Q = 3: p = 1/2
   EXPECT_GT(drift_warn_for(c, 64), drift_warn_for(c, 8));                  // fewer receivers, more drift

@@ -36,7 +36,7 @@ inline Config with_schedule(Config c, int64_t minibatch, double lr, int64_t eval
 // A small CNN job on 1 x 8 x 8 inputs (MG-WFBP mode), writing no files.
 inline Config quiet_cnn(const std::string& layers, int64_t minibatch, int64_t iterations) {
   Config c;
-  c.job.mode = "mgwfbp";
+  c.job.mode = sfb::JobMode::kMgwfbp;
   c.cnn.input = "1x8x8";
   c.cnn.layers = layers;
   c.optimizer.minibatch = minibatch;

@@ -8,11 +8,14 @@ namespace sfb::baselines {
 
 std::unique_ptr<runtime::Exchange> make_exchange(const Config& cfg, bool model_has_prox,
                                                  comm::AllreduceFactory allreduce) {
-  if (cfg.comm.scheme == "sfb") return nullptr;
-  if (cfg.comm.scheme == "allreduce") return std::make_unique<AllreduceExchange>(std::move(allreduce));
-  if (cfg.comm.scheme == "fms")
-    return std::make_unique<FmsExchange>(static_cast<int>(cfg.fms.servers), cfg.sfb.staleness != 0, model_has_prox);
-  throw InvalidArgument(fmt::format("comm.scheme: unknown scheme \"{}\"", cfg.comm.scheme));
+  switch (cfg.comm.scheme) {
+    case Scheme::kSfb: return nullptr;
+    case Scheme::kAllreduce: return std::make_unique<AllreduceExchange>(std::move(allreduce));
+    case Scheme::kFms:
+      return std::make_unique<FmsExchange>(static_cast<int>(cfg.fms.servers), cfg.sfb.staleness != 0, model_has_prox);
+    case Scheme::kAuto: break;
+  }
+  throw InvalidArgument("comm.scheme = \"auto\" reached make_exchange unresolved (sfbd chooses the scheme first)");
 }
 
 }  // namespace sfb::baselines

@@ -195,7 +195,7 @@ namespace {
 
 // The CUDA backend when job.device = "cuda"; rank 0 logs where the layers run and the network.
 void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
-  if (cfg.job.device == "cuda") {
+  if (cfg.job.device == sfb::Device::kCuda) {
     net.set_backend(cuda::make_backend(net, local_rank));
     if (log) spdlog::info("layers run on CUDA ({})", cuda::library_versions());
   } else if (log) {

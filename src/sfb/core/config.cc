@@ -64,8 +64,8 @@ struct Field {
   std::function<std::string(const Config&)> show;
   std::function<void(Config&, const toml::node&, const std::string& where)> set;
   std::string help;
-  // The job.mode that reads the key ("" both): set in another mode, it is an error naming the key.
-  std::string mode;
+  // The job.mode that reads the key (none: both): set in another mode, it is an error naming the key.
+  std::optional<JobMode> mode;
   // A key of the built-in models: set with model.plugin, it is an error (a plugin reads
   // [model.params] only).
   bool built_in_model = false;
@@ -73,11 +73,11 @@ struct Field {
 
 // The schema's markers: where a key is declared, which mode reads it.
 Field sfb_mode(Field f) {
-  f.mode = "sfb";
+  f.mode = JobMode::kSfb;
   return f;
 }
 Field cnn_mode(Field f) {
-  f.mode = "mgwfbp";
+  f.mode = JobMode::kMgwfbp;
   return f;
 }
 Field built_in_model(Field f) {
@@ -152,6 +152,22 @@ Field string_field(std::string key, S Config::*sec, std::string S::*m, std::vect
           std::move(help)};
 }
 
+// One of a ConfigChoice's names (config.h), parsed into the enum once.
+template <typename S, ConfigChoice E>
+Field choice_field(std::string key, S Config::*sec, E S::*m, std::string help) {
+  std::vector<std::string> names;
+  for (const auto n : ChoiceNames<E>::names) names.emplace_back(n);
+  return {key, fmt::format("one of {}", fmt::join(names, "|")),
+          [sec, m](const Config& c) { return fmt::format("\"{}\"", name(c.*sec.*m)); },
+          [=](Config& c, const toml::node& n, const std::string& where) {
+            const auto v = n.value<std::string>();
+            const auto e = v ? choice_named<E>(*v) : std::nullopt;
+            SFB_CHECK(e, "{}: {} must be one of \"{}\", got {}", where, key, fmt::join(names, "\", \""), show_node(n));
+            c.*sec.*m = *e;
+          },
+          std::move(help)};
+}
+
 template <typename S>
 Field bool_field(std::string key, S Config::*sec, bool S::*m, std::string help) {
   return {key, "boolean", [sec, m](const Config& c) { return c.*sec.*m ? "true" : "false"; },
@@ -172,11 +188,11 @@ constexpr double kMaxSeconds = 365.0 * 24 * 3600;
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = [] {
     std::vector<Field> f;
-    f.push_back(string_field("job.mode", &Config::job, &JobConfig::mode, {"sfb", "mgwfbp"},
+    f.push_back(choice_field("job.mode", &Config::job, &JobConfig::mode,
                              "Training mode. \"sfb\": sufficient factor broadcasting of a matrix model; "
                              "\"mgwfbp\": data-parallel CNN training with merged-gradient wait-free "
                              "backpropagation (docs/mgwfbp.md)."));
-    f.push_back(string_field("device", &Config::job, &JobConfig::device, {"cpu", "cuda"},
+    f.push_back(choice_field("device", &Config::job, &JobConfig::device,
                              "mgwfbp mode: where the CNN layers run (a top-level key: `--set device=cuda`)."));
     f.push_back(cnn_mode(string_field("cnn.layers", &Config::cnn, &CnnConfig::layers, {},
                                       "mgwfbp: the network, comma separated: conv:<channels>:<kernel>[:<pad>], relu, "
@@ -328,7 +344,7 @@ const std::vector<Field>& schema() {
                  },
                  "0: BSP, s > 0: SSP (at most s clocks ahead), \"inf\": ASP."});
     f.push_back(
-        sfb_mode(string_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast, {"full", "halton", "halton-static"},
+        sfb_mode(choice_field("sfb.broadcast", &Config::sfb, &SfbConfig::broadcast,
                               "Broadcast topology: \"full\" sends to all P-1 peers; \"halton\" to Q peers per "
                               "clock that rotate along the Halton offsets floor(P h_k), h = 1/2, 1/4, 3/4, ..., so "
                               "every peer is reached within ceil((P-1)/Q) clocks (docs/compare.md); "
@@ -347,8 +363,8 @@ const std::vector<Field>& schema() {
         sfb_mode(int_field("sfb.reconcile_every", &Config::sfb, &SfbConfig::reconcile_every, 0, kMaxClock,
                            "Clocks between reconciliations (0: the period at which the all-reduce costs about 10% of "
                            "the factor bytes partial broadcast sends).")));
-    f.push_back(sfb_mode(string_field(
-        "comm.scheme", &Config::comm, &CommConfig::scheme, {"sfb", "fms", "allreduce", "auto"},
+    f.push_back(sfb_mode(choice_field(
+        "comm.scheme", &Config::comm, &CommConfig::scheme,
         "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
         "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
         "of the dense update matrix every clock (comm.collectives); \"auto\": sfbd profiles the job on the ranks "
@@ -360,7 +376,7 @@ const std::vector<Field>& schema() {
     f.push_back(float_field("comm.inject_latency_us", &Config::comm, &CommConfig::inject_latency_us, 0.0, 1e9,
                             "Added to the delivery of every message (microseconds), for latency studies "
                             "on links without netem."));
-    f.push_back(string_field("comm.transport", &Config::comm, &CommConfig::transport, {"auto", "tcp", "mpi"},
+    f.push_back(choice_field("comm.transport", &Config::comm, &CommConfig::transport,
                              "\"tcp\": sfb's own sockets, one per pair of ranks, every link moving both ways at "
                              "once (mpirun starts the ranks, MPI exchanges their addresses); \"mpi\": MPI "
                              "point-to-point messages (shared memory on one host; networks TCP cannot use, e.g. "
@@ -375,7 +391,7 @@ const std::vector<Field>& schema() {
                              "only, that every rank reads and mixes into the job's key: a process that can reach "
                              "the ports and read MPI's traffic still cannot join the job (\"\": the key from "
                              "the bootstrap alone; docs/design.md, threat model)."));
-    f.push_back(string_field("comm.collectives", &Config::comm, &CommConfig::collectives, {"sfb", "mpi"},
+    f.push_back(choice_field("comm.collectives", &Config::comm, &CommConfig::collectives,
                              "The all-reduce of comm.scheme = \"allreduce\" and of the CNN mode's dense groups: "
                              "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "
                              "bitwise equal under every plan); \"mpi\": Open MPI's MPI_Allreduce (its own "
@@ -578,19 +594,19 @@ void check_keys(const toml::table& root, Origin& origin, Config& cfg) {
 
 // Rules that involve more than one key.
 void check_cross_field_rules(const Config& cfg, const std::string& name) {
-  SFB_CHECK(!cfg.optimizer.lr_auto || cfg.comm.scheme != "fms",
+  SFB_CHECK(!cfg.optimizer.lr_auto || cfg.comm.scheme != Scheme::kFms,
             "{}: optimizer.lr = \"auto\" is not searched under comm.scheme = \"fms\" (its server ranks take no part "
             "in the trials); set a number",
             name);
   if (!cfg.model.init.empty()) {
-    SFB_CHECK(cfg.job.mode == "mgwfbp" || !cfg.model.plugin.empty() || cfg.model.name != "l2mlr" ||
+    SFB_CHECK(cfg.job.mode == JobMode::kMgwfbp || !cfg.model.plugin.empty() || cfg.model.name != "l2mlr" ||
                   cfg.model.solver != "sdca",
               "{}: model.init cannot warm-start model.solver = \"sdca\": its dual variables are not in the model "
               "file; use model.solver = \"sgd\" or resume from a checkpoint",
               name);
   }
   if (cfg.sfb.reconcile == "sum" || cfg.sfb.reconcile == "mean") {
-    SFB_CHECK(cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full",
+    SFB_CHECK(cfg.comm.scheme == Scheme::kSfb && cfg.sfb.broadcast != Broadcast::kFull,
               "{}: sfb.reconcile = \"{}\" reconciles partial broadcast, but comm.scheme = \"{}\" and sfb.broadcast = "
               "\"{}\"; use sfb.reconcile = \"auto\"",
               name, cfg.sfb.reconcile, cfg.comm.scheme, cfg.sfb.broadcast);
@@ -650,13 +666,13 @@ void check_plugin_keys(const toml::table& root, const Origin& origin, const Conf
 // Whether `key` (a full key) is one job.mode = `mode` does not read (the schema's sfb_mode and
 // cnn_mode markers; [model.params] goes with model.plugin): set in the config or with --set, such a
 // key is an error naming the key and the mode, never silently dropped.
-bool unused_by_mode(const std::string& key, const std::string& mode) {
+bool unused_by_mode(const std::string& key, JobMode mode) {
   const Field* f = schema_field(key.starts_with("model.params") ? "model.plugin" : key);
-  return f && !f->mode.empty() && f->mode != mode;
+  return f && f->mode && *f->mode != mode;
 }
 
 void check_mode_keys(const toml::table& root, const Origin& origin, const Config& cfg) {
-  const bool cnn = cfg.job.mode == "mgwfbp";
+  const bool cnn = cfg.job.mode == JobMode::kMgwfbp;
   const auto refuse = [&](const std::string& key, const toml::node& node) {
     throw InvalidArgument(fmt::format(
         "{}: {} is not used by job.mode = \"{}\" ({}); remove it, or run the mode that reads it", origin.at(key, node),
@@ -843,7 +859,8 @@ std::string config_value(const Config& cfg, const std::string& key) {
 std::vector<ConfigKeyDoc> config_key_docs() {
   const Config defaults;
   std::vector<ConfigKeyDoc> docs;
-  for (const auto& f : schema()) docs.push_back({f.key, f.type, f.show(defaults), f.help, f.mode});
+  for (const auto& f : schema())
+    docs.push_back({f.key, f.type, f.show(defaults), f.help, f.mode ? std::string(name(*f.mode)) : ""});
   return docs;
 }
 

@@ -8,9 +8,13 @@
 // cfg.data.train); components get only the sections they use.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace sfb {
 
@@ -21,10 +25,64 @@ inline constexpr int64_t kMaxClock = int64_t{1} << 53;
 
 inline constexpr int64_t kInfiniteStaleness = std::numeric_limits<int64_t>::max();
 
+// The config's choices, parsed once (config.cc's choice_field) into these; each one's names as the
+// TOML spells them are its ChoiceNames, in enumerator order: name(Scheme::kFms) is "fms", fmt
+// prints the name, and a Json holds the name, never the number (core/json.h).
+enum class JobMode { kSfb, kMgwfbp };
+enum class Device { kCpu, kCuda };
+enum class Scheme { kSfb, kFms, kAllreduce, kAuto };
+enum class TransportKind { kAuto, kTcp, kMpi };
+enum class Collectives { kSfb, kMpi };
+enum class Broadcast { kFull, kHalton, kHaltonStatic };
+
+template <typename E>
+struct ChoiceNames;
+template <>
+struct ChoiceNames<JobMode> {
+  static constexpr std::string_view names[] = {"sfb", "mgwfbp"};
+};
+template <>
+struct ChoiceNames<Device> {
+  static constexpr std::string_view names[] = {"cpu", "cuda"};
+};
+template <>
+struct ChoiceNames<Scheme> {
+  static constexpr std::string_view names[] = {"sfb", "fms", "allreduce", "auto"};
+};
+template <>
+struct ChoiceNames<TransportKind> {
+  static constexpr std::string_view names[] = {"auto", "tcp", "mpi"};
+};
+template <>
+struct ChoiceNames<Collectives> {
+  static constexpr std::string_view names[] = {"sfb", "mpi"};
+};
+template <>
+struct ChoiceNames<Broadcast> {
+  static constexpr std::string_view names[] = {"full", "halton", "halton-static"};
+};
+
+template <typename E>
+concept ConfigChoice = requires {
+  ChoiceNames<E>::names;
+};
+
+template <ConfigChoice E>
+constexpr std::string_view name(E e) {
+  return ChoiceNames<E>::names[static_cast<size_t>(e)];
+}
+// The choice named `text`; nullopt when none is.
+template <ConfigChoice E>
+constexpr std::optional<E> choice_named(std::string_view text) {
+  for (size_t i = 0; i < std::size(ChoiceNames<E>::names); ++i)
+    if (ChoiceNames<E>::names[i] == text) return static_cast<E>(i);
+  return std::nullopt;
+}
+
 struct JobConfig {
-  std::string mode = "sfb";  // sfb | mgwfbp
+  JobMode mode = JobMode::kSfb;
   uint64_t seed = 42;
-  std::string device = "cpu";  // top-level key `device`: cpu | cuda (mgwfbp mode)
+  Device device = Device::kCpu;  // top-level key `device` (mgwfbp mode)
 };
 
 struct DataConfig {
@@ -87,18 +145,18 @@ struct OptimizerConfig {
 };
 
 struct CommConfig {
-  std::string scheme = "sfb";       // sfb | fms | allreduce | auto (sfbd resolves it before training)
-  std::string auto_profile;         // auto: a recorded scheme profile to predict from ("" measures one)
-  double inject_latency_us = 0.0;   // added to every message's delivery (latency studies)
-  std::string transport = "auto";   // auto | tcp | mpi
-  std::string interface;            // tcp: "" (every interface) or an interface name / IPv4 address
-  std::string secret_file;          // tcp: a file every rank reads, mixed into the job key ("" none)
-  std::string collectives = "sfb";  // sfb | mpi: the dense all-reduce's engine
+  Scheme scheme = Scheme::kSfb;    // auto: sfbd resolves it before training
+  std::string auto_profile;        // auto: a recorded scheme profile to predict from ("" measures one)
+  double inject_latency_us = 0.0;  // added to every message's delivery (latency studies)
+  TransportKind transport = TransportKind::kAuto;
+  std::string interface;                        // tcp: "" (every interface) or an interface name / IPv4 address
+  std::string secret_file;                      // tcp: a file every rank reads, mixed into the job key ("" none)
+  Collectives collectives = Collectives::kSfb;  // the dense all-reduce's engine
 };
 
 struct SfbConfig {
-  int64_t staleness = 0;           // kInfiniteStaleness for ASP
-  std::string broadcast = "full";  // full | halton
+  int64_t staleness = 0;  // kInfiniteStaleness for ASP
+  Broadcast broadcast = Broadcast::kFull;
   int64_t halton_q = 0;            // 0: ceil(log2 P)
   std::string reconcile = "auto";  // auto | sum | mean | off (runtime/reconciler.h)
   int64_t reconcile_every = 0;     // clocks; 0: about 10% of the factor bytes
@@ -244,3 +302,12 @@ std::vector<ConfigKeyDoc> config_key_docs();
 std::string config_value(const Config& cfg, const std::string& key);
 
 }  // namespace sfb
+
+// fmt prints a config choice by name.
+template <sfb::ConfigChoice E>
+struct fmt::formatter<E> : fmt::formatter<std::string_view> {
+  template <typename Ctx>
+  auto format(E e, Ctx& ctx) const {
+    return fmt::formatter<std::string_view>::format(sfb::name(e), ctx);
+  }
+};

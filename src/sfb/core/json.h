@@ -15,9 +15,20 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sfb/core/config.h"
+
 namespace sfb {
 
 using Json = nlohmann::ordered_json;
+
+// A config choice goes into JSON by its name: these exact overloads win over nlohmann's own
+// enum-as-integer conversion (found by ADL wherever this header is included).
+inline void to_json(Json& j, JobMode e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Device e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Scheme e) { j = std::string(name(e)); }
+inline void to_json(Json& j, TransportKind e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Collectives e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Broadcast e) { j = std::string(name(e)); }
 
 inline double sig(double v, int digits) {
   if (!std::isfinite(v)) return v;

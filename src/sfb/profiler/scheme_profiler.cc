@@ -107,10 +107,10 @@ struct EngineClocks {
 // compute over the same clocks and the update thread's seconds per clock. What the pieces measured
 // alone miss (the threads' polling and locking, the transport's threads, the ranks' phases
 // interleaving on shared cores) is in them.
-EngineClocks time_engine(const ProfileRequest& r, const std::string& scheme, Exchange* exchange, int64_t clocks) {
+EngineClocks time_engine(const ProfileRequest& r, Scheme scheme, Exchange* exchange, int64_t clocks) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
   cfg.comm.scheme = scheme;
-  cfg.sfb.broadcast = "full";
+  cfg.sfb.broadcast = sfb::Broadcast::kFull;
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = "off";
   std::vector<double> starts, computes;
@@ -145,7 +145,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true};
   const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 2)) {
-    const EngineClocks sfb = time_engine(r, "sfb", nullptr, n);
+    const EngineClocks sfb = time_engine(r, Scheme::kSfb, nullptr, n);
     p.engine_clock_s = sfb.clock_s;
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
@@ -156,11 +156,11 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   }
   const Config& cfg = *r.cfg;
   Config ar = cfg;
-  ar.comm.scheme = "allreduce";
+  ar.comm.scheme = sfb::Scheme::kAllreduce;
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, ar_s, budget_s / 2)) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_clock_s = time_engine(r, "allreduce", ex.get(), n).clock_s;
+    p.engine_allreduce_clock_s = time_engine(r, Scheme::kAllreduce, ex.get(), n).clock_s;
   } else if (r.transport->rank() == 0) {
     spdlog::warn("profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1)",
                  4 * ar_s);

@@ -35,8 +35,8 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
   if (rank == 0 && cfg.eval.copies(w))
     e.add("the objective monitor's one snapshot of W (eval.snapshot: evaluated while training goes on)",
           "eval.snapshot", w);
-  const bool partial =
-      cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full" && cfg.sfb.staleness == 0 && cfg.sfb.reconcile != "off";
+  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull &&
+                       cfg.sfb.staleness == 0 && cfg.sfb.reconcile != "off";
   if (partial && cfg.sfb.reconcile == "sum")
     e.add("the reconciliation's previous consensus (sfb.reconcile = \"sum\")", "sfb.reconcile", w);
   if (partial)
@@ -47,7 +47,7 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
   const int64_t ahead = cfg.sfb.asp() ? cfg.runtime.asp_window : cfg.sfb.staleness;
   const double per_source = static_cast<double>(std::min<int64_t>(cfg.runtime.queue_capacity, ahead + 2));
   const double batch = 4.0 * K * (static_cast<double>(J) + 2.0 * v_floats);
-  if (cfg.comm.scheme == "sfb")
+  if (cfg.comm.scheme == sfb::Scheme::kSfb)
     e.add("SF batches in the queues and on the wire", "optimizer.minibatch, sfb.staleness, runtime.queue_capacity",
           batch * per_source * (P + 1));
   else
@@ -57,15 +57,15 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
   e.add("the model's workspace (a minibatch's K x J outputs, twice)", "optimizer.minibatch",
         8.0 * K * static_cast<double>(J) + 8.0 * K * v_floats);
   if (rank == 0) e.add("the evaluation's row blocks", "eval.train_sample", 2 * 16 * kMiB);
-  if (cfg.comm.scheme == "allreduce")
+  if (cfg.comm.scheme == sfb::Scheme::kAllreduce)
     e.add(fmt::format("the all-reduce's row blocks ({} in flight, one being reduced)", kDenseAllreduceBlocksInFlight),
           "the model's shape",
           (kDenseAllreduceBlocksInFlight + 1.0) *
               static_cast<double>(dense_allreduce_block_bytes(static_cast<int64_t>(w))));
-  if (cfg.comm.scheme == "fms" && general_prox)
+  if (cfg.comm.scheme == sfb::Scheme::kFms && general_prox)
     e.add("a clock's pushes, queued whole (the servers answer whole clocks under a general prox)", "the model's prox",
           w);
-  if (cfg.comm.scheme == "fms")
+  if (cfg.comm.scheme == sfb::Scheme::kFms)
     e.add("the parameter-server blocks in flight (pushed and pulled)", "fms.servers",
           3.0 * 4 * static_cast<double>(cfg.fms.servers) * std::min(w / static_cast<double>(cfg.fms.servers), kMiB));
   return e;

@@ -36,7 +36,7 @@ int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host) {
 }
 
 int worker_count(const Config& cfg, int ranks) {
-  if (cfg.comm.scheme != "fms") return ranks;
+  if (cfg.comm.scheme != sfb::Scheme::kFms) return ranks;
   SFB_CHECK(ranks > cfg.fms.servers,
             "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
             "run mpirun -np P+S",
@@ -45,9 +45,10 @@ int worker_count(const Config& cfg, int ranks) {
 }
 
 Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full") return Topology::full(workers);
+  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull)
+    return Topology::full(workers);
   const int q = static_cast<int>(cfg.sfb.halton_q);
-  if (cfg.sfb.broadcast == "halton") return Topology::halton_rotating(workers, q);
+  if (cfg.sfb.broadcast == sfb::Broadcast::kHalton) return Topology::halton_rotating(workers, q);
   Topology t = Topology::halton(workers, q);
   const auto islands = t.islands();
   if (islands.size() > 1) {
@@ -64,7 +65,8 @@ Topology make_topology(const Config& cfg, int workers) {
 }
 
 std::optional<int64_t> halton_receivers(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != "sfb" || cfg.sfb.broadcast == "full" || workers < 2) return std::nullopt;
+  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull || workers < 2)
+    return std::nullopt;
   return std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers));
 }
 
@@ -94,12 +96,13 @@ Config unwatched_run(Config cfg, int64_t start_clock, int64_t clocks) {
 
 std::string reconcile_mode(const Config& cfg) {
   const std::string& m = cfg.sfb.reconcile;
-  const bool partial = cfg.comm.scheme == "sfb" && cfg.sfb.broadcast != "full";
+  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
   const bool bsp = cfg.sfb.staleness == 0;
   if (m == "off" || (m == "auto" && (!partial || !bsp))) return {};
   SFB_CHECK(partial, "sfb.reconcile = \"{}\" reconciles partial broadcast, but {}; use sfb.reconcile = \"auto\"", m,
-            cfg.comm.scheme != "sfb" ? fmt::format("comm.scheme = \"{}\"", cfg.comm.scheme)
-                                     : std::string("sfb.broadcast = \"full\" (the replicas are already one)"));
+            cfg.comm.scheme != sfb::Scheme::kSfb
+                ? fmt::format("comm.scheme = \"{}\"", cfg.comm.scheme)
+                : std::string("sfb.broadcast = \"full\" (the replicas are already one)"));
   SFB_CHECK(bsp,
             "sfb.reconcile = \"{}\" needs BSP (sfb.staleness = 0): under {} the workers are at different clocks; "
             "use sfb.reconcile = \"auto\" (off there) and watch replica_drift",
@@ -216,8 +219,8 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
     : s_(std::make_unique<WorkerState>(cfg, transport, train, test, model, std::move(hooks), exchange)) {
   auto& s = *s_;
   transport.set_peer_timeout(cfg.runtime.peer_timeout_s);  // the flush at the end waits at most this long
-  SFB_CHECK((cfg.comm.scheme == "sfb") == (exchange == nullptr), "comm.scheme = \"{}\" needs {}", cfg.comm.scheme,
-            exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
+  SFB_CHECK((cfg.comm.scheme == sfb::Scheme::kSfb) == (exchange == nullptr), "comm.scheme = \"{}\" needs {}",
+            cfg.comm.scheme, exchange ? "no exchange" : "its baseline exchange (sfb::baselines::make_exchange)");
   SFB_CHECK(s.rank < s.P, "rank {} is a parameter server, not a worker", s.rank);
   s.J = static_cast<int32_t>(model.rows());
   s.D = static_cast<int32_t>(model.cols());
