@@ -123,6 +123,7 @@ TEST(DualityGapStall, QuietWhileItShrinksWarnsWhenItStopsOrGrows) {
     for (size_t i = 0; i < gaps.size(); ++i) {
       EvalRecord r;
       r.clock = 100 * static_cast<int64_t>(i);
+      r.objective = 1.0;
       r.extra = {{"w_norm", 1.0}, {"duality_gap", gaps[i]}};
       out.push_back(r);
     }
@@ -136,6 +137,12 @@ TEST(DualityGapStall, QuietWhileItShrinksWarnsWhenItStopsOrGrows) {
   EXPECT_THAT(duality_gap_stall(with_gaps({1, 1.1, 1.3, 1.2, 1.4, 1.6})),
               ::testing::HasSubstr("the duality gap 1.6 at clock 500 is not below its 1 of clock 0"));
   EXPECT_EQ(duality_gap_stall({}), "");
+  // Shrinking 1% a evaluation (as an over-damped SDCA on tf-idf rows did: 3.62 to 3.53 in 250
+  // clocks): reaching 1% of the objective would take ~50x the run so far.
+  EXPECT_THAT(duality_gap_stall(with_gaps({3.9, 3.85, 3.8, 3.76, 3.72, 3.68, 3.64, 3.6})),
+              ::testing::HasSubstr("SDCA converges too slowly: lower model.sdca_sigma"));
+  // Halving every 3 evaluations (the damping of 4 on the same rows): quiet.
+  EXPECT_EQ(duality_gap_stall(with_gaps({3.8, 2.9, 2.2, 1.7, 1.3, 1.0, 0.8, 0.62})), "");
 }
 
 }  // namespace
