@@ -19,37 +19,55 @@ namespace {
 // sigma^2 = lambda_max(A^T A) / (n max_i ||a_i||^2), in [1/n, 1]. The scalar bound (d_i
 // ignored) counts every pair of rows sharing words as colliding even when their classes differ:
 // on tf-idf rows (common words everywhere) it damped 50 classes' steps ~100x more than they need.
-// Estimated on up to 4096 rows of this rank's partition (a random sample of the data) by 30 steps
-// of power iteration on the D x J space from a fixed start.
+// Estimated by 30 steps of power iteration on the D x J' space from a fixed start, over up to 4096
+// rows of this rank's partition (a random sample of the data) whose classes are among the first
+// J' = min(J, 2^22 / D) (the iteration's two D x J' matrices stay under 32 MiB whatever W's size;
+// J' then stands for J in d_i).
 double data_sigma2(const io::Dataset& d, int64_t J) {
-  const int64_t n = std::min<int64_t>(d.n, 4096);
-  if (n == 0 || d.dim == 0 || J < 2) return 1.0;
-  const float inv_j = 1.0f / static_cast<float>(J);
-  Matrix V(d.dim, J);
-  for (int64_t r = 0; r < d.dim; ++r)
-    for (int64_t c = 0; c < J; ++c) V(r, c) = std::cos(static_cast<float>(r * 7 + c * 3 + 1));
-  V /= V.norm();
-  Matrix XV(n, J), T(n, J);
-  double lambda = 0, max_sq = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double sq =
-        d.sparse ? static_cast<double>(d.csr.row(i).squaredNorm()) : static_cast<double>(d.dense.row(i).squaredNorm());
-    max_sq = std::max(max_sq, sq * (1.0 - inv_j));  // ||d_i||^2 = 1 - 1/J
-  }
-  for (int it = 0; it < 30; ++it) {
-    XV = d.sparse ? Matrix(d.csr.topRows(n) * V) : Matrix(d.dense.topRows(n) * V);
-    for (int64_t i = 0; i < n; ++i) {  // T_i = (a_i . v) d_i
-      const int32_t y = d.labels[static_cast<size_t>(i)];
-      const float t = XV(i, y) - XV.row(i).mean();
-      T.row(i).setConstant(-t * inv_j);
-      T(i, y) += t;
+  const int64_t classes =
+      std::clamp<int64_t>((int64_t{1} << 22) / std::max<int64_t>(1, d.dim), 2, std::max<int64_t>(2, J));
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < d.n && rows.size() < 4096; ++i)
+    if (d.labels[static_cast<size_t>(i)] < classes) rows.push_back(i);
+  if (rows.size() < 2 || d.dim == 0 || J < 2) return 1.0;
+  // Row r's non-zeros, (column, value), to `f`.
+  const auto each = [&d](int64_t r, const auto& f) {
+    if (d.sparse) {
+      for (io::SparseRows::InnerIterator it(d.csr, r); it; ++it) f(static_cast<int64_t>(it.col()), it.value());
+    } else {
+      for (int64_t c = 0; c < d.dim; ++c)
+        if (const float v = d.dense(r, c); v != 0.0f) f(c, v);
     }
-    Matrix W = d.sparse ? Matrix(d.csr.topRows(n).transpose() * T) : Matrix(d.dense.topRows(n).transpose() * T);
+  };
+  const float inv_j = 1.0f / static_cast<float>(classes);
+  double max_sq = 0;
+  for (const int64_t r : rows) {
+    double sq = 0;
+    each(r, [&](int64_t, float v) { sq += static_cast<double>(v) * v; });
+    max_sq = std::max(max_sq, sq * (1.0 - inv_j));  // ||d_i||^2 = 1 - 1/J'
+  }
+  Matrix V(d.dim, classes), W(d.dim, classes);
+  for (int64_t r = 0; r < d.dim; ++r)
+    for (int64_t c = 0; c < classes; ++c) V(r, c) = std::cos(static_cast<float>(r * 7 + c * 3 + 1));
+  V /= V.norm();
+  Eigen::RowVectorXf xv(classes);
+  double lambda = 0;
+  for (int it = 0; it < 30; ++it) {
+    W.setZero();
+    for (const int64_t r : rows) {  // W += a_r (a_r . V) with a_r = x_r (x) d_r
+      xv.setZero();
+      each(r, [&](int64_t c, float v) { xv += v * V.row(c); });
+      const int32_t y = d.labels[static_cast<size_t>(r)];
+      const float t = xv(y) - xv.mean();
+      xv.setConstant(-t * inv_j);
+      xv(y) += t;
+      each(r, [&](int64_t c, float v) { W.row(c) += v * xv; });
+    }
     lambda = static_cast<double>(W.norm());  // ||V|| = 1: the Rayleigh quotient's upper side
     if (!(lambda > 0)) return 1.0;
     V = W / static_cast<float>(lambda);
   }
-  return max_sq > 0 ? std::clamp(lambda / (static_cast<double>(n) * max_sq), 0.0, 1.0) : 1.0;
+  return max_sq > 0 ? std::clamp(lambda / (static_cast<double>(rows.size()) * max_sq), 0.0, 1.0) : 1.0;
 }
 
 }  // namespace
