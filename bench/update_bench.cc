@@ -356,7 +356,7 @@ int64_t run_4_ranks(sfb::Config cfg, int64_t clocks) {
 
 void BM_EndToEnd4Ranks(benchmark::State& st) {
   sfb::Config cfg;
-  cfg.data.format = "synthetic";
+  cfg.data.format = sfb::DataFormat::kSynthetic;
   cfg.data.features = static_cast<int64_t>(st.range(1)) - 1;
   cfg.data.classes = st.range(0);
   cfg.data.synthetic_samples = 4096;

@@ -169,7 +169,7 @@ TEST(HostileLibsvm, TokensAreAcceptedAsLibsvmWritesThemAndEchoedShort) {
 TEST(HostileLibsvm, EmptyCommentOnlyAndDirectoryAreNamedForWhatTheyAre) {
   TempDir dir;
   DataConfig d;
-  d.format = "libsvm";
+  d.format = sfb::DataFormat::kLibsvm;
   d.features = 4;
   d.classes = 2;
   for (const char* content : {"", "# only a comment\n\n"}) {

@@ -47,21 +47,21 @@ TEST(RowPermutation, DependsOnTheSeedAndShuffles) {
 }
 
 TEST(Partition, EveryRowOnExactlyOneRankForEveryP) {
-  for (const char* mode : {"shuffled", "contiguous"}) {
+  for (const Partition mode : {Partition::kShuffled, Partition::kContiguous}) {
     for (int P = 1; P <= 8; ++P) {
       const int64_t n = 1003;
       std::vector<int> owner(static_cast<size_t>(n), -1);
       for (int r = 0; r < P; ++r) {
         const RowList rows = partition_rows(n, r, P, mode, 42);
-        EXPECT_EQ(static_cast<int64_t>(rows.size()), partition_range(n, r, P).size()) << mode << " P " << P;
+        EXPECT_EQ(static_cast<int64_t>(rows.size()), partition_range(n, r, P).size()) << name(mode) << " P " << P;
         EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
         EXPECT_EQ(rows, partition_rows(n, r, P, mode, 42)) << "not reproducible";
         for (int64_t v : rows) {
-          ASSERT_EQ(owner[static_cast<size_t>(v)], -1) << mode << " P " << P << " row " << v << " on two ranks";
+          ASSERT_EQ(owner[static_cast<size_t>(v)], -1) << name(mode) << " P " << P << " row " << v << " on two ranks";
           owner[static_cast<size_t>(v)] = r;
         }
       }
-      EXPECT_EQ(std::count(owner.begin(), owner.end(), -1), 0) << mode << " P " << P << ": a row on no rank";
+      EXPECT_EQ(std::count(owner.begin(), owner.end(), -1), 0) << name(mode) << " P " << P << ": a row on no rank";
     }
   }
 }
@@ -69,12 +69,12 @@ TEST(Partition, EveryRowOnExactlyOneRankForEveryP) {
 TEST(Partition, OneShuffleCutIntoPPieces) {
   // Resumed on another P the job keeps its permutation: rank 0 of 2 holds ranks 0 and 1 of 4.
   const int64_t n = 1000;
-  RowList half = partition_rows(n, 0, 4, "shuffled", 9);
-  const RowList second = partition_rows(n, 1, 4, "shuffled", 9);
+  RowList half = partition_rows(n, 0, 4, Partition::kShuffled, 9);
+  const RowList second = partition_rows(n, 1, 4, Partition::kShuffled, 9);
   half.insert(half.end(), second.begin(), second.end());
   std::sort(half.begin(), half.end());
-  EXPECT_EQ(half, partition_rows(n, 0, 2, "shuffled", 9));
-  EXPECT_NE(partition_rows(n, 0, 2, "shuffled", 9), partition_rows(n, 0, 2, "contiguous", 9));
+  EXPECT_EQ(half, partition_rows(n, 0, 2, Partition::kShuffled, 9));
+  EXPECT_NE(partition_rows(n, 0, 2, Partition::kShuffled, 9), partition_rows(n, 0, 2, Partition::kContiguous, 9));
 }
 
 TEST(Partition, ASortedFileGivesEveryRankEveryClass) {
@@ -82,13 +82,13 @@ TEST(Partition, ASortedFileGivesEveryRankEveryClass) {
   const int64_t n = 6000;
   for (int r = 0; r < 8; ++r) {
     std::vector<int> count(10, 0);
-    for (int64_t v : partition_rows(n, r, 8, "shuffled", 42)) ++count[static_cast<size_t>(v / 600)];
+    for (int64_t v : partition_rows(n, r, 8, Partition::kShuffled, 42)) ++count[static_cast<size_t>(v / 600)];
     for (int c = 0; c < 10; ++c) {
       EXPECT_GT(count[static_cast<size_t>(c)], 40) << "rank " << r << " class " << c;
       EXPECT_LT(count[static_cast<size_t>(c)], 110) << "rank " << r << " class " << c;
     }
     std::set<int64_t> classes;
-    for (int64_t v : partition_rows(n, r, 8, "contiguous", 42)) classes.insert(v / 600);
+    for (int64_t v : partition_rows(n, r, 8, Partition::kContiguous, 42)) classes.insert(v / 600);
     EXPECT_LE(classes.size(), 2u) << "contiguous keeps the file's order";
   }
 }
@@ -100,7 +100,7 @@ TEST(Partition, TheObjectiveSampleIsThePermutationsHead) {
   EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
   // Within rank 0's shuffled partition while it is larger than the sample, for any P.
   for (int P : {1, 2, 4, 8}) {
-    const RowList r0 = partition_rows(n, 0, P, "shuffled", 3);
+    const RowList r0 = partition_rows(n, 0, P, Partition::kShuffled, 3);
     EXPECT_TRUE(std::includes(r0.begin(), r0.end(), s.begin(), s.end())) << "P " << P;
   }
   EXPECT_EQ(sample_rows(n, 1 << 20, 3).size(), static_cast<size_t>(n));
@@ -149,9 +149,9 @@ TEST(Partition, ReadersKeepExactlyTheListedRows) {
   EXPECT_EQ(part.labels[2], full.labels[39]);
 }
 
-DataConfig synthetic_config(const std::string& partition) {
+DataConfig synthetic_config(Partition partition) {
   DataConfig d;
-  d.format = "synthetic";
+  d.format = sfb::DataFormat::kSynthetic;
   d.features = 8;
   d.classes = 4;
   d.synthetic_samples = 997;
@@ -161,7 +161,7 @@ DataConfig synthetic_config(const std::string& partition) {
 }
 
 TEST(Partition, LoadDataSplitsTheRowsAndSamplesTheSameObjectiveRowsForEveryP) {
-  const DataConfig d = synthetic_config("shuffled");
+  const DataConfig d = synthetic_config(Partition::kShuffled);
   const LoadedData one = load_data(d, 42, LoadRequest{0, 1, false, 300});
   ASSERT_EQ(one.train.n, 997);
   ASSERT_EQ(one.eval_sample.n, 300);
@@ -185,7 +185,7 @@ TEST(Partition, LoadDataSplitsTheRowsAndSamplesTheSameObjectiveRowsForEveryP) {
   EXPECT_EQ(rows4, 997);
   EXPECT_NEAR(sum4, static_cast<double>(one.train.dense.sum()), 1e-2 * std::abs(sum4) + 1e-2);
   // The contiguous partition samples the same objective rows too.
-  const LoadedData c = load_data(synthetic_config("contiguous"), 42, LoadRequest{0, 4, false, 300});
+  const LoadedData c = load_data(synthetic_config(Partition::kContiguous), 42, LoadRequest{0, 4, false, 300});
   EXPECT_EQ(c.eval_sample.labels, one.eval_sample.labels);
 }
 

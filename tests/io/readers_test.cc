@@ -184,7 +184,7 @@ TEST(Sampler, EpochIsAPermutationAndDeterministic) {
 
 TEST(LoadData, EmptyPartitionIsAClearError) {
   Config cfg;
-  cfg.data.format = "synthetic";
+  cfg.data.format = sfb::DataFormat::kSynthetic;
   cfg.data.features = 5;
   cfg.data.classes = 2;
   cfg.data.synthetic_samples = 2;

@@ -585,7 +585,7 @@ TEST(Plugins, WhatAPluginThrowsOrReturnsWrongBecomesAnSfbErrorNamingIt) {
 
 TEST(Plugins, ADenseOnlyPluginOnSparseDataIsRefusedNamingTheFix) {
   Config cfg = base_config();
-  cfg.data.format = "synthetic";
+  cfg.data.format = sfb::DataFormat::kSynthetic;
   cfg.model.plugin = SFB_HOSTILE_PLUGIN;  // reads batch.x only: reads_sparse_rows() is false
   const io::Dataset sparse = io::make_synthetic({20, 8, 2, 0.5, 0.0, 2, 0});
   ASSERT_TRUE(sparse.sparse);

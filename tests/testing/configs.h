@@ -10,7 +10,7 @@ namespace sfb::testing {
 
 inline Config quiet_synthetic(int64_t features, int64_t classes, int64_t samples, int64_t test_samples) {
   Config c;
-  c.data.format = "synthetic";
+  c.data.format = sfb::DataFormat::kSynthetic;
   c.data.features = features;
   c.data.classes = classes;
   c.data.synthetic_samples = samples;

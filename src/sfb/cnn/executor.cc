@@ -112,7 +112,7 @@ void load_batch(const io::Dataset& data, const std::vector<int64_t>& rows, Matri
 
 Network make_network(const CnnConfig& cfg, const io::Dataset& train) {
   const Shape input = checked_input(cfg, train);
-  Network net(cfg.layers, input, parse_kernels(cfg.kernels));
+  Network net(cfg.layers, input, parse_kernels(std::string(name(cfg.kernels))));
   const int64_t outputs = net.layer(net.layers() - 1).out_shape().size();
   SFB_CHECK(outputs >= train.classes, "cnn.layers ends with {} outputs but the data has {} classes", outputs,
             train.classes);
@@ -199,7 +199,8 @@ void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
     net.set_backend(cuda::make_backend(net, local_rank));
     if (log) spdlog::info("layers run on CUDA ({})", cuda::library_versions());
   } else if (log) {
-    spdlog::info("layers run on the CPU: {}", cfg.cnn.kernels == "onednn" ? onednn_info() : "reference kernels");
+    spdlog::info("layers run on the CPU: {}",
+                 cfg.cnn.kernels == sfb::CnnKernels::kOnednn ? onednn_info() : "reference kernels");
   }
   if (log)
     spdlog::info("network: {} ({} parameters in {} layers with parameters)", net.describe(), net.total_params(),

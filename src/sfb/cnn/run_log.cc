@@ -155,7 +155,7 @@ void RunLog::close_trace() {
 void RunLog::finish(comm::Transport& t) {
   const auto path = out_.path(out_.trace);
   if (path.empty()) return;
-  if (out_.trace_ranks == "all") {
+  if (out_.trace_ranks == sfb::TraceRanks::kAll) {
     // Every rank's events to rank 0, one rank at a time.
     const std::string mine = events_.dump();
     for (int r = 1; r < t.size(); ++r) {

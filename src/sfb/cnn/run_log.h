@@ -70,7 +70,7 @@ class RunLog {
  private:
   void event(const std::string& name, int tid, double ts_us, double dur_us, Json args = nullptr);
   void name_thread(int tid, const std::string& name);
-  bool traced_rank() const { return rank_ == 0 || out_.trace_ranks == "all"; }
+  bool traced_rank() const { return rank_ == 0 || out_.trace_ranks == sfb::TraceRanks::kAll; }
   void stream_events();  // rank 0: the events so far to the trace file
   void close_trace();
   const OutputConfig out_;

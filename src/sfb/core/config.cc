@@ -199,7 +199,7 @@ const std::vector<Field>& schema() {
                                       "pool:<k>, fc:<outputs>; softmax cross-entropy on the last layer.")));
     f.push_back(
         cnn_mode(string_field("cnn.input", &Config::cnn, &CnnConfig::input, {}, "mgwfbp: input shape <c>x<h>x<w>.")));
-    f.push_back(cnn_mode(string_field("cnn.kernels", &Config::cnn, &CnnConfig::kernels, {"onednn", "reference"},
+    f.push_back(cnn_mode(choice_field("cnn.kernels", &Config::cnn, &CnnConfig::kernels,
                                       "mgwfbp, device = \"cpu\": the layer implementations. \"onednn\": oneDNN "
                                       "convolution, pooling and ReLU, BLAS fully connected layers; \"reference\": "
                                       "im2col + Eigen and plain loops (docs/performance.md).")));
@@ -225,8 +225,7 @@ const std::vector<Field>& schema() {
                    c.job.seed = static_cast<uint64_t>(*n.value<int64_t>());
                  },
                  "Seed of every random stream (minibatches, synthetic data, init)."});
-    f.push_back(string_field("data.format", &Config::data, &DataConfig::format, {"idx", "libsvm", "synthetic"},
-                             "Training data format."));
+    f.push_back(choice_field("data.format", &Config::data, &DataConfig::format, "Training data format."));
     f.push_back(string_field("data.train_images", &Config::data, &DataConfig::train_images, {},
                              "idx: training images (IDX3, optionally gzipped)."));
     f.push_back(string_field("data.train_labels", &Config::data, &DataConfig::train_labels, {},
@@ -246,7 +245,7 @@ const std::vector<Field>& schema() {
                           "libsvm: subtracted from every label (1 for labels 1..J)."));
     f.push_back(
         bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
-    f.push_back(string_field("data.partition", &Config::data, &DataConfig::partition, {"shuffled", "contiguous"},
+    f.push_back(choice_field("data.partition", &Config::data, &DataConfig::partition,
                              "Which training rows each rank holds: \"shuffled\": a seeded random 1/P of the rows "
                              "(job.seed; the same permutation for every P, so a file sorted by label still gives "
                              "every rank every class); \"contiguous\": rows in file order, rank r the r-th "
@@ -427,7 +426,7 @@ const std::vector<Field>& schema() {
         "when the updates they miss are uncorrelated (healthy shuffled data never crosses it; "
         "docs/compare.md).")));
     f.push_back(sfb_mode(
-        string_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot, {"auto", "copy", "in_place"},
+        choice_field("eval.snapshot", &Config::eval, &EvalConfig::snapshot,
                      "How rank 0 evaluates and checkpoints W: \"copy\" (one snapshot of W, evaluated while "
                      "training goes on: one more W in memory), \"in_place\" (no copy: rank 0's update "
                      "waits while the monitor reads its replica), \"auto\" (copy when W is at most 64 MiB).")));
@@ -490,7 +489,7 @@ const std::vector<Field>& schema() {
     f.push_back(cnn_mode(int_field("output.trace_iters", &Config::output, &OutputConfig::trace_iters, 1, 1 << 20,
                                    "mgwfbp: iterations traced.")));
     f.push_back(
-        cnn_mode(string_field("output.trace_ranks", &Config::output, &OutputConfig::trace_ranks, {"0", "all"},
+        cnn_mode(choice_field("output.trace_ranks", &Config::output, &OutputConfig::trace_ranks,
                               "mgwfbp: whose iterations output.trace holds: rank 0's, or every rank's (one process "
                               "track each, gathered by rank 0 at the end).")));
     f.push_back(string_field("output.log_level", &Config::output, &OutputConfig::log_level,
@@ -617,12 +616,12 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
   }
   SFB_CHECK(!cfg.output.dir.empty(), "{}: output.dir is empty; name a directory (\".\" for the working directory)",
             name);
-  if (cfg.data.format == "idx") {
+  if (cfg.data.format == sfb::DataFormat::kIdx) {
     SFB_CHECK(!cfg.data.train_images.empty() && !cfg.data.train_labels.empty(),
               "{}: data.format = \"idx\" needs data.train_images and data.train_labels", name);
     SFB_CHECK(cfg.data.test_images.empty() == cfg.data.test_labels.empty(),
               "{}: data.test_images and data.test_labels must be given together", name);
-  } else if (cfg.data.format == "libsvm") {
+  } else if (cfg.data.format == sfb::DataFormat::kLibsvm) {
     SFB_CHECK(!cfg.data.train.empty(), "{}: data.format = \"libsvm\" needs data.train", name);
     SFB_CHECK(cfg.data.features > 0, "{}: data.format = \"libsvm\" needs data.features > 0", name);
     SFB_CHECK(cfg.data.classes > 1, "{}: data.format = \"libsvm\" needs data.classes >= 2", name);

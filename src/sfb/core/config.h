@@ -35,8 +35,34 @@ enum class TransportKind { kAuto, kTcp, kMpi };
 enum class Collectives { kSfb, kMpi };
 enum class Broadcast { kFull, kHalton, kHaltonStatic };
 
+enum class DataFormat { kIdx, kLibsvm, kSynthetic };
+enum class Partition { kShuffled, kContiguous };
+enum class Snapshot { kAuto, kCopy, kInPlace };
+enum class CnnKernels { kOnednn, kReference };
+enum class TraceRanks { kRank0, kAll };
+
 template <typename E>
 struct ChoiceNames;
+template <>
+struct ChoiceNames<DataFormat> {
+  static constexpr std::string_view names[] = {"idx", "libsvm", "synthetic"};
+};
+template <>
+struct ChoiceNames<Partition> {
+  static constexpr std::string_view names[] = {"shuffled", "contiguous"};
+};
+template <>
+struct ChoiceNames<Snapshot> {
+  static constexpr std::string_view names[] = {"auto", "copy", "in_place"};
+};
+template <>
+struct ChoiceNames<CnnKernels> {
+  static constexpr std::string_view names[] = {"onednn", "reference"};
+};
+template <>
+struct ChoiceNames<TraceRanks> {
+  static constexpr std::string_view names[] = {"0", "all"};
+};
 template <>
 struct ChoiceNames<JobMode> {
   static constexpr std::string_view names[] = {"sfb", "mgwfbp"};
@@ -86,16 +112,16 @@ struct JobConfig {
 };
 
 struct DataConfig {
-  std::string format = "idx";                                        // idx | libsvm | synthetic
+  DataFormat format = DataFormat::kIdx;                              // idx | libsvm | synthetic
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train, test;                                           // libsvm
-  int64_t features = 0;                // libsvm: feature count (required); synthetic: D without bias
-  int64_t classes = 0;                 // 0: max label + 1 (idx); required for libsvm and synthetic
-  int64_t label_offset = 0;            // libsvm: subtracted from every label
-  bool bias = true;                    // append a constant 1 feature
-  std::string partition = "shuffled";  // shuffled | contiguous (io/partition.h)
-  int64_t max_train_samples = 0;       // 0: all
-  int64_t max_test_samples = 0;        // 0: all
+  int64_t features = 0;                        // libsvm: feature count (required); synthetic: D without bias
+  int64_t classes = 0;                         // 0: max label + 1 (idx); required for libsvm and synthetic
+  int64_t label_offset = 0;                    // libsvm: subtracted from every label
+  bool bias = true;                            // append a constant 1 feature
+  Partition partition = Partition::kShuffled;  // shuffled | contiguous (io/partition.h)
+  int64_t max_train_samples = 0;               // 0: all
+  int64_t max_test_samples = 0;                // 0: all
   int64_t synthetic_samples = 10000;
   int64_t synthetic_test_samples = 2000;
   double synthetic_density = 1.0;
@@ -184,10 +210,10 @@ struct EvalConfig {
   // How rank 0's monitor sees W: "copy" (one snapshot, evaluated while training goes on),
   // "in_place" (no copy: W stays at the clock until the evaluation is done), "auto" (copy when W
   // is at most kSnapshotAutoBytes).
-  std::string snapshot = "auto";
+  Snapshot snapshot = Snapshot::kAuto;
   static constexpr double kSnapshotAutoBytes = 64.0 * (1 << 20);
   bool copies(double w_bytes) const {
-    return snapshot == "copy" || (snapshot == "auto" && w_bytes <= kSnapshotAutoBytes);
+    return snapshot == Snapshot::kCopy || (snapshot == Snapshot::kAuto && w_bytes <= kSnapshotAutoBytes);
   }
 };
 
@@ -220,7 +246,7 @@ struct OutputConfig {
   std::string trace;                    // mgwfbp: Chrome trace, relative to dir
   std::string profile = "profile.csv";  // mgwfbp: the measured layer profile (mgwfbp-plan's CSV)
   int64_t trace_iters = 5;
-  std::string trace_ranks = "0";  // mgwfbp: "0" or "all"
+  TraceRanks trace_ranks = TraceRanks::kRank0;  // mgwfbp: "0" or "all"
   // `file` under dir ("" when file is ""; file itself when it is absolute or dir is "").
   std::string path(const std::string& file) const;
 };
@@ -228,7 +254,7 @@ struct OutputConfig {
 struct CnnConfig {
   std::string layers = "conv:16:5:2,relu,pool:2,conv:32:5:2,relu,pool:2,fc:128,relu,fc:10";
   std::string input = "1x28x28";
-  std::string kernels = "onednn";
+  CnnKernels kernels = CnnKernels::kOnednn;
   double momentum = 0.9;
   double weight_decay = 0.0;
 };

@@ -29,6 +29,11 @@ inline void to_json(Json& j, Scheme e) { j = std::string(name(e)); }
 inline void to_json(Json& j, TransportKind e) { j = std::string(name(e)); }
 inline void to_json(Json& j, Collectives e) { j = std::string(name(e)); }
 inline void to_json(Json& j, Broadcast e) { j = std::string(name(e)); }
+inline void to_json(Json& j, DataFormat e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Partition e) { j = std::string(name(e)); }
+inline void to_json(Json& j, Snapshot e) { j = std::string(name(e)); }
+inline void to_json(Json& j, CnnKernels e) { j = std::string(name(e)); }
+inline void to_json(Json& j, TraceRanks e) { j = std::string(name(e)); }
 
 inline double sig(double v, int digits) {
   if (!std::isfinite(v)) return v;

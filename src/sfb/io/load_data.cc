@@ -99,7 +99,7 @@ MemoryEstimate data_memory(const DataConfig& data, const LoadRequest& req) {
     return static_cast<double>(partition_range(cap(n, max), rank, size).size());
   };
   const double bias = data.bias ? 1.0 : 0.0;
-  if (data.format == "idx") {
+  if (data.format == sfb::DataFormat::kIdx) {
     const auto h = read_idx_header(data.train_images).dims;
     double row = 1;
     for (size_t i = 1; i < h.size(); ++i) row *= static_cast<double>(h[i]);
@@ -112,7 +112,7 @@ MemoryEstimate data_memory(const DataConfig& data, const LoadRequest& req) {
       e.add("the test images", "data.test_images",
             static_cast<double>(cap(read_idx_header(data.test_images).dims.at(0), data.max_test_samples)) *
                 (row + bias) * 5);
-  } else if (data.format == "synthetic") {
+  } else if (data.format == sfb::DataFormat::kSynthetic) {
     const double d = static_cast<double>(data.features) + bias;
     // Dense rows as floats; sparse ones as (index, value) pairs.
     const double per_row = data.synthetic_density >= 1.0 ? 4.0 * d : 8.0 * (data.synthetic_density * d + bias + 1);
@@ -140,9 +140,9 @@ MemoryEstimate data_memory(const DataConfig& data, int rank, int size, bool want
 
 LoadedData load_data(const DataConfig& data, uint64_t seed, const LoadRequest& req) {
   LoadedData out;
-  if (data.format == "idx")
+  if (data.format == sfb::DataFormat::kIdx)
     load_idx_data(data, seed, req, out);
-  else if (data.format == "libsvm")
+  else if (data.format == sfb::DataFormat::kLibsvm)
     load_libsvm_data(data, seed, req, out);
   else
     load_synthetic_data(data, seed, req, out);

@@ -45,10 +45,9 @@ RowList range_rows(Range r) {
   return rows;
 }
 
-RowList partition_rows(int64_t n, int rank, int size, const std::string& mode, uint64_t seed) {
+RowList partition_rows(int64_t n, int rank, int size, Partition mode, uint64_t seed) {
   const Range r = partition_range(n, rank, size);
-  if (mode == "contiguous") return range_rows(r);
-  SFB_ENFORCE(mode == "shuffled", "data.partition = \"{}\"", mode);
+  if (mode == Partition::kContiguous) return range_rows(r);
   const RowPermutation pi(n, seed);
   RowList rows;
   rows.reserve(static_cast<size_t>(r.size()));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "sfb/core/config.h"
 
 #include "sfb/io/dataset.h"
 
@@ -43,8 +44,8 @@ class RowPermutation {
 // The seed of the permutation for a job seed (the job's other random streams stay independent).
 uint64_t partition_seed(uint64_t job_seed);
 
-// Rank `rank` of `size`'s rows of n: `mode` is "shuffled" or "contiguous".
-RowList partition_rows(int64_t n, int rank, int size, const std::string& mode, uint64_t seed);
+// Rank `rank` of `size`'s rows of n under data.partition = `mode`.
+RowList partition_rows(int64_t n, int rank, int size, Partition mode, uint64_t seed);
 // The objective's sample: min(k, n) rows, the first of the permutation.
 RowList sample_rows(int64_t n, int64_t k, uint64_t seed);
 // Rows [r.begin, r.end).
