@@ -290,9 +290,9 @@ const std::vector<Field>& schema() {
                                             "(stochastic dual coordinate ascent; optimizer.lr is not used).")));
     f.push_back(
         built_in_model(float_field("model.sdca_sigma", &Config::model, &ModelConfig::sdca_sigma, 0.0, 1e12,
-                                   "l2mlr sdca: damping of the dual step for simultaneous updates; 0: the data's "
-                                   "safe value for P * K steps at once (between 1 for orthogonal rows and P * K; "
-                                   "docs/models.md); smaller is faster but may stop being an ascent.")));
+                                   "l2mlr sdca: damping of the dual step for simultaneous updates; 0: from the data, "
+                                   "how much P * K steps at once collide given their rows and classes (between 1 "
+                                   "and P * K; docs/models.md); smaller is faster but may stop being an ascent.")));
     f.push_back(built_in_model(int_field("model.dim", &Config::model, &ModelConfig::dim, 1, 1 << 24,
                                          "dml: rows of L, the dimension of the learned projection.")));
     f.push_back(built_in_model(float_field("model.margin", &Config::model, &ModelConfig::margin, 1e-12, 1e12,
