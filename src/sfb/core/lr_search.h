@@ -4,12 +4,14 @@
 // Each candidate trains a trial of H clocks from the run's start with the run's decay schedule
 // compressed into those H clocks (the trial ends at the step the run ends with), and is judged on
 // rows no trial trained on: by its held-out quality (accuracy) where the model has one, the
-// objective breaking ties, else by its held-out objective; a diverged trial loses to any other. H is half the clocks
-// the run has to go, at least 30 and at most 1000 (optimizer.lr_search_clocks sets it instead): large rates can spend a
-// few hundred clocks in a transient (logits blown up, objective above the start) before they win, so a trial of a few
-// dozen clocks ranks them last. The rates are searched on the half-decade grid 1e-4 .. 1e4: from 0.1 downhill by
-// decades while the objective improves, then the best decade's two half-decade neighbours (the objective after H clocks
-// is taken to be unimodal in log lr on this grid).
+// objective breaking ties, else by its held-out objective; a diverged trial loses to any other.
+// H is half the clocks the run has to go, at least 30 and at most 1000
+// (optimizer.lr_search_clocks sets it instead): large rates can spend a few hundred clocks in a
+// transient (logits blown up, objective above the start) before they win, and a rate that leads
+// early can lose later, so short trials rank them wrong. The rates are searched on the
+// half-decade grid 1e-4 .. 1e4: from 0.1 downhill by decades while the score improves, then the
+// best decade's two half-decade neighbours (the score after H clocks is taken to be unimodal in
+// log lr on this grid).
 #pragma once
 
 #include <cstdint>
