@@ -2,6 +2,7 @@
 // model files, checkpoints and --resume, and --evaluate of a CNN model file.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -15,7 +16,6 @@
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
-#include "sfb/comm/mpi_collectives.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -154,11 +154,12 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
 
 // One trial of optimizer.lr = "auto" (lr_search.h): `iters` iterations from the run's start with
 // `opt`, nothing written or evaluated on the way, rank 0 drawing its minibatches from the rows
-// `held` leaves it; rank 0 measures the mean cross-entropy of the held-out rows at the start and
-// after, and every rank learns both (+inf after a diverged trial).
+// `held` leaves it; rank 0 scores the held-out rows (accuracy, mean cross-entropy) after it, and
+// every rank learns the score (+inf after a diverged trial). The start's score is the same for
+// every trial: measured by the first (a run of no iterations) into `at_start`, then reused.
 std::pair<sfb::LrScore, sfb::LrScore> cnn_lr_trial(Job& job, const Setup& s, const sfb::cnn::ExecutorStart& start,
                                                    const LrHoldout& held, const sfb::OptimizerConfig& opt,
-                                                   int64_t iters) {
+                                                   int64_t iters, std::optional<sfb::LrScore>& at_start) {
   sfb::Config c = job.cfg;
   c.optimizer = opt;
   const int64_t first = start.checkpoint ? start.checkpoint->iteration : 0;
@@ -168,7 +169,7 @@ std::pair<sfb::LrScore, sfb::LrScore> cnn_lr_trial(Job& job, const Setup& s, con
     c.checkpoint.path.clear();
     c.output.metrics = c.output.trace = "";
     sfb::cnn::ExecutorHooks hooks;
-    if (c.comm.collectives == sfb::Collectives::kMpi) hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    hooks.allreduce = allreduce_factory(c);
     if (held.train_rows > 0)
       hooks.batch = [sampler = sfb::io::EpochSampler(held.train_rows, c.job.seed, 0), k = c.optimizer.minibatch](
                         int64_t, std::vector<int64_t>& rows) mutable { sampler.next(k, rows); };
@@ -190,8 +191,8 @@ std::pair<sfb::LrScore, sfb::LrScore> cnn_lr_trial(Job& job, const Setup& s, con
     }
     return sfb::LrScore{job.mpi.max(accuracy), job.mpi.max(loss)};
   };
-  const auto before = score(run(first));  // the start's weights, no step taken
-  return {before, score(run(first + iters))};
+  if (!at_start) at_start = score(run(first));  // the start's weights, no step taken
+  return {*at_start, score(run(first + iters))};
 }
 
 }  // namespace
@@ -224,9 +225,12 @@ int run_cnn(Job& job) {
   sfb::Json lr_search = nullptr;
   if (cfg.optimizer.lr_auto) {
     const LrHoldout held = lr_holdout(job, s.data.train);
+    std::optional<sfb::LrScore> at_start;
     const auto code = resolve_lr(
         job, start.checkpoint ? start.checkpoint->iteration : 0, "iterations",
-        [&](const sfb::OptimizerConfig& opt, int64_t iters) { return cnn_lr_trial(job, s, start, held, opt, iters); },
+        [&](const sfb::OptimizerConfig& opt, int64_t iters) {
+          return cnn_lr_trial(job, s, start, held, opt, iters, at_start);
+        },
         lr_search);
     if (code) return *code;
     if (job.find_lr) return report_lr_search(job, lr_search);
@@ -235,7 +239,7 @@ int run_cnn(Job& job) {
   sfb::cnn::ExecutorResult r;
   try {
     sfb::cnn::ExecutorHooks hooks;
-    if (cfg.comm.collectives == sfb::Collectives::kMpi) hooks.allreduce = sfb::comm::mpi_allreduce_factory();
+    hooks.allreduce = allreduce_factory(cfg);
     hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
     sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank(), start);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "job.h"
+#include "sfb/comm/mpi_collectives.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -137,6 +138,11 @@ bool write_output(const sfb::Config& cfg, const std::string& what, const std::fu
 void Job::record_config() const {
   if (rank() != 0 || check_only) return;
   sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());
+}
+
+sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg) {
+  return cfg.comm.collectives == sfb::Collectives::kMpi ? sfb::comm::mpi_allreduce_factory()
+                                                        : sfb::comm::AllreduceFactory{};
 }
 
 }  // namespace sfbd

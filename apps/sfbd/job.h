@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/comm/allreduce.h"
 #include "sfb/comm/mpi_session.h"
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
@@ -58,6 +59,10 @@ struct Job {
 // returned. Every output is written to a temporary and renamed, so a failure leaves the previous
 // file (or none), never a truncated one.
 bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write);
+
+// The dense all-reduce engine of comm.collectives (the allreduce scheme's, and the CNN mode's
+// dense groups): Open MPI's, or sfb's (the empty factory: every consumer's default).
+sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg);
 
 // job.mode = "sfb" (sfb_job.cc) and "mgwfbp" (cnn_job.cc); each returns the exit code.
 int run_sfb(Job& job);

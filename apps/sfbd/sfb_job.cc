@@ -15,12 +15,10 @@
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
-#include "sfb/comm/mpi_collectives.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/machine.h"
-#include "sfb/core/timer.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
@@ -44,7 +42,7 @@ struct Setup {
   sfb::models::ModelPtr model;
   bool init_W = false;          // model.init: start from that model file's W (checked, streamed at start)
   sfb::Json auto_choice;        // comm.scheme = "auto": the profile, every prediction and the choice
-  sfb::Json lr_search;          // optimizer.lr = "auto": every candidate's objective and the choice
+  sfb::Json lr_search;          // optimizer.lr = "auto": every candidate's held-out score and the choice
   sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
   sfb::MemoryEstimate memory;   // this rank's peak, estimated before training (memory_estimate.h)
 };
@@ -374,12 +372,6 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
   const double v_nonzeros = static_cast<double>(all_nnz) / static_cast<double>(std::max<int64_t>(all_rows, 1));
   cfg.sfb.reconcile_every = sfb::runtime::auto_reconcile_every(s.workers, q, cfg.optimizer.minibatch, m.rows(),
                                                                m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
-}
-
-// The all-reduce engine of the "allreduce" scheme (comm.collectives): Open MPI's, or sfb's (empty).
-sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg) {
-  return cfg.comm.collectives == sfb::Collectives::kMpi ? sfb::comm::mpi_allreduce_factory()
-                                                        : sfb::comm::AllreduceFactory{};
 }
 
 // The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
