@@ -112,14 +112,14 @@ struct JobConfig {
 };
 
 struct DataConfig {
-  DataFormat format = DataFormat::kIdx;                              // idx | libsvm | synthetic
+  DataFormat format = DataFormat::kIdx;
   std::string train_images, train_labels, test_images, test_labels;  // idx
   std::string train, test;                                           // libsvm
   int64_t features = 0;                        // libsvm: feature count (required); synthetic: D without bias
   int64_t classes = 0;                         // 0: max label + 1 (idx); required for libsvm and synthetic
   int64_t label_offset = 0;                    // libsvm: subtracted from every label
   bool bias = true;                            // append a constant 1 feature
-  Partition partition = Partition::kShuffled;  // shuffled | contiguous (io/partition.h)
+  Partition partition = Partition::kShuffled;  // io/partition.h
   int64_t max_train_samples = 0;               // 0: all
   int64_t max_test_samples = 0;                // 0: all
   int64_t synthetic_samples = 10000;
@@ -246,7 +246,7 @@ struct OutputConfig {
   std::string trace;                    // mgwfbp: Chrome trace, relative to dir
   std::string profile = "profile.csv";  // mgwfbp: the measured layer profile (mgwfbp-plan's CSV)
   int64_t trace_iters = 5;
-  TraceRanks trace_ranks = TraceRanks::kRank0;  // mgwfbp: "0" or "all"
+  TraceRanks trace_ranks = TraceRanks::kRank0;  // mgwfbp
   // `file` under dir ("" when file is ""; file itself when it is absolute or dir is "").
   std::string path(const std::string& file) const;
 };
