@@ -1,7 +1,8 @@
 // sfb-commbench: times the collectives and exchanges every scheme of sfb runs on, on the live job
 // (run under mpirun, on the hosts to measure), against Open MPI's MPI_Allreduce on the same ranks.
 //
-//   mpirun -np 4 sfb-commbench [--transport tcp|mpi] [--interface eth0] [--ops a,b,...]
+//   mpirun -np 4 sfb-commbench [--transport tcp|mpi] [--interface eth0] [--tcp-congestion cubic]
+//                              [--ops a,b,...]
 //                              [--min-bytes 65536] [--max-bytes 268435456] [--repeats 5] [--out bench.csv]
 //   mpirun -np 5 sfb-commbench --ops fms --fms-servers 1       (4 workers and 1 parameter server)
 //
@@ -40,6 +41,7 @@
 #include "sfb/comm/mpi_session.h"
 #include "sfb/comm/sf_allgather.h"
 #include "sfb/comm/sf_codec.h"
+#include "sfb/comm/transport/tcp.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/memory.h"
@@ -51,7 +53,7 @@ namespace {
 using sfb::comm::Transport;
 
 struct Options {
-  std::string transport = "tcp", interface, ops = "mpi_allreduce,allreduce,allgather,broadcast", out;
+  std::string transport = "tcp", interface, congestion, ops = "mpi_allreduce,allreduce,allgather,broadcast", out;
   int64_t min_bytes = 64 << 10, max_bytes = int64_t{256} << 20;
   int repeats = 5, servers = 0;
   double link_a_us = -1, link_b_us = -1;  // the all-reduce's cost model (default: its own)
@@ -203,6 +205,7 @@ Row time_op(const std::string& name, Op& op, int64_t bytes, const Options& o, co
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--transport", o.transport, "tcp | mpi (comm.transport)");
   app.add_option("--interface", o.interface, "comm.interface for tcp");
+  app.add_option("--tcp-congestion", o.congestion, "comm.tcp_congestion for tcp (\"\": the host's default)");
   app.add_option("--ops", o.ops, "mpi_allreduce,allreduce,allgather,broadcast,fms");
   const auto bytes = sfb_tools::Integer<int64_t>(4, int64_t{1} << 34);
   app.add_option("--min-bytes", o.min_bytes, "Smallest size (bytes)")->check(bytes);
@@ -239,6 +242,8 @@ int run(int argc, char** argv) {
   sfb::comm::TransportOptions topt;
   topt.kind = o.transport;
   topt.interface = o.interface;
+  topt.congestion = o.congestion;
+  if (topt.kind == "tcp") sfb::comm::check_congestion(topt.congestion);
   auto t = mpi.make_transport(topt);
   const int workers = mpi.size() - o.servers;
   const bool worker = mpi.rank() < workers;

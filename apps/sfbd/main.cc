@@ -111,6 +111,22 @@ void print_keys() {
   }
 }
 
+// Rank 0 logs the transport and, for TCP, the congestion control its connections run; BBR (v1)
+// without comm.tcp_congestion gets a warning: its PROBE_RTT rounds (cwnd 4 packets for 200 ms
+// every 10 s per connection) stalled sfb's own all-reduce 4-7x at 8 ranks, which skews every
+// comparison of the dense schemes against SFB.
+void report_transport(Job& job) {
+  const auto* tcp = dynamic_cast<const sfb::comm::TcpTransport*>(job.transport.get());
+  const std::string cc = tcp && job.ranks() > 1 ? tcp->congestion_of(1) : "";
+  spdlog::info("transport: {} over {} ranks{}", job.cfg.comm.transport, job.ranks(),
+               cc.empty() ? "" : fmt::format(" (TCP congestion control {})", cc));
+  if (cc == "bbr" && job.cfg.comm.tcp_congestion.empty())
+    spdlog::warn(
+        "the TCP connections run bbr, this host's default congestion control: its PROBE_RTT rounds stalled sfb's "
+        "all-reduce 4-7x at 8 ranks (docs/compare.md), which slows the all-reduce and FMS against SFB; "
+        "comm.tcp_congestion = \"cubic\" (or \"reno\") selects another for this job");
+}
+
 // The transport every rank trains over; false when the ranks disagree on the config (checked
 // through MPI first: ranks that disagree on comm.transport could not even connect).
 bool connect(Job& job) {
@@ -130,10 +146,12 @@ bool connect(Job& job) {
   opt.kind = std::string(sfb::name(kind));
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
-  // A bad comm.interface or comm.secret_file is found on every rank before any rank waits in the
-  // connection set-up.
-  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface and comm.secret_file", [&] {
+  opt.congestion = job.cfg.comm.tcp_congestion;
+  // A bad comm.interface, comm.secret_file or comm.tcp_congestion is found on every rank before any
+  // rank waits in the connection set-up.
+  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface, comm.secret_file and comm.tcp_congestion", [&] {
         sfb::comm::check_interface(opt.interface);
+        sfb::comm::check_congestion(opt.congestion);
         if (!job.cfg.comm.secret_file.empty()) opt.secret = sfb::comm::read_secret_file(job.cfg.comm.secret_file);
       }))
     return false;
@@ -142,7 +160,7 @@ bool connect(Job& job) {
     job.transport = job.mpi.make_transport(opt);
   });
   if (!connected) return false;
-  if (job.rank() == 0) spdlog::info("transport: {} over {} ranks", kind, job.ranks());
+  if (job.rank() == 0) report_transport(job);
   if (job.cfg.comm.inject_latency_us > 0)
     job.transport =
         std::make_unique<sfb::comm::LatencyTransport>(std::move(job.transport), job.cfg.comm.inject_latency_us);

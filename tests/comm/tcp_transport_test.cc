@@ -138,6 +138,24 @@ TEST(TcpTransport, AnUnknownInterfaceIsABadConfigNamingIt) {
   EXPECT_EQ(tcp::local_addresses("127.0.0.1").size(), 1u);
 }
 
+TEST(TcpTransport, TheCongestionControlIsSetOnEveryConnectionOrRefusedByName) {
+  EXPECT_THAT([] { check_congestion("nosuch_cc"); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  ::testing::AllOf(HasSubstr("comm.tcp_congestion = \"nosuch_cc\""), HasSubstr("this kernel has"))));
+  EXPECT_THAT([] { check_congestion("cu bic"); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("not a congestion control's name")));
+  EXPECT_NO_THROW(check_congestion(""));
+  EXPECT_NO_THROW(check_congestion("reno"));  // always built in
+  TcpOptions opt;
+  opt.congestion = "reno";
+  testing::ThreadBootstrap boot(3);
+  auto group = testing::make_tcp_group(3, opt, boot);
+  for (int r = 0; r < 3; ++r)
+    for (int q = 0; q < 3; ++q)
+      if (q != r) EXPECT_EQ(dynamic_cast<TcpTransport&>(*group[static_cast<size_t>(r)]).congestion_of(q), "reno");
+  testing::close_group(group);
+}
+
 TEST(TcpTransport, OnlyTheJobsRanksGetInWhileIntrudersHoldTheDoor) {
   // Before any rank connects, an intruder holds idle and slowly dripping connections on every
   // listener, forges a handshake to every accepting rank, floods rank 0 beyond what it handshakes

@@ -64,6 +64,16 @@ expect secret-missing 2 "comm.secret_file = \"$OUT/none.key\": No such file" -- 
 chmod 600 "$OUT/shared.key"
 expect secret-ok 0 "transport: tcp over 2 ranks" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp \
   --set comm.secret_file="$OUT/shared.key" --set stop.max_clocks=5 --set output.dir="$OUT/trained_with_secret"
+# comm.tcp_congestion: a name this kernel lacks, or not a name, is refused before any work; reno
+# (always built in) is what the connections then run.
+expect congestion-unknown 2 "comm.tcp_congestion = \"nosuch_cc\": the kernel has no such congestion control loaded; this kernel has" -- \
+  "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp --set comm.tcp_congestion=nosuch_cc --set output.dir="$OUT/o9"
+expect congestion-not-a-name 2 "comm.tcp_congestion = \"cu bic\": not a congestion control's name" -- \
+  "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set comm.transport=tcp --set "comm.tcp_congestion=cu bic" --set output.dir="$OUT/o9"
+[ ! -e "$OUT/o9" ] || { echo "FAIL congestion: output.dir created by a refused job"; failures=$((failures + 1)); }
+expect congestion-reno 0 "transport: tcp over 2 ranks (TCP congestion control reno)" -- "${MPI[@]}" -np 2 "$SFBD" \
+  --config "$base" --set comm.transport=tcp --set comm.tcp_congestion=reno --set stop.max_clocks=3 \
+  --set output.log_level=info --set output.dir="$OUT/trained_with_reno"
 expect unknown-section 2 "--set optimiser.lr=1: unknown section 'optimiser'" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set optimiser.lr=1
 
 # Checkpoints: a good one first, then corrupted, foreign and finished ones.

@@ -36,6 +36,7 @@ std::unique_ptr<Transport> MpiSession::make_transport(const TransportOptions& op
   tcp.interface = opt.interface;
   tcp.connect_timeout_s = opt.connect_timeout_s;
   tcp.secret = opt.secret;
+  tcp.congestion = opt.congestion;
   return make_tcp_transport(bootstrap(), tcp);
 }
 

@@ -31,7 +31,8 @@ struct TransportOptions {
   std::string kind = "tcp";  // "tcp": comm/transport/tcp.h (MPI only bootstraps it); "mpi": MPI p2p
   std::string interface;     // tcp: "" (every interface) or the one to use
   double connect_timeout_s = 120.0;
-  std::string secret;  // tcp: comm.secret_file's bytes ("" none)
+  std::string secret;      // tcp: comm.secret_file's bytes ("" none)
+  std::string congestion;  // tcp: comm.tcp_congestion ("" the host's default)
 };
 
 class MpiSession {

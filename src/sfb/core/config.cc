@@ -390,6 +390,11 @@ const std::vector<Field>& schema() {
                              "only, that every rank reads and mixes into the job's key: a process that can reach "
                              "the ports and read MPI's traffic still cannot join the job (\"\": the key from "
                              "the bootstrap alone; docs/design.md, threat model)."));
+    f.push_back(string_field("comm.tcp_congestion", &Config::comm, &CommConfig::tcp_congestion, {},
+                             "comm.transport = \"tcp\": the kernel's congestion control on every connection "
+                             "(\"cubic\", \"reno\", \"dctcp\", ...; \"\": the host's default). BBR (v1) "
+                             "stalled sfb's all-reduce 4-7x at 8 ranks in its 200 ms PROBE_RTT rounds "
+                             "(docs/compare.md); sfbd warns when the default is bbr."));
     f.push_back(choice_field("comm.collectives", &Config::comm, &CommConfig::collectives,
                              "The all-reduce of comm.scheme = \"allreduce\" and of the CNN mode's dense groups: "
                              "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "

@@ -177,6 +177,7 @@ struct CommConfig {
   TransportKind transport = TransportKind::kAuto;
   std::string interface;                        // tcp: "" (every interface) or an interface name / IPv4 address
   std::string secret_file;                      // tcp: a file every rank reads, mixed into the job key ("" none)
+  std::string tcp_congestion;                   // tcp: the connections' congestion control ("" the host's)
   Collectives collectives = Collectives::kSfb;  // the dense all-reduce's engine
 };
 

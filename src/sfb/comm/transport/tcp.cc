@@ -7,9 +7,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -544,6 +546,36 @@ void TcpTransport::barrier() {
 
 void check_interface(const std::string& interface) {
   if (!interface.empty()) tcp::local_addresses(interface);
+}
+
+void check_congestion(const std::string& name) {
+  if (name.empty()) return;
+  const auto where = fmt::format("comm.tcp_congestion = \"{}\"", name);
+  const bool word = name.size() < 16 && std::all_of(name.begin(), name.end(), [](char c) {
+                      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                    });
+  if (!word)
+    throw InvalidArgument(fmt::format("{}: not a congestion control's name (lower-case letters, digits, _)", where));
+  const tcp::Fd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!probe) throw CommError(fmt::format("{}: socket: {}", where, std::strerror(errno)));
+  if (tcp::set_congestion(probe.get(), name) == 0) return;
+  const int err = errno;
+  const auto proc = [](const char* key) {
+    std::ifstream in(std::string("/proc/sys/net/ipv4/") + key);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  throw InvalidArgument(fmt::format("{}: {}; this kernel has {} (a process without CAP_NET_ADMIN may select {})", where,
+                                    err == ENOENT  ? "the kernel has no such congestion control loaded"
+                                    : err == EPERM ? "not allowed to this process"
+                                                   : std::strerror(err),
+                                    proc("tcp_available_congestion_control"), proc("tcp_allowed_congestion_control")));
+}
+
+std::string TcpTransport::congestion_of(int peer) const {
+  if (peer == rank_ || peer < 0 || peer >= size_) return "";
+  return tcp::congestion_of(peers_[static_cast<size_t>(peer)]->fd.get());
 }
 
 std::string read_secret_file(const std::string& path) {

@@ -62,6 +62,9 @@ struct TcpOptions {
   double connect_timeout_s = 120.0;
   // Mixed into the job key (comm.secret_file's bytes; "" for none): ranks without it cannot join.
   std::string secret;
+  // The kernel's TCP congestion control for every connection ("cubic", "reno", ...; "" the
+  // host's default): comm.tcp_congestion.
+  std::string congestion;
 };
 
 class TcpTransport final : public Transport {
@@ -79,6 +82,8 @@ class TcpTransport final : public Transport {
   bool wait_for_message(SteadyClock::time_point until) override;
   // The local address each peer's connection uses, "127.0.0.1:port -> 10.77.0.2:port" (logs).
   std::string describe_peer(int peer) const;
+  // The congestion control the kernel runs on the connection to `peer` ("cubic", "bbr", ...).
+  std::string congestion_of(int peer) const;
 
  protected:
   void do_send(int dst, Tag tag, SharedBytes data) override;
@@ -139,6 +144,10 @@ std::unique_ptr<Transport> make_tcp_transport(const Bootstrap& boot, const TcpOp
 // Throws InvalidArgument naming comm.interface and this host's interfaces when `interface` is
 // neither "" nor an up interface or IPv4 address here.
 void check_interface(const std::string& interface);
+// Throws InvalidArgument naming comm.tcp_congestion, the value and what this kernel offers when
+// `name` is neither "" nor a congestion control a socket here may select (a name the kernel does
+// not have, or one a namespace does not allow).
+void check_congestion(const std::string& name);
 // comm.secret_file's bytes; InvalidArgument naming the key and path when it is missing, not a
 // regular file, shorter than 16 bytes, larger than 64 KiB or readable by group or others.
 std::string read_secret_file(const std::string& path);

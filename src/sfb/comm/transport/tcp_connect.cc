@@ -552,6 +552,17 @@ std::vector<uint32_t> local_addresses(const std::string& interface) {
   return out;
 }
 
+int set_congestion(int fd, const std::string& name) {
+  return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(), static_cast<socklen_t>(name.size()));
+}
+
+std::string congestion_of(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof(name) - 1;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, ::strnlen(name, len));
+}
+
 Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt) {
   const int me = boot.rank, P = boot.size;
   Mesh mesh;
@@ -576,6 +587,9 @@ Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt) {
     if (q == me) continue;
     const int fd = mesh.fds[static_cast<size_t>(q)].get();
     set_nodelay(fd);
+    if (!opt.congestion.empty() && set_congestion(fd, opt.congestion) != 0)
+      throw CommError(fmt::format("comm.tcp_congestion = \"{}\" on the connection to rank {}: {}", opt.congestion, q,
+                                  std::strerror(errno)));
     mesh.routes[static_cast<size_t>(q)] = fmt::format("{} -> {}", sockname(fd, false), sockname(fd, true));
   }
   return mesh;

@@ -57,6 +57,9 @@ struct Listener {
 // when a peer cannot be reached within opt.connect_timeout_s, InvalidArgument for a bad
 // opt.interface.
 Mesh connect_mesh(const Bootstrap& boot, const TcpOptions& opt);
+// setsockopt TCP_CONGESTION: 0, or -1 with errno; and what a socket runs ("" when unreadable).
+int set_congestion(int fd, const std::string& name);
+std::string congestion_of(int fd);
 
 // The IPv4 addresses (network byte order) this rank advertises: opt.interface's, or every up,
 // non-loopback interface's. Also the source of comm.interface's error message.
