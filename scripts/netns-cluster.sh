@@ -3,7 +3,7 @@
 # UTS hostname, joined by veth links to a bridge, with tc tbf rate limits both ways, so Open MPI
 # sees N hosts and talks TCP between them through rate-limited links.
 #
-#   scripts/netns-cluster.sh up N [--rate 1gbit] [--cpus C] [--cpu-period-us P]
+#   scripts/netns-cluster.sh up N [--rate 1gbit] [--cpus C] [--cpu-period-us P] [--tcp-cc cubic]
 #                                                   create hosts sfbh0..sfbh{N-1} (10.77.0.1..N)
 #   scripts/netns-cluster.sh run [--ppn K] -- <mpirun args>   mpirun across them (K ranks per host)
 #   scripts/netns-cluster.sh status                 hosts, addresses, qdiscs
@@ -21,6 +21,12 @@
 # machine.h). The period is 5 ms by default: with the kernel's 100 ms a throttled host stalls up
 # to 75 ms at a time, which turns latency-bound phases into noise (measured in docs/compare.md).
 # N C should not exceed the machine's cores, or the hosts still contend (up warns).
+#
+# --tcp-cc NAME is every host's default TCP congestion control (default cubic, Linux's own; "host"
+# keeps this machine's, which a namespace inherits). A machine whose default is bbr (v1) otherwise
+# turns its PROBE_RTT stalls into the hosts' all-reduce and FMS times: measured 4-7x on sfb's
+# all-reduce at 8 hosts (docs/compare.md). A name the kernel restricts to the root namespace is
+# added to net.ipv4.tcp_allowed_congestion_control first (a machine-wide setting, said when done).
 set -euo pipefail
 PREFIX=${SFB_NETNS_PREFIX:-sfb}
 SUBNET=${SFB_NETNS_SUBNET:-10.77.0}
@@ -33,9 +39,10 @@ hosts() { cat "$STATE/hosts" 2>/dev/null || true; }
 
 cmd_up() {
   local n=${1:-}; shift || true
-  local rate=1gbit cpus="" period=5000
+  local rate=1gbit cpus="" period=5000 cc=cubic
   while [ $# -gt 0 ]; do
     case "$1" in
+      --tcp-cc) cc=${2:-}; shift 2 || bad "up: --tcp-cc needs a value" ;;
       --rate) rate=${2:-}; shift 2 || bad "up: --rate needs a value" ;;
       --cpus) cpus=${2:-}; shift 2 || bad "up: --cpus needs a value" ;;
       --cpu-period-us) period=${2:-}; shift 2 || bad "up: --cpu-period-us needs a value" ;;
@@ -54,6 +61,10 @@ cmd_up() {
     quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')
     [ "$quota" -ge 1000 ] || bad "up: --cpus $cpus x --cpu-period-us $period is a quota of $quota us; the kernel's least is 1000"
   fi
+  local have
+  have=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null || true)
+  [ "$cc" = host ] || { [[ "$cc" =~ ^[a-z0-9_]{1,15}$ ]] && [[ " $have " == *" $cc "* ]]; } ||
+    bad "up: --tcp-cc must be host or one of this kernel's congestion controls ($have), got '$cc'"
   [ "$(id -u)" = 0 ] || die "up needs root (ip netns, tc)"
   [ -d "$STATE" ] && die "a cluster is up already ($STATE); run 'down' first"
   mkdir -p "$STATE"
@@ -74,8 +85,11 @@ cmd_up() {
     # Rate limit both directions: the namespace's egress on eth0, its ingress as the bridge side's egress.
     ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 100ms
     tc qdisc add dev "$veth" root tbf rate "$rate" burst 256kb latency 100ms
+    [ "$cc" = host ] || set_tcp_cc "$ns" "$cc"
     echo "$addr $ns h$i" >> "$STATE/hosts"
   done
+  [ "$cc" = host ] && cc="$(cat /proc/sys/net/ipv4/tcp_congestion_control) (the machine's)"
+  echo "$cc" > "$STATE/tcp_cc"
   # The launcher agent Open MPI uses instead of ssh: <agent> <host address> <command...>.
   # With --cpus it first moves itself into the host's cgroup: the daemon and every rank it starts
   # inherit the budget.
@@ -97,7 +111,22 @@ fi
 exec ip netns exec "\$ns" unshare --uts /bin/sh -c "hostname \$name; \$mounts \$*"
 AGENT
   chmod +x "$STATE/agent"
-  echo "up: $n hosts on $SUBNET.0/24 at $rate each way${cpus:+, $cpus cores each (a ${period} us CFS period)} ($STATE)"
+  echo "up: $n hosts on $SUBNET.0/24 at $rate each way${cpus:+, $cpus cores each (a ${period} us CFS period)}, TCP congestion control $cc ($STATE)"
+}
+
+# A namespace's default congestion control. Outside the root namespace the kernel lets a default be
+# only one of tcp_allowed_congestion_control: the name is allowed first when it is not.
+set_tcp_cc() {
+  local ns=$1 cc=$2 allowed
+  ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null && return 0
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  if [[ " $allowed " != *" $cc "* ]]; then
+    sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $cc" ||
+      die "up: cannot allow $cc in net.ipv4.tcp_allowed_congestion_control"
+    echo "netns-cluster: net.ipv4.tcp_allowed_congestion_control is now '$allowed $cc' (machine-wide)" >&2
+  fi
+  ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" ||
+    die "up: cannot set $ns's TCP congestion control to $cc"
 }
 
 # One cgroup per host under the cpu controller (v1) or the unified hierarchy (v2), quota C x period.
@@ -156,6 +185,7 @@ cmd_status() {
   [ -d "$STATE" ] || { echo "no cluster"; return 0; }
   echo "rate $(cat "$STATE/rate")"
   [ ! -f "$STATE/cpus" ] || echo "cpus per host, CFS period us: $(cat "$STATE/cpus") ($(cat "$STATE/cgroup"))"
+  [ ! -f "$STATE/tcp_cc" ] || echo "TCP congestion control $(cat "$STATE/tcp_cc")"
   while read -r addr ns name; do
     echo "$name $ns $addr: $(ip netns exec "$ns" tc qdisc show dev eth0 | head -1)"
   done < "$STATE/hosts"
