@@ -131,11 +131,16 @@ void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const
   // Pushes and pulls overlap (the servers return each block once every worker's push of it is
   // in: fms_exchange.h), so the busiest link's one direction; a worker forms its update block by
   // block while the earlier blocks travel, so the push waits only for what the link needs beyond
-  // the forming. Then the pipeline's fill (a window of 4 blocks of at most 1 MiB per server) and
-  // the servers' adds of N shards of W / S.
-  const double fill = 4.0 * std::min(W / S / 8.0, 1024.0 * 1024.0);
+  // the forming. A server adds each block's N pushes while the later blocks arrive, so its adds of
+  // N shards of W / S overlap the push too: the slower of the two, then the last block's adds and
+  // the pipeline's fill (a window of 4 blocks of at most 1 MiB per server). Measured with the adds
+  // after the push instead: FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
+  const double block = std::clamp(W / S / 8.0, 64.0 * 1024.0, 1024.0 * 1024.0);  // ps_codec.h
+  const double blocks = std::max(1.0, std::ceil(W / S / block));
+  const double fill = 4.0 * block;
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
-  r.comm_s = std::max(0.0, push_s - form_s) + fill * in.b_us_per_byte * 1e-6 + N / S * add_s;
+  const double adds_s = N / S * add_s;
+  r.comm_s = std::max(std::max(0.0, push_s - form_s), adds_s) + adds_s / blocks + fill * in.b_us_per_byte * 1e-6;
   r.update_s = add_s;  // the worker's copy of W in
   r.link_bytes_per_clock = busiest;
   r.bytes_per_clock = 2 * N * W;

@@ -26,9 +26,11 @@
 //             server's link carries N/S of every worker's bytes each way, a worker's link all of
 //             its own; pushes and pulls overlap (pipelined blocks), so the busiest direction
 //             a + 4 J D max(1, N/S) b, of which forming the update block by block hides its own
-//             time, then the pipeline's fill, the servers' adds of N shards of J D / S floats
-//             (N add_dense_s / S) and the worker's copy of W in; on the fitted link a server's
-//             link is the profile's incast (every worker pushing into one host at once)
+//             time; the servers' adds of N shards of J D / S floats (N add_dense_s / S) run
+//             block by block while later blocks arrive, so the slower of push and adds counts,
+//             then the last block's adds, the pipeline's fill and the worker's copy of W in; on
+//             the fitted link a server's link is the profile's incast (every worker pushing into
+//             one host at once)
 // Anchors: every piece is measured alone (a kernel, a broadcast round), and the SFB engine itself
 // runs a few clocks at the profiled N; each piece of the engine over the same piece modelled there
 // scales it everywhere (the three threads' polling and locking, the transport's threads and the
