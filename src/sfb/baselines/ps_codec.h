@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "sfb/comm/transport.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::baselines {
@@ -50,12 +51,9 @@ inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
 // A block is an eighth of the shard, between kPsMinBlockBytes and kPsBlockBytes: a small shard is
 // still several blocks in flight (one block would put the push, the sum and the pull in series).
 // Workers and servers derive the same grid from J, D, S.
-inline constexpr int64_t kPsBlockBytes = int64_t{1} << 20;
-inline constexpr int64_t kPsMinBlockBytes = int64_t{64} << 10;
 inline int64_t ps_block_rows(int64_t shard_rows, int64_t cols) {
   const int64_t row_bytes = 4 * std::max<int64_t>(1, cols);
-  const int64_t bytes = std::clamp(std::max<int64_t>(0, shard_rows) * row_bytes / 8, kPsMinBlockBytes, kPsBlockBytes);
-  return std::max<int64_t>(1, bytes / row_bytes);
+  return std::max<int64_t>(1, ps_block_bytes(std::max<int64_t>(0, shard_rows) * row_bytes) / row_bytes);
 }
 struct PsBlocks {
   int64_t begin = 0, end = 0, rows_per_block = 1;  // the shard's rows and the block height

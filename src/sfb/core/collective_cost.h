@@ -66,4 +66,12 @@ inline int64_t reconcile_block_bytes(int64_t w_bytes) {
   return std::clamp<int64_t>(w_bytes / 16, int64_t{1} << 20, int64_t{16} << 20);
 }
 
+// FMS pushes and pulls a server's shard in blocks of an eighth of it, 64 KiB - 1 MiB
+// (baselines/ps_codec.h rounds them to whole rows; the predictor's pipeline uses the bytes).
+inline constexpr int64_t kPsBlockBytes = int64_t{1} << 20;
+inline constexpr int64_t kPsMinBlockBytes = int64_t{64} << 10;
+inline int64_t ps_block_bytes(int64_t shard_bytes) {
+  return std::clamp(std::max<int64_t>(0, shard_bytes) / 8, kPsMinBlockBytes, kPsBlockBytes);
+}
+
 }  // namespace sfb

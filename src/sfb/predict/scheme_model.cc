@@ -135,7 +135,7 @@ void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const
   // N shards of W / S overlap the push too: the slower of the two, then the last block's adds and
   // the pipeline's fill (a window of 4 blocks of at most 1 MiB per server). Measured with the adds
   // after the push instead: FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
-  const double block = std::clamp(W / S / 8.0, 64.0 * 1024.0, 1024.0 * 1024.0);  // ps_codec.h
+  const auto block = static_cast<double>(ps_block_bytes(static_cast<int64_t>(W / S)));
   const double blocks = std::max(1.0, std::ceil(W / S / block));
   const double fill = 4.0 * block;
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
