@@ -24,7 +24,7 @@
 #
 # --tcp-cc NAME is every host's default TCP congestion control (default cubic, Linux's own; "host"
 # keeps this machine's, which a namespace inherits). A machine whose default is bbr (v1) otherwise
-# turns its PROBE_RTT stalls into the hosts' all-reduce and FMS times: measured 4-7x on sfb's
+# turns its stalls (holds of 100-200 ms) into the hosts' all-reduce and FMS times: measured 4-7x on sfb's
 # all-reduce at 8 hosts (docs/compare.md). A name the kernel restricts to the root namespace is
 # added to net.ipv4.tcp_allowed_congestion_control first (a machine-wide setting, said when done).
 set -euo pipefail

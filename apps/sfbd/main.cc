@@ -111,10 +111,10 @@ void print_keys() {
   }
 }
 
-// Rank 0 logs the transport and, for TCP, the congestion control its connections run; BBR (v1)
-// without comm.tcp_congestion gets a warning: its PROBE_RTT rounds (cwnd 4 packets for 200 ms
-// every 10 s per connection) stalled sfb's own all-reduce 4-7x at 8 ranks, which skews every
-// comparison of the dense schemes against SFB.
+// Rank 0 logs the transport and, for TCP, the congestion control its connections run; bbr without
+// comm.tcp_congestion gets a warning: with it sfb's own all-reduce stalled 4-7x at 8 ranks in
+// holds of 100-200 ms (BBR v1's PROBE_RTT fits them; not traced further: docs/compare.md), which
+// skews every comparison of the dense schemes against SFB.
 void report_transport(Job& job) {
   const auto* tcp = dynamic_cast<const sfb::comm::TcpTransport*>(job.transport.get());
   const std::string cc = tcp && job.ranks() > 1 ? tcp->congestion_of(1) : "";
@@ -122,8 +122,8 @@ void report_transport(Job& job) {
                cc.empty() ? "" : fmt::format(" (TCP congestion control {})", cc));
   if (cc == "bbr" && job.cfg.comm.tcp_congestion.empty())
     spdlog::warn(
-        "the TCP connections run bbr, this host's default congestion control: its PROBE_RTT rounds stalled sfb's "
-        "all-reduce 4-7x at 8 ranks (docs/compare.md), which slows the all-reduce and FMS against SFB; "
+        "the TCP connections run bbr, this host's default congestion control: with it sfb's all-reduce stalled "
+        "4-7x at 8 ranks (docs/compare.md), which slows the all-reduce and FMS against SFB; "
         "comm.tcp_congestion = \"cubic\" (or \"reno\") selects another for this job");
 }
 

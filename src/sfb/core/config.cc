@@ -392,9 +392,9 @@ const std::vector<Field>& schema() {
                              "the bootstrap alone; docs/design.md, threat model)."));
     f.push_back(string_field("comm.tcp_congestion", &Config::comm, &CommConfig::tcp_congestion, {},
                              "comm.transport = \"tcp\": the kernel's congestion control on every connection "
-                             "(\"cubic\", \"reno\", \"dctcp\", ...; \"\": the host's default). BBR (v1) "
-                             "stalled sfb's all-reduce 4-7x at 8 ranks in its 200 ms PROBE_RTT rounds "
-                             "(docs/compare.md); sfbd warns when the default is bbr."));
+                             "(\"cubic\", \"reno\", \"dctcp\", ...; \"\": the host's default). With bbr "
+                             "sfb's all-reduce stalled 4-7x at 8 ranks in holds of 100-200 ms "
+                             "(docs/compare.md); sfbd warns when the connections run bbr."));
     f.push_back(choice_field("comm.collectives", &Config::comm, &CommConfig::collectives,
                              "The all-reduce of comm.scheme = \"allreduce\" and of the CNN mode's dense groups: "
                              "\"sfb\": sfb's pipelined rank-order all-reduce on comm.transport (every replica "
