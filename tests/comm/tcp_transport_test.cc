@@ -74,6 +74,38 @@ TEST(TcpTransport, ASmallMessageIsNotHeldUpByAnotherRanksLargeOne) {
   });
 }
 
+TEST(TcpTransport, AWaitReturnsForAMessageOrAWakeAndOtherwiseSleepsToItsDeadline) {
+  // The communication thread blocks in wait_for_message() and its producers wake() it (comm_thread.cc):
+  // a wake from another thread, before or during the wait, ends it long before its deadline with no
+  // message; a wake is used up by one wait; a message ends a wait too.
+  using std::chrono::seconds;
+  testing::run_tcp_ranks(2, [&](Transport& t) {
+    if (t.rank() == 0) {
+      const auto waited = [&](SteadyClock::duration d) {
+        const auto t0 = SteadyClock::now();
+        EXPECT_TRUE(t.wait_for_message(t0 + d));
+        return SteadyClock::now() - t0;
+      };
+      std::thread waker([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        t.wake();
+      });
+      EXPECT_LT(waited(seconds(120)), seconds(60)) << "a wake during the wait did not end it";
+      waker.join();
+      EXPECT_FALSE(t.try_recv().has_value());
+      t.wake();
+      EXPECT_LT(waited(seconds(120)), seconds(60)) << "a wake before the wait did not end it";
+      EXPECT_GE(waited(std::chrono::milliseconds(30)), std::chrono::milliseconds(30)) << "a used wake ended a wait";
+      t.send(1, kTagControl, Bytes(1, std::byte{1}));  // rank 1 answers
+      EXPECT_LT(waited(seconds(120)), seconds(60)) << "a message did not end the wait";
+      EXPECT_TRUE(t.try_recv(kTagControl).has_value());
+    } else {
+      t.send(0, kTagControl, t.recv(kTagControl).data);
+    }
+    t.barrier();
+  });
+}
+
 TEST(TcpTransport, UnpolledMessagesAreBoundedAndHoldTheSenderBack) {
   // Rank 0 polls nothing for a while: with 1 MiB allowed unpolled, rank 1's 64 x 1 MiB cannot all
   // leave (its flush times out naming rank 0); once rank 0 polls, every message arrives in order.

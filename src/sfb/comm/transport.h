@@ -80,6 +80,10 @@ class Transport {
   // Blocks until a message may be ready for try_recv() or `until` passes; false when the transport
   // cannot wait (the caller then backs off and polls).
   virtual bool wait_for_message(SteadyClock::time_point /*until*/) { return false; }
+  // Makes the wait_for_message() blocked now, or the next one, return at once: for a receiving
+  // thread that also waits on work of its own (the communication thread's queues), whose producers
+  // call it. Any thread; a transport that cannot wait ignores it.
+  virtual void wake() {}
 
   PeerCounters counters(int peer) const;
   PeerCounters total_counters() const;

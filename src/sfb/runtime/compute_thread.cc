@@ -51,10 +51,12 @@ void ComputeThread::run() {
     // SFB applies its own batch like everyone's; a baseline gets it back inside the exchanged update.
     if (!s_.exchange) s_.in_q.push({committed, nullptr});
     s_.out_q.push(std::move(committed));
+    s_.t.wake();  // the communication thread sends it
     s_.compute_ns += to_ns(sw.seconds());
     if (s_.hooks.on_clock_committed) s_.hooks.on_clock_committed(c);
   }
   s_.in_q.push({});
+  s_.t.wake();  // compute is done: the communication thread may report it
 }
 
 }  // namespace sfb::runtime

@@ -217,8 +217,11 @@ void UpdateThread::maybe_sketch() {
   next_drift_ = clock + s_.cfg.eval.every;
   // Of the stored matrix: every replica has the same layout. Only this thread writes W.
   auto s = sketcher_->sketch(s_.weights.stored_unlocked(), s_.weights.scale_unlocked());
-  std::lock_guard lock(s_.drift_mu);
-  s_.drift_out.emplace_back(clock, std::move(s));
+  {
+    std::lock_guard lock(s_.drift_mu);
+    s_.drift_out.emplace_back(clock, std::move(s));
+  }
+  s_.t.wake();  // the communication thread sends it
 }
 
 void UpdateThread::run() {
@@ -264,6 +267,7 @@ void UpdateThread::run() {
   if (const int64_t end = s_.gate->stop_at(); reconciler_ && reconciler_->last() < end && !reconcile(end)) return;
   maybe_snapshot(next_eval, next_ckpt, true);
   s_.gate->update_finished();
+  s_.t.wake();  // everything is applied: the communication thread may report it
 }
 
 }  // namespace sfb::runtime

@@ -483,13 +483,24 @@ std::optional<Message> TcpTransport::poll() {
 
 bool TcpTransport::wait_for_message(SteadyClock::time_point until) {
   // A message that is on its way arrives within microseconds: look for it without sleeping first.
-  for (int spin = 0; spin < 32 && nothing_delivered(); ++spin) {
+  const auto idle = [this] {
+    std::lock_guard lock(rq_mu_);
+    return rq_.empty() && error_.empty() && !woken_;
+  };
+  for (int spin = 0; spin < 32 && idle(); ++spin) {
     read_inline();
     std::this_thread::yield();
   }
   std::unique_lock lock(rq_mu_);
-  rq_cv_.wait_until(lock, until, [&] { return !rq_.empty() || !error_.empty(); });
+  rq_cv_.wait_until(lock, until, [&] { return !rq_.empty() || !error_.empty() || woken_; });
+  woken_ = false;
   return true;
+}
+
+void TcpTransport::wake() {
+  std::lock_guard lock(rq_mu_);
+  woken_ = true;
+  rq_cv_.notify_all();
 }
 
 bool TcpTransport::peer_gone(int peer) const {

@@ -80,6 +80,7 @@ class TcpTransport final : public Transport {
   void flush() override;
   bool peer_gone(int peer) const override;
   bool wait_for_message(SteadyClock::time_point until) override;
+  void wake() override;
   // The local address each peer's connection uses, "127.0.0.1:port -> 10.77.0.2:port" (logs).
   std::string describe_peer(int peer) const;
   // The congestion control the kernel runs on the connection to `peer` ("cubic", "bbr", ...).
@@ -124,6 +125,7 @@ class TcpTransport final : public Transport {
   bool reading_paused_ = false;
   std::atomic<int64_t> limit_{0};  // opt_.max_unpolled_bytes; unlimited while closing
   std::string error_;              // the first broken connection; poll() throws it
+  bool woken_ = false;             // wake(): the next wait_for_message() returns at once
 
   // Sends not yet handed to the kernel, for flush().
   std::mutex out_mu_;
