@@ -483,16 +483,17 @@ std::optional<Message> TcpTransport::poll() {
 
 bool TcpTransport::wait_for_message(SteadyClock::time_point until) {
   // A message that is on its way arrives within microseconds: look for it without sleeping first.
-  const auto idle = [this] {
+  const auto ready = [this] { return !rq_.empty() || !error_.empty() || woken_; };  // under rq_mu_
+  const auto ready_now = [&] {
     std::lock_guard lock(rq_mu_);
-    return rq_.empty() && error_.empty() && !woken_;
+    return ready();
   };
-  for (int spin = 0; spin < 32 && idle(); ++spin) {
+  for (int spin = 0; spin < 32 && !ready_now(); ++spin) {
     read_inline();
     std::this_thread::yield();
   }
   std::unique_lock lock(rq_mu_);
-  rq_cv_.wait_until(lock, until, [&] { return !rq_.empty() || !error_.empty() || woken_; });
+  rq_cv_.wait_until(lock, until, ready);
   woken_ = false;
   return true;
 }
