@@ -396,6 +396,8 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
   req.transport = job.transport.get();
   req.model = model.get();
   req.train = &s.data.train;
+  req.objective_rows = &s.data.eval_sample;
+  req.test = &s.data.test;
   req.workers = s.workers;
   req.ranks_on_host = job.mpi.ranks_on_host();
   const sfb::CpuBudget budget = sfb::cpu_budget();
@@ -417,9 +419,11 @@ sfb::predict::Prediction fms_prediction(const sfb::Config& cfg, const sfb::predi
 sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, const sfb::predict::Prediction& fms) {
   sfb::Json preds = sfb::Json::array();
   for (const auto* r : {&ranked[0], &ranked[1], &ranked[2], &fms}) {
-    spdlog::info("predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}), {:.2f} MB/clock{}",
-                 r->scheme, r->clock_s, r->compute_s, r->comm_s, r->update_s, r->bytes_per_clock / 1e6,
-                 r == &fms ? fmt::format(" (not a candidate: needs {} more ranks at launch)", fms.servers) : "");
+    spdlog::info(
+        "predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}, engine {:.4f}), {:.2f} "
+        "MB/clock{}",
+        r->scheme, r->clock_s, r->compute_s, r->comm_s, r->update_s, r->engine_s, r->bytes_per_clock / 1e6,
+        r == &fms ? fmt::format(" (not a candidate: needs {} more ranks at launch)", fms.servers) : "");
     preds.push_back(sfb::predict::to_json(*r));
   }
   return preds;

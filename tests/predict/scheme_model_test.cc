@@ -111,7 +111,7 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   const SchemeProfile p = dense_profile(1024, 1024, 16);
   const Link l = named_link("10gbe");
   const auto full4 = predict(p, {"sfb"}, {4, l}), full8 = predict(p, {"sfb"}, {8, l});
-  EXPECT_DOUBLE_EQ(full4.clock_s, full4.compute_s + full4.comm_s + full4.update_s);
+  EXPECT_DOUBLE_EQ(full4.clock_s, full4.compute_s + full4.comm_s + full4.update_s + full4.engine_s);
   // Each worker applies its own batch and every peer's: apply_fixed + N apply_batch.
   EXPECT_DOUBLE_EQ(full8.update_s, 0.01 + 8 * 0.02);
   // Its link carries N - 1 batches of K (J + D) floats.
@@ -262,6 +262,10 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   j = to_json(p);
   j["format"] = "other";
   EXPECT_THROW(profile_from_json(j, "x.json"), DataError);
+  j = to_json(p);
+  j["eval_snapshot"] = "sometimes";
+  EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("\"eval_snapshot\" = \"sometimes\" is not one of")));
   // Wrong types name the key (never nlohmann's bare type_error).
   for (const char* key : {"format", "config", "reconcile"}) {
     j = to_json(p);
@@ -318,40 +322,68 @@ TEST(RecordedProfiles, PredictionsStayPutAndAutoPicksTheMeasuredWinner) {
   }
 }
 
-// A profile measured by sfbd --profile on 4 netns hosts of 0.125 cores each at 1 Gbit/s
-// (scripts/predict-validate.sh) predicts shapes it was not taken on, and those predictions stay
-// put: J doubled at 8 hosts (the held-out row of docs/compare.md's validation) and the J = 50,000,
-// D = 20,000 MLR on 64 nodes of 16 cores at 10 GbE. The pieces scale by their work and no faster
-// than the measured memory bandwidth, so the large shape is far slower per clock than a pure
-// work ratio from a W that fits in cache would say.
+// Profiles measured by sfbd --profile on 4 netns hosts of 0.125 cores each at 1 Gbit/s
+// (scripts/predict-validate.sh) predict shapes they were not taken on, and those predictions stay
+// put: J doubled or K doubled at 8 hosts (held-out rows of docs/compare.md's validation; the files
+// keep what those runs measured) and the J = 50,000, D = 20,000 MLR on 64 nodes of 16 cores at
+// 10 GbE. The pieces scale by their work and no faster than the measured memory bandwidth, so the
+// large shape is far slower per clock than a pure work ratio from a W that fits in cache would say.
 TEST(RecordedProfiles, PredictionsForShapesNotProfiledStayPut) {
-  const std::string file = kData + "scheme_profile_mlr512_k1024_4h_cpus.json";
-  const SchemeProfile p = read_profile(file);
-  EXPECT_EQ(p.ranks_on_host, 1);
-  EXPECT_DOUBLE_EQ(p.cores, 0.125);
-  ASSERT_GT(p.mem_bytes_per_s, 0);
-  const Json j = Json::parse(std::ifstream(file));
-  ASSERT_GE(j["shape_predictions"].size(), 8u);
-  for (const auto& rec : j["shape_predictions"]) {
-    Target t{rec["nodes"].get<int>(), p.link, 1, true};
-    if (rec["link"] != "fitted") {
-      t.link = named_link(rec["link"].get<std::string>());
-      t.fitted = false;
-    }
-    t.shape = p.shape();
-    t.shape.J = rec.value("rows", p.J);
-    t.shape.D = rec.value("cols", p.D);
-    t.shape.K = rec.value("minibatch", p.K);
-    t.shape.v_nonzeros = static_cast<double>(t.shape.D);
-    t.cores = rec.value("cores", 0.0);
-    const auto now = predict(p, parse_scheme(rec["scheme"].get<std::string>()), t);
-    EXPECT_NEAR(now.clock_s, rec["clock_s"].get<double>(), 1e-4 * now.clock_s) << rec.dump();
-    if (t.shape.J == 50000) {
-      // W's 4 GB add on 16 cores: no faster than the profiled machine's memory (4 ranks' worth).
-      const Pieces x = pieces_at(p, t.shape, 16, 1);
-      EXPECT_GE(x.add_dense_s, 12.0 * 50000 * 20000 / (p.mem_bytes_per_s / 0.125 * 2) * 0.999);
+  for (const char* name : {"scheme_profile_mlr512_k1024_4h_cpus.json", "scheme_profile_mlr2048_k16_4h_eval.json"}) {
+    const std::string file = kData + name;
+    const SchemeProfile p = read_profile(file);
+    EXPECT_EQ(p.ranks_on_host, 1);
+    EXPECT_DOUBLE_EQ(p.cores, 0.125);
+    ASSERT_GT(p.mem_bytes_per_s, 0);
+    const Json j = Json::parse(std::ifstream(file));
+    ASSERT_GE(j["shape_predictions"].size(), 8u);
+    for (const auto& rec : j["shape_predictions"]) {
+      Target t{rec["nodes"].get<int>(), p.link, 1, true};
+      if (rec["link"] != "fitted") {
+        t.link = named_link(rec["link"].get<std::string>());
+        t.fitted = false;
+      }
+      t.shape = p.shape();
+      t.shape.J = rec.value("rows", p.J);
+      t.shape.D = rec.value("cols", p.D);
+      t.shape.K = rec.value("minibatch", p.K);
+      t.shape.v_nonzeros = static_cast<double>(t.shape.D);
+      t.cores = rec.value("cores", 0.0);
+      const auto now = predict(p, parse_scheme(rec["scheme"].get<std::string>()), t);
+      EXPECT_NEAR(now.clock_s, rec["clock_s"].get<double>(), 1e-4 * now.clock_s) << name << " " << rec.dump();
+      if (t.shape.J == 50000) {
+        // W's 4 GB add on 16 cores: no faster than the profiled machine's memory (4 ranks' worth).
+        const Pieces x = pieces_at(p, t.shape, 16, 1);
+        EXPECT_GE(x.add_dense_s, 12.0 * 50000 * 20000 / (p.mem_bytes_per_s / 0.125 * 2) * 0.999);
+      }
     }
   }
+}
+
+// A profile with its evaluations measured: at the profiled shape SFB's compute is the SF
+// computation plus one evaluation, its snapshot's copy and a drift sketch per eval_every clocks;
+// at a W over eval.snapshot = "auto"'s 64 MiB the monitor evaluates in place and no copy counts.
+TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
+  SchemeProfile p = read_profile(kData + "scheme_profile_mlr2048_k16_4h_eval.json");
+  ASSERT_EQ(p.eval_every, 4);
+  ASSERT_GT(p.eval_s, 0);
+  ASSERT_GT(p.eval_copy_s, 0);
+  ASSERT_GT(p.eval_sketch_s, 0);
+  const Target here{p.workers, p.link, 1, true};
+  const double per_eval = p.eval_s + p.eval_copy_s + p.eval_sketch_s;
+  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s + per_eval / 4, 1e-12);
+  Target big = here;
+  big.shape = p.shape();
+  big.shape.J = 8 * p.J;  // 128 MiB
+  big.shape.v_nonzeros = static_cast<double>(p.D);
+  const Pieces x = pieces_at(p, big.shape, p.rank_cores(), 1);
+  EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_sketch_s) / 4, 1e-12);
+  p.eval_snapshot = Snapshot::kCopy;
+  EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_copy_s + x.eval_sketch_s) / 4, 1e-12);
+  // No evaluations, no cost.
+  p.eval_every = 0;
+  p.eval_rows_per_clock = 0;
+  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s, 1e-12);
 }
 
 // The profiler on 3 in-process ranks: one profile, the same on every rank, with the batch's real
@@ -394,7 +426,13 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.incast_b_us_per_byte, 0);
   EXPECT_GT(p.mem_bytes_per_s, 0);
   EXPECT_GT(p.profile_s, 0);
-  EXPECT_GT(p.anchors().compute, 0);
+  // The evaluation (eval.every of the config), its copy and a drift sketch were timed.
+  EXPECT_EQ(p.eval_every, cfg.eval.every);
+  EXPECT_GT(p.eval_s, 0);
+  EXPECT_GT(p.eval_copy_s, 0);
+  EXPECT_GT(p.eval_sketch_s, 0);
+  EXPECT_GE(p.anchors().sfb_s, 0);
+  EXPECT_GT(p.anchors().dense, 0);
 }
 
 }  // namespace

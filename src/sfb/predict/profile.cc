@@ -54,18 +54,17 @@ double SchemeProfile::rank_cores() const {
 
 SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
-  if (!(engine_clock_s > 0) || workers < 2) return a;
+  if (workers < 2) return a;
+  // The engines run without the monitor: no evaluation is in their clocks.
   const double apply = std::max(0.0, apply_fixed_s + workers * apply_batch_s);
-  if (sf_s > 0 && engine_sf_s > 0) a.compute = engine_sf_s / sf_s;
-  if (apply > 0 && engine_apply_s > 0) a.apply = engine_apply_s / apply;
-  // The network is not anchored: what the engine's clock leaves of compute and apply mixes the
-  // broadcast with the ranks' stagger (measured 0.009 s against a 0.14 s round on the netns
-  // cluster: peers' batches arrive while a slower rank still computes), so the fit stands alone.
+  const double bcast =
+      std::max(0.0, link.a_us + (workers - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
+  if (engine_clock_s > 0) a.sfb_s = std::max(0.0, engine_clock_s - (sf_s + bcast + apply));
   const double ar =
       std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
       1e-6;
-  const double ar_engine = engine_allreduce_clock_s - (sf_s + form_dense_s) * a.compute - add_dense_s * a.apply;
-  if (ar > 0 && engine_allreduce_clock_s > 0 && ar_engine > 0) a.allreduce = ar_engine / ar;
+  const double dense = sf_s + form_dense_s + ar + std::max(0.0, add_dense_s);
+  if (dense > 0 && engine_allreduce_clock_s > 0) a.dense = engine_allreduce_clock_s / dense;
   return a;
 }
 
@@ -99,6 +98,10 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   const double form_ratio = a0 + b0 > 0 ? (a0 * rW + b0 * rF) / (a0 + b0) : rW;
   out.form_dense_s = roof(p.form_dense_s, form_ratio, 8 * JD0, 8 * JD);
   out.add_dense_s = roof(p.add_dense_s, rW, 12 * JD0, 12 * JD);
+  const double rE = dbl(s.J) * s.v_width() / (dbl(o.J) * o.v_width());
+  out.eval_s = roof(p.eval_s, rE, 4 * JD0, 4 * JD);
+  out.eval_copy_s = roof(p.eval_copy_s, rW, 8 * JD0, 8 * JD);
+  out.eval_sketch_s = roof(p.eval_sketch_s, rW, 4 * JD0, 4 * JD);
   const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
   out.batch_bytes = batch_payload_bytes(s) + header;
   return out;
@@ -142,6 +145,11 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
+          {"eval_every", p.eval_every},
+          {"eval_s", sig(p.eval_s, 6)},
+          {"eval_copy_s", sig(p.eval_copy_s, 6)},
+          {"eval_sketch_s", sig(p.eval_sketch_s, 6)},
+          {"eval_snapshot", p.eval_snapshot},
           {"eval_rows_per_clock", sig(p.eval_rows_per_clock, 6)}};
 }
 
@@ -191,8 +199,19 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   p.profile_s = j.contains("profile_s") ? num("profile_s", 0, 1e9) : 0.0;
-  // Profiles written before evaluations were modelled leave them out.
+  // Profiles written before evaluations were modelled leave them out; before they were measured,
+  // they have only eval_rows_per_clock.
   p.eval_rows_per_clock = j.contains("eval_rows_per_clock") ? num("eval_rows_per_clock", 0, 1e15) : 0.0;
+  if (j.contains("eval_every")) {
+    p.eval_every = static_cast<int64_t>(num("eval_every", 0, big));
+    p.eval_s = num("eval_s", 0, 1e6);
+    p.eval_copy_s = num("eval_copy_s", 0, 1e6);
+    p.eval_sketch_s = num("eval_sketch_s", 0, 1e6);
+    const std::string snap = json_string(j, "eval_snapshot", source);
+    const auto mode = choice_named<Snapshot>(snap);
+    SFB_CHECK_DATA(mode.has_value(), "{}: \"eval_snapshot\" = \"{}\" is not one of auto, copy, in_place", source, snap);
+    p.eval_snapshot = *mode;
+  }
   return p;
 }
 

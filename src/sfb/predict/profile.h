@@ -14,6 +14,9 @@
 //                  apply_batch_s at the profiled shape)
 //   batch_bytes    the encoding's formula at the new shape (comm/sf_codec.h), plus the profile's
 //                  measured header bytes
+//   eval_s         J w         (the same rows and test set, each row's logits or codes)
+//   eval_copy_s    J D
+//   eval_sketch_s  J D         (W times a D x 8 matrix)
 // and none is faster than its memory traffic at the measured bandwidth (mem_bytes_per_s, a
 // STREAM-style add every rank runs at once): a profile taken on a W that fits in cache would
 // otherwise predict a W of gigabytes at cache speed. The floor holds once a piece's traffic
@@ -21,7 +24,8 @@
 // a target between the two in size, still in cache, is predicted slower than it runs (the cache
 // sizes VMs report are not to be trusted: this one's says 480 MiB of L3). Traffic per piece: SF computation reads the
 // W rows it touches (4 J min(D, K w) bytes), an apply reads and writes them (8 J min(D, K w)), its
-// pass over W and forming the dense update 8 J D, the add 12 J D.
+// pass over W, forming the dense update and the snapshot's copy 8 J D, the add 12 J D, an
+// evaluation at least 4 J D (W read once).
 // Cores: a rank's compute time goes as 1 / min(threads, cores / ranks sharing them) (parallel
 // efficiency 1 assumed: measured here only up to 2 cores); its memory bandwidth is the measured
 // bandwidth per such core times the target rank's cores, up to its share of the profiled machine's
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <string>
 
+#include "sfb/core/config.h"
 #include "sfb/core/json.h"
 
 namespace sfb::predict {
@@ -97,15 +102,38 @@ struct SchemeProfile {
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)
-  // Rows rank 0's monitor evaluates the objective on per clock (eval.train_sample / eval.every; 0:
-  // none): under BSP every rank waits for it, so it adds to every clock.
+  // Evaluations, every eval_every clocks (0: none): under BSP every rank waits for what they take
+  // of rank 0's cores, and for its own sketch, so they add to the clocks. eval_s: one evaluation
+  // as rank 0's monitor runs it (the objective on eval.train_sample rows, the accuracy on the test
+  // set, the model's metrics), timed alone on rank 0; eval_copy_s: copying W into its snapshot,
+  // which rank 0's update thread does first when eval_snapshot copies (EvalConfig::copies at the
+  // target's W); eval_sketch_s: the replica-drift sketch every rank's update thread takes.
+  // Profiles written before these were measured have eval_rows_per_clock instead (rows evaluated per
+  // clock, each costing a sample's SF computation): used when eval_every is 0.
+  int64_t eval_every = 0;
+  double eval_s = 0.0;
+  double eval_copy_s = 0.0;
+  double eval_sketch_s = 0.0;
+  Snapshot eval_snapshot = Snapshot::kAuto;
   double eval_rows_per_clock = 0.0;
   Shape shape() const;
   double rank_cores() const;  // min(threads, cores / ranks_on_host): what one rank computes with
   // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
   // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
+  // What the engines measured at `workers` beyond their pieces measured alone (neither runs the
+  // monitor: evaluations are not in them):
+  //   sfb_s  the SFB engine's clock minus its pieces (SF computation, the fitted broadcast, the
+  //          apply of `workers` batches), at least 0: seconds per clock that its threads' hand-offs
+  //          and the ranks' stagger cost, carried to any N and shape as they are. Measured on
+  //          0.125-core netns hosts: 0.007-0.012 s on the 512 x 512, K = 1024 job (clocks of 0.28-0.54
+  //          s) and 0.03-0.04 s on the 2048 x 2048, K = 16 one (clocks of 0.11-0.14 s), the same at 1
+  //          Gbit/s and 300 Mbit/s: a cost per clock, not per byte or per flop (as a ratio it
+  //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
+  //   dense  the all-reduce engine's clock over its pieces (SF computation, forming the update, the
+  //          fitted all-reduce of W, the add): a ratio, since the dense baselines form and exchange
+  //          W by row blocks, overlapping the two in proportion to W (0.8-1.16 measured).
   struct Anchors {
-    double compute = 1.0, apply = 1.0, allreduce = 1.0;
+    double sfb_s = 0.0, dense = 1.0;
   };
   Anchors anchors() const;
 };
@@ -120,6 +148,7 @@ double batch_payload_bytes(const Shape& s);
 struct Pieces {
   double sf_s = 0, apply_fixed_s = 0, apply_batch_s = 0, form_dense_s = 0, add_dense_s = 0;
   double batch_bytes = 0;
+  double eval_s = 0, eval_copy_s = 0, eval_sketch_s = 0;  // one evaluation, its copy of W, a drift sketch
 };
 Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int ranks_sharing);
 

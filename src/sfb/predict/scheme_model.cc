@@ -99,7 +99,8 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   const double N = t.nodes, B = x.batch_bytes;
   r.q = halton ? n : 0;
   r.comm_s = n > 0 ? (t.link.a_us + n * B * t.link.b_us_per_byte) * 1e-6 : 0.0;
-  r.update_s = std::max(0.0, x.apply_fixed_s + (n + 1) * x.apply_batch_s) * an.apply;
+  r.update_s = std::max(0.0, x.apply_fixed_s + (n + 1) * x.apply_batch_s);
+  r.engine_s = an.sfb_s;
   r.link_bytes_per_clock = n * B;
   r.bytes_per_clock = N * n * B;
   if (!halton || p.reconcile.empty() || n >= t.nodes - 1) return;
@@ -113,7 +114,7 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   const double sent =
       static_cast<double>(allreduce_bytes_sent(wb, t.nodes, direct) + allreduce_bytes_sent(4, t.nodes, true));
   r.comm_s += target_allreduce_s(p, wb, t) / static_cast<double>(every);
-  r.update_s += x.add_dense_s * an.apply / static_cast<double>(every);
+  r.update_s += x.add_dense_s / static_cast<double>(every);
   r.link_bytes_per_clock += sent / static_cast<double>(every);
   r.bytes_per_clock += N * sent / static_cast<double>(every);
 }
@@ -122,8 +123,8 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
 // On the fitted link a server's is the profile's incast (every worker pushing into one host).
 void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, double W, int S,
                  const Target& t, Prediction& r) {
-  const double N = t.nodes, add_s = x.add_dense_s * an.apply;
-  const double form_s = x.form_dense_s * an.compute;
+  const double N = t.nodes, add_s = x.add_dense_s * an.dense;
+  const double form_s = x.form_dense_s * an.dense;
   const Link in = t.fitted ? p.incast() : t.link;
   r.servers = S;
   r.compute_s += form_s;
@@ -146,6 +147,17 @@ void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const
   r.bytes_per_clock = 2 * N * W;
 }
 
+// Evaluations per clock: rank 0's measured evaluation (and the snapshot's copy of W when the monitor
+// copies at the target's W) and a rank's drift sketch, every eval_every clocks; a profile from before they were
+// measured: eval_rows_per_clock rows at a sample's SF computation each.
+double eval_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& sh) {
+  if (p.eval_every <= 0) return x.sf_s * p.eval_rows_per_clock / static_cast<double>(std::max<int64_t>(1, sh.K));
+  EvalConfig e;
+  e.snapshot = p.eval_snapshot;
+  const bool copies = e.copies(4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D));
+  return (x.eval_s + (copies ? x.eval_copy_s : 0.0) + x.eval_sketch_s) / static_cast<double>(p.eval_every);
+}
+
 }  // namespace
 
 Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, double clocks_to_target) {
@@ -157,16 +169,17 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
   const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const SchemeProfile::Anchors an = p.anchors();
-  // SF computation, and rank 0's evaluation of the objective (a row costs what computing one
-  // sample's factors does: the model's forward pass), which every rank waits for under BSP.
-  r.compute_s = x.sf_s * an.compute * (1.0 + p.eval_rows_per_clock / static_cast<double>(std::max<int64_t>(1, sh.K)));
+  const bool dense = s.name == "allreduce" || s.name == "fms";
+  // SF computation (its engine's anchor), and rank 0's evaluations, which every rank waits for
+  // under BSP (their own time: rank 0's monitor runs them beside the engine's threads).
+  r.compute_s = x.sf_s * (dense ? an.dense : 1.0) + eval_per_clock_s(p, x, sh);
   if (s.name == "sfb" || s.name == "halton") {
     predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
-    r.compute_s += x.form_dense_s * an.compute;
-    r.comm_s = target_allreduce_s(p, wb, t) * an.allreduce;
-    r.update_s = x.add_dense_s * an.apply;
+    r.compute_s += x.form_dense_s * an.dense;
+    r.comm_s = target_allreduce_s(p, wb, t) * an.dense;
+    r.update_s = x.add_dense_s * an.dense;
     const double sent =
         static_cast<double>(allreduce_bytes_sent(wb, t.nodes, allreduce_direct(wb, t.nodes, link_cost(t.link))));
     r.link_bytes_per_clock = sent;
@@ -176,7 +189,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   } else {
     throw InvalidArgument(fmt::format("unknown scheme \"{}\"", s.name));
   }
-  r.clock_s = r.compute_s + r.comm_s + r.update_s;
+  r.clock_s = r.compute_s + r.comm_s + r.update_s + r.engine_s;
   if (clocks_to_target > 0) r.time_to_target_s = clocks_to_target * r.clock_s;
   return r;
 }
@@ -188,6 +201,7 @@ Json to_json(const Prediction& r) {
             {"compute_s", sig(r.compute_s, 5)},
             {"comm_s", sig(r.comm_s, 5)},
             {"update_s", sig(r.update_s, 5)},
+            {"engine_s", sig(r.engine_s, 5)},
             {"bytes_per_clock", sig(r.bytes_per_clock, 6)},
             {"link_bytes_per_clock", sig(r.link_bytes_per_clock, 6)}};
   if (r.q > 0) j["q"] = r.q;

@@ -11,8 +11,9 @@
 // sequence (under BSP each waits for the previous: clock c + 1 computes on W with every clock <= c
 // applied):
 //   compute   SF computation of K samples (sf_s), scaled by the cores the ranks share (below),
-//             and rank 0's evaluation of the objective on eval_rows_per_clock rows (a row costs a
-//             sample's SF computation), which under BSP every rank waits for
+//             and the evaluations' measured cost per clock, which under BSP every rank waits for:
+//             rank 0's evaluation (eval_s), its snapshot's copy of W when the monitor copies at the
+//             target's W, and every rank's drift sketch, once per eval_every clocks
 //   sfb       send its batch of B bytes to the N - 1 peers (full) or Q of them (halton) and receive
 //             as many: a + n B b on its link (n = N - 1 or Q; b the per-byte time of a host's link
 //             with every flow at once, fitted from the broadcast itself); then apply the own batch
@@ -31,25 +32,27 @@
 //             then the last block's adds, the pipeline's fill and the worker's copy of W in; on
 //             the fitted link a server's link is the profile's incast (every worker pushing into
 //             one host at once)
-// Anchors: every piece is measured alone (a kernel, a broadcast round), and the SFB engine itself
-// runs a few clocks at the profiled N; each piece of the engine over the same piece modelled there
-// scales it everywhere (the three threads' polling and locking, the transport's threads and the
-// ranks' phases interleaving on shared cores, which the pieces alone do not have): SF computation
-// and forming the dense update by the compute anchor, applying and adding by the apply anchor, the
-// all-reduce by the all-reduce engine's clock (what it leaves of compute and add, over the fitted
-// all-reduce). The SFB broadcast is its fit alone (what the engine's clock leaves of compute and
-// apply mixes it with the ranks' stagger), and FMS's network is its model alone (its servers are
-// ranks a profile does not have).
+// Anchors: every piece is measured alone (a kernel, a broadcast round), and the engines themselves
+// run a few clocks at the profiled N (without the monitor). What they take beyond their pieces
+// (the threads' hand-offs and locking, the transport's threads, the ranks' stagger and phases
+// interleaving on shared cores) is carried to other N and shapes (SchemeProfile::Anchors): for SFB
+// and Halton as seconds per clock (engine_s), which the measurements showed constant across link
+// rates and K; for the all-reduce and FMS as a ratio on their pieces (SF computation, forming,
+// the all-reduce, the adds), since the dense baselines overlap forming with the exchange by row
+// blocks in proportion to W. FMS's network is its model alone (its servers are ranks a profile
+// does not have).
 // Shape and cores: every piece at the target's shape and a target rank's cores (profile.h's
 // laws: work ratios, a memory floor, time as 1 / min(threads, cores / ranks sharing them)), with
 // R' = Target::ranks_per_host ranks on a node of Target::cores: 1 when every node has its own
 // cores, N when all N ranks share the profiled host (the netns emulation).
 // Ignored: the overlap of the three threads within a clock (the update thread applies batches as
 // they arrive: the model is an upper bound by the apply of the last ones), SSP/ASP overlap,
-// stragglers and the variance of compute, message headers, the FMS servers' own CPU contention
+// stragglers beyond the profiled N's (engine_s does not grow with N), message headers, per-message
+// costs, whether the monitor's evaluation overlaps training on a rank with cores to spare (it is
+// added to every clock: pessimistic on large nodes), the FMS servers' own CPU contention
 // (a server's adds are timed on a worker's cores), TCP slow start after idle, a switch's limits
-// (full bisection assumed), topology (one hop), checkpoints, and the cost of the threads' polling
-// at another shape (the anchors are ratios taken at the profiled shape).
+// (full bisection assumed), topology (one hop), checkpoints, and how the engines' own cost changes
+// with the shape (the anchors are taken at the profiled one).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -94,7 +97,9 @@ struct Prediction {
   std::string scheme;  // Scheme::label()
   int nodes = 0;
   int q = 0, servers = 0;
-  double compute_s = 0, comm_s = 0, update_s = 0;  // per clock; they add up to clock_s
+  // Per clock; they add up to clock_s. engine_s: the SFB engine's own cost beyond its pieces
+  // (SchemeProfile::Anchors::sfb_s; 0 for the dense baselines, whose anchor scales their pieces).
+  double compute_s = 0, comm_s = 0, update_s = 0, engine_s = 0;
   double clock_s = 0;
   double bytes_per_clock = 0;       // the whole job's network bytes per clock
   double link_bytes_per_clock = 0;  // the busiest host link, one direction

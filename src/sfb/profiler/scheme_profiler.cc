@@ -22,6 +22,7 @@
 #include "sfb/core/timer.h"
 #include "sfb/io/sampler.h"
 #include "sfb/predict/scheme_model.h"
+#include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
 
@@ -293,6 +294,58 @@ void time_updates(const ProfileRequest& r, Matrix& stored, const SfBatch& batch,
   p.add_dense_s = scale * slowest_median(t, r.repeats, [&] { stored.topRows(rows) += block; });
 }
 
+// The median of `repeats` runs of f after a first one, or that one when it took over a second.
+template <typename F>
+double median_after_first(int repeats, F&& f) {
+  Stopwatch first;
+  f();
+  const double one = first.seconds();
+  if (one > 1.0) return one;
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    Stopwatch sw;
+    f();
+    times.push_back(sw.seconds());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// What an evaluation costs the ranks: every rank's replica-drift sketch (the update thread's,
+// runtime/replica_drift.h), the slowest rank's; rank 0's monitor's evaluation (runtime/
+// objective_monitor.cc evaluate()) and its snapshot's copy of W, timed on rank 0 alone (the others
+// wait). Every rank gets the same times.
+void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemeProfile& p) {
+  const auto& cfg = *r.cfg;
+  p.eval_every = cfg.eval.every > 0 ? cfg.eval.every : 0;
+  p.eval_snapshot = cfg.eval.snapshot;
+  auto& t = *r.transport;
+  double eval = 0, copy = 0, sketch = 0;
+  if (p.eval_every > 0) {
+    runtime::DriftSketcher sketcher(stored.rows(), stored.cols(), cfg.job.seed);
+    volatile double sink = 0;
+    sketch = median_after_first(r.repeats, [&] { sink = sink + sketcher.sketch(stored, 1.0f)[0]; });
+  }
+  if (t.rank() == 0 && p.eval_every > 0) {
+    const auto& model = *r.model;
+    const io::Dataset& rows = r.objective_rows && r.objective_rows->n > 0 ? *r.objective_rows : *r.train;
+    const io::Dataset* test = r.test && r.test->n > 0 ? r.test : nullptr;
+    const api::Weights W{stored, 1.0f, model.layout()};
+    volatile double sink = 0;
+    const auto once = [&] {
+      sink = sink + model.objective(W, rows, cfg.eval.train_sample);
+      if (test) sink = sink + model.accuracy(W, *test);
+      sink = sink + static_cast<double>(model.metrics(W, rows, cfg.eval.train_sample, test).size());
+    };
+    eval = median_after_first(r.repeats, once);
+    Matrix snap(stored.rows(), stored.cols());
+    copy = median_after_first(r.repeats, [&] { snap = stored; });
+  }
+  p.eval_s = largest(t, eval, 1e-9);
+  p.eval_copy_s = largest(t, copy, 1e-9);
+  p.eval_sketch_s = largest(t, sketch, 1e-9);
+}
+
 }  // namespace
 
 predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
@@ -317,7 +370,6 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
                 : cfg.sfb.reconcile == "off" ? ""
                                              : cfg.sfb.reconcile;
   p.reconcile_every = cfg.sfb.reconcile_every;
-  p.eval_rows_per_clock = cfg.eval.every > 0 ? static_cast<double>(cfg.eval.train_sample) / cfg.eval.every : 0.0;
   {  // The pieces, on one W of the profile's own (freed before the engines hold theirs).
     const Layout layout = model.layout();
     Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
@@ -329,6 +381,7 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
         static_cast<int64_t>(largest(*r.transport, static_cast<double>(comm::encode_sf_batch(*batch).size()), 1.0));
     p.v_nonzeros = largest(*r.transport, static_cast<double>(batch->nnz_v()) / std::max(1, batch->count), 1e-3);
     time_updates(r, stored, *batch, p);
+    time_eval(r, stored, p);
   }
   p.mem_bytes_per_s = memory_bandwidth(r, p.threads);
   measure_links(r, p);

@@ -17,6 +17,11 @@
 //                 bytes, at least 1 MiB, at most 16 MiB): T(M) = a + (P - 1) M b fitted per rank
 //   incast        every rank but 0 sends M bytes to rank 0 at once (an FMS server's link under
 //                 every worker's push), M up to W's bytes (1 - 16 MiB): T = a + (P - 1) M b
+//   eval_s        rank 0 alone: one evaluation as its monitor runs one (the objective on
+//                 eval.train_sample rows, the accuracy on the test set, the model's metrics) and
+//                 eval_copy_s, copying W into a snapshot (timed whatever eval.snapshot: the
+//                 predictor decides at the target's W whether the monitor copies); every rank:
+//                 eval_sketch_s, the replica-drift sketch its update thread takes per evaluation
 //   engine        the engine itself (runtime::Worker) for up to repeats + 4 clocks of SFB full
 //                 broadcast and of the all-reduce baseline: the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
@@ -52,6 +57,10 @@ struct ProfileRequest {
   comm::Transport* transport = nullptr;  // every rank takes part; nothing else may use it meanwhile
   api::Model* model = nullptr;           // a fresh instance: compute_sf is called on it
   const io::Dataset* train = nullptr;    // this rank's partition
+  // Rank 0's monitor's data (runtime::WorkerStart): the rows it evaluates the objective on (null or
+  // empty: `train`) and the test set (null: none).
+  const io::Dataset* objective_rows = nullptr;
+  const io::Dataset* test = nullptr;
   int workers = 0;
   int ranks_on_host = 1;  // MPI's ranks on this host (the fallback without a boot id)
   double cores = 1;       // the cores this rank's CPU budget allows (core/machine.h)
