@@ -26,7 +26,7 @@
 //                 broadcast and of the all-reduce baseline: the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
-//                 ProfileRequest::budget_s, at least 4, or none (anchors 1, and a warning)
+//                 ProfileRequest::budget_s, at least 4, or none (no anchor: a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
