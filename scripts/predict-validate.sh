@@ -3,7 +3,9 @@
 # things out: each config is profiled once per link rate at the first host count (sfbd --profile),
 # and that one profile predicts every row: the other host counts (held-out scale) and a shape that
 # was measured but never profiled (held-out shape: each config's variant below, predicted with
-# sfb-plan --rows/--minibatch). Every host is a network namespace with a CPU budget of its own
+# sfb-plan --rows/--minibatch). FMS with S servers is predicted from a profile taken with its S
+# server ranks launched (mpirun -np P+S with comm.scheme = "fms": the profile then has the FMS
+# engine's clock), at the first host count too. Every host is a network namespace with a CPU budget of its own
 # (scripts/netns-cluster.sh --cpus), so N hosts compute like N nodes of that many cores instead of
 # interleaving on the shared ones. Every scheme runs --repeats times (sfb-compare: medians and
 # min-max), FMS with each server count of --servers, and a comm.scheme = "auto" run per config
@@ -25,7 +27,8 @@
 # Needs root (network namespaces, cgroups). Hosts: the largest host count plus the largest server
 # count, each with C cores: keep their product within the machine's cores. About 80 minutes on 2
 # cores with the defaults. Writes DIR/<rate>/<config>[@<variant>]-<hosts>h/ (sfb-compare's output,
-# FMS with other server counts in ...-fmsS/), DIR/<rate>/<config>-profile.json, and DIR/validation.md.
+# FMS with other server counts in ...-fmsS/), DIR/<rate>/<config>-profile.json, the profiles with S
+# FMS servers DIR/<rate>/<config>-profile-fmsS.json, and DIR/validation.md.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 hosts_list="4 8" rates="1gbit 300mbit" cpus=0.125 servers_list="1 4" repeats=3 table_only=0
@@ -101,6 +104,18 @@ measure() {  # <config> <dir> <hosts> <overrides...>
     { tail -20 "$dir-auto/log"; exit 1; }
 }
 
+# The profile of a config with its FMS engine and S server ranks working: mpirun -np hosts+S.
+profile_fms() {  # <config> <file> <hosts> <servers> <overrides...>
+  local c=$1 file=$2 h=$3 S=$4
+  shift 4
+  local args=() d=${2%.json}
+  for s in "$@"; do args+=(--set "$s"); done
+  mkdir -p "$d"
+  "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np $((h + S)) "$SFB_BUILD/apps/sfbd" --config "$c" --set output.dir="$d" \
+    --set output.log_level=warn --set runtime.threads=1 --set comm.scheme=fms --set fms.servers="$S" "${args[@]}" \
+    --profile "$file" > "$d/log" 2>&1 || { tail -20 "$d/log"; exit 1; }
+}
+
 if [ "$table_only" = 0 ]; then
   maxS=0
   for S in "${servers_arr[@]}"; do [ "$S" -gt "$maxS" ] && maxS=$S; done
@@ -112,7 +127,10 @@ if [ "$table_only" = 0 ]; then
         read -r -a base <<< "${sets[$name]:-}"
         measure "$c" "$out/$rate/$name-${h}h" "$h" "${base[@]}"
         # The profile every prediction comes from: the first host count's, on the config's own shape.
-        [ "$h" = "$first" ] && cp "$out/$rate/$name-${h}h/profile.json" "$out/$rate/$name-profile.json"
+        if [ "$h" = "$first" ]; then
+          cp "$out/$rate/$name-${h}h/profile.json" "$out/$rate/$name-profile.json"
+          for S in "${servers_arr[@]}"; do profile_fms "$c" "$out/$rate/$name-profile-fms$S.json" "$h" "$S" "${base[@]}"; done
+        fi
         if [ "$h" != "$first" ] && [ -n "${heldout_sets[$name]:-}" ]; then
           read -r -a more <<< "${heldout_sets[$name]}"
           measure "$c" "$out/$rate/$name@${heldout_name[$name]}-${h}h" "$h" "${base[@]}" "${more[@]}"
@@ -141,7 +159,7 @@ predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV
 }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
-  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose |"
+  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   for rate in $rates; do
     for h in "${hosts_arr[@]}"; do
@@ -174,6 +192,9 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             key=$label
             [[ $key == fms:* ]] && key="fms:s${key#fms:}"
             pred=$(echo "$csv" | awk -F, -v s="$key" 'NR > 1 && $3 == s { print $6; exit }')
+            fprof="$out/$rate/$name-profile-fms${label#fms:}.json"
+            [[ $label == fms:* ]] && [ -f "$fprof" ] &&
+              pred=$(predict_csv "$fprof" "$h" "$label" "${extra[@]}" | awk -F, 'NR > 1 { print $6; exit }')
             med=${meas%% *}
             inplace=-  # sfb-compare predicts its own runs from its own profile; other FMS runs have none
             [[ $label == fms:* && $label != "fms:$s1" ]] || inplace=$(col "$table" "$run" "predicted s/clock")

@@ -111,12 +111,15 @@ launch() {  # <ranks> <log> sfbd-args...
 base=(--config "$config" --set output.log_level=warn --set runtime.threads=1)
 [ -n "$k" ] && base+=(--set optimizer.minibatch="$k")
 
-# The profile on the P workers, and every scheme's prediction at P on the fitted link.
+# The profile on the P workers (with FMS among the schemes, its S servers launched too: the profile
+# then has the FMS engine's clock with them), and every scheme's prediction at P on the fitted link.
 if [ "$predict" = 1 ] && [ "$table_only" = 0 ]; then
   [ -x "$plan" ] || { echo "sfb-compare: no sfb-plan at $plan (set SFB_PLAN, or --no-predict)" >&2; exit 2; }
-  echo "== profile: $np ranks: sfbd --profile $out/profile.json"
+  pranks=$np pscheme=(--set comm.scheme=sfb)
+  [[ ",$schemes," == *,fms,* ]] && pranks=$((np + servers)) pscheme=(--set comm.scheme=fms --set fms.servers="$servers")
+  echo "== profile: $pranks ranks: sfbd --profile $out/profile.json"
   mkdir -p "$out/profile"
-  launch "$np" "$out/profile/log" "${base[@]}" --set output.dir="$out/profile" --set comm.scheme=sfb "${sets[@]}" \
+  launch "$pranks" "$out/profile/log" "${base[@]}" --set output.dir="$out/profile" "${pscheme[@]}" "${sets[@]}" \
     --profile "$out/profile.json" || { tail -20 "$out/profile/log"; exit 1; }
 fi
 

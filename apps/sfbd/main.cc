@@ -71,8 +71,9 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
       ->excludes("--resume");
   app.add_option("--profile", cli.profile_path,
                  "job.mode = \"sfb\": measure the scheme profile of this job on these ranks (SF computation, "
-                 "updates, broadcast and all-reduce fits), write it to FILE (JSON, for sfb-plan and "
-                 "comm.auto_profile), print every scheme's prediction here, and exit; trains nothing")
+                 "updates, broadcast and all-reduce fits; with comm.scheme = \"fms\" and mpirun -np P+S, the FMS "
+                 "engine with its S servers too), write it to FILE (JSON, for sfb-plan and comm.auto_profile), "
+                 "print every scheme's prediction here, and exit; trains nothing")
       ->excludes("--check")
       ->excludes("--resume")
       ->excludes("--evaluate");

@@ -390,11 +390,14 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
     const std::string name = "comm.auto_profile = " + cfg.comm.auto_profile;
     return sfb::predict::profile_from_json(sfb::parse_json(text, name), name);
   }
-  auto model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
+  // A worker's model instance of its own (compute_sf is called on it); a server serves its shard of
+  // W to the FMS engine (profiler/scheme_profiler.h) with the one it set up with.
+  auto model =
+      s.server ? nullptr : sfb::models::make_model(cfg, s.data.train, s.data.total_train, job.rank(), s.workers);
   sfb::profiler::ProfileRequest req;
   req.cfg = &cfg;
   req.transport = job.transport.get();
-  req.model = model.get();
+  req.model = s.server ? s.model.get() : model.get();
   req.train = &s.data.train;
   req.objective_rows = &s.data.eval_sample;
   req.test = &s.data.test;
@@ -479,7 +482,6 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
 int profile_sfb(Job& job, const std::string& path) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
-  SFB_CHECK(!s.server, "--profile: every rank trains under the profiled schemes (fms.servers is not used)");
   sfb::predict::SchemeProfile p;
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return kExitBadInput;
   if (job.rank() != 0) return kExitOk;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sfb/comm/setup_collectives.h"
+#include "sfb/comm/transport/prefix.h"
 #include "sfb/core/error.h"
 #include "testing/rank_threads.h"
 
@@ -92,6 +93,32 @@ TEST(Transport, BadDestinationIsACommError) {
   auto g = make_inproc_group(2);
   EXPECT_THROW(g[0]->send(2, kTagSf, {}), CommError);
   EXPECT_THROW(g[0]->send(-1, kTagSf, {}), CommError);
+}
+
+// The first 3 of 4 ranks as a transport of their own: collectives and a barrier among them while
+// rank 3 waits; a message from rank 3 meanwhile is an error naming it; rank 3 cannot be in it.
+TEST(PrefixTransport, TheFirstRanksMeasureAmongThemselves) {
+  std::vector<std::vector<int64_t>> got(3);
+  testing::run_ranks(4, [&](Transport& t) {
+    if (t.rank() == 3) {
+      EXPECT_THAT(
+          [&] { PrefixTransport bad(t, 3); },
+          ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("first 3 of 4 ranks cannot serve rank 3")));
+      t.recv(kTagControl);  // released once the others are done
+      t.send(0, kTagSf, {});
+      return;
+    }
+    PrefixTransport w(t, 3);
+    EXPECT_EQ(w.size(), 3);
+    EXPECT_EQ(w.rank(), t.rank());
+    got[static_cast<size_t>(t.rank())] = allgather_i64(w, 10 + t.rank());
+    w.barrier();
+    if (t.rank() != 0) return;
+    t.send(3, kTagControl, {});
+    EXPECT_THAT([&] { w.recv(kTagSf); },
+                ::testing::ThrowsMessage<CommError>(::testing::HasSubstr("from rank 3, outside the first 3 ranks")));
+  });
+  for (const auto& g : got) EXPECT_EQ(g, (std::vector<int64_t>{10, 11, 12}));
 }
 
 }  // namespace

@@ -58,6 +58,9 @@ for run in sfb-s0 halton-s0 fms-s0 allreduce-s0; do
   awk -v r="$ratio" 'BEGIN { exit !(r >= 0.999 && r <= 1.01) }' || fail "$run: measured/theory = $ratio"
   [ -s "$OUT/cmp/$run/metrics.jsonl" ] || fail "no metrics for $run"
 done
+# FMS among the schemes: the profile was taken with its server launched, so it has FMS's engine.
+jq -e '.engine_fms_servers == 1 and .engine_fms_clock_s > 0 and .workers == 3' "$OUT/cmp/profile.json" > /dev/null \
+  || fail "the profile has no FMS engine with its server: $(jq -c '{workers, engine_fms_servers, engine_fms_clock_s}' "$OUT/cmp/profile.json")"
 obj() { grep "^| $1 |" "$OUT/table.md" | awk -F'|' '{ gsub(/ /, "", $6); print $6 }'; }
 for run in fms-s0 allreduce-s0; do
   awk -v a="$(obj sfb-s0)" -v b="$(obj $run)" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-3 * a) }' \

@@ -386,6 +386,60 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s, 1e-12);
 }
 
+// FMS's engine measured with its servers scales every FMS prediction by its clock over FMS's
+// modelled clock at the profile (here 2x, so twice the unmeasured prediction anywhere, at any S).
+TEST(SchemeModel, FmsMeasuredWithItsServersScalesFms) {
+  SchemeProfile p = dense_profile(512, 512, 64);
+  const Target here{p.workers, p.link, 1, true};
+  const Prediction plain = predict(p, parse_scheme("fms:1"), here);
+  p.engine_fms_clock_s = 2 * plain.clock_s;
+  p.engine_fms_servers = 1;
+  EXPECT_NEAR(predict(p, parse_scheme("fms:1"), here).clock_s, p.engine_fms_clock_s, 1e-12);
+  SchemeProfile q = p;
+  q.engine_fms_clock_s = 0;
+  for (const char* s : {"fms:1", "fms:2", "fms:n"}) {
+    const Target t{8, p.link, 1, true};
+    EXPECT_NEAR(predict(p, parse_scheme(s), t).clock_s, 2 * predict(q, parse_scheme(s), t).clock_s, 1e-12) << s;
+  }
+  // The all-reduce is not FMS: unchanged.
+  EXPECT_DOUBLE_EQ(predict(p, {"allreduce"}, here).clock_s, predict(q, {"allreduce"}, here).clock_s);
+}
+
+// The profiler on 3 workers and 1 FMS server in process: the workers measure among themselves,
+// then the FMS engine with the server working; the server returns no profile.
+TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
+  Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
+  cfg.optimizer.minibatch = 32;
+  cfg.comm.scheme = sfb::Scheme::kFms;
+  cfg.fms.servers = 1;
+  std::vector<Json> got(4);
+  testing::run_ranks(4, [&](comm::Transport& t) {
+    const int part = t.rank() < 3 ? t.rank() : 0;
+    const auto data = io::load_data(cfg.data, cfg.job.seed, part, 3, false);
+    auto model = models::make_model(cfg, data.train, data.total_train, part, 3);
+    profiler::ProfileRequest req;
+    req.cfg = &cfg;
+    req.transport = &t;
+    req.model = model.get();
+    req.train = &data.train;
+    req.workers = 3;
+    got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
+  });
+  EXPECT_EQ(got[0], got[1]);
+  EXPECT_EQ(got[0], got[2]);
+  EXPECT_EQ(got[3]["workers"], 0);  // the server's
+  const SchemeProfile p = profile_from_json(got[0], "rank 0");
+  EXPECT_EQ(p.workers, 3);
+  EXPECT_GT(p.engine_clock_s, 0);
+  EXPECT_GT(p.engine_allreduce_clock_s, 0);
+  EXPECT_GT(p.engine_fms_clock_s, 0);
+  EXPECT_EQ(p.engine_fms_servers, 1);
+  // At the profile FMS with its servers is predicted at what its engine measured, plus evaluations.
+  const Prediction at = predict(p, parse_scheme("fms:1"), {3, p.link, p.ranks_on_host, true});
+  const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(p.eval_every);
+  EXPECT_NEAR(at.clock_s, p.engine_fms_clock_s + ev, 1e-9 * at.clock_s);
+}
+
 // The profiler on 3 in-process ranks: one profile, the same on every rank, with the batch's real
 // encoded size and positive link and update costs.
 TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {

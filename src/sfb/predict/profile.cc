@@ -133,6 +133,8 @@ Json to_json(const SchemeProfile& p) {
           {"engine_comm_s", sig(p.engine_comm_s, 6)},
           {"engine_apply_s", sig(p.engine_apply_s, 6)},
           {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
+          {"engine_fms_clock_s", sig(p.engine_fms_clock_s, 6)},
+          {"engine_fms_servers", p.engine_fms_servers},
           {"link_a_us", sig(p.link.a_us, 6)},
           {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
           {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
@@ -188,6 +190,11 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.engine_comm_s = num("engine_comm_s", 0, 1e6);
   p.engine_apply_s = num("engine_apply_s", 0, 1e6);
   p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
+  // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
+  p.engine_fms_clock_s = j.contains("engine_fms_clock_s") ? num("engine_fms_clock_s", 0, 1e6) : 0.0;
+  p.engine_fms_servers = j.contains("engine_fms_servers") ? static_cast<int>(num("engine_fms_servers", 0, 1 << 20)) : 0;
+  SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
+                 "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
   p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = num("bcast_r2", -1e9, 1);
   // Profiles written before the incast was measured have none: the broadcast's link stands in.

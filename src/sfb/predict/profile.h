@@ -89,6 +89,10 @@ struct SchemeProfile {
   // The engine's steady clock of the all-reduce baseline at `workers` (0: not measured): anchors
   // the all-reduce's network (what the clock leaves of its compute and add).
   double engine_allreduce_clock_s = 0.0;
+  // The FMS engine's steady clock with engine_fms_servers server ranks working (0: not measured: the
+  // job was profiled without server ranks; mpirun -np P+S with comm.scheme = "fms" measures it).
+  double engine_fms_clock_s = 0.0;
+  int engine_fms_servers = 0;
   Link link;              // fitted from the broadcast at `workers` ranks (name "fitted")
   double bcast_r2 = 0.0;  // the fit's R^2
   // A host's link when the other workers all send to it at once (what an FMS server's link sees):
@@ -131,7 +135,9 @@ struct SchemeProfile {
   //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
   //   dense  the all-reduce engine's clock over its pieces (SF computation, forming the update, the
   //          fitted all-reduce of W, the add): a ratio, since the dense baselines form and exchange
-  //          W by row blocks, overlapping the two in proportion to W (0.8-1.16 measured).
+  //          W by row blocks, overlapping the two in proportion to W (0.8-1.16 measured). FMS's
+  //          compute and adds too, unless its own engine was measured (scheme_model.cc: then the
+  //          FMS engine's clock over FMS's modelled clock at the profile scales all of FMS).
   struct Anchors {
     double sfb_s = 0.0, dense = 1.0;
   };

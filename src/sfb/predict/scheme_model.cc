@@ -119,15 +119,17 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.bytes_per_clock += N * sent / static_cast<double>(every);
 }
 
-// FMS with S servers: the busiest link's one direction (a server's, or a worker's when S >= N).
-// On the fitted link a server's is the profile's incast (every worker pushing into one host).
-void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, double W, int S,
-                 const Target& t, Prediction& r) {
-  const double N = t.nodes, add_s = x.add_dense_s * an.dense;
-  const double form_s = x.form_dense_s * an.dense;
+// FMS with S servers, its evaluations left out: SF computation and forming the update, the busiest
+// link's one direction (a server's, or a worker's when S >= N), the worker's copy of W in; SF
+// computation, forming and the adds scaled by `a`. On the fitted link a server's link is the
+// profile's incast (every worker pushing into one host).
+Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, double W, int S, const Target& t) {
+  Prediction r;
+  const double N = t.nodes, add_s = x.add_dense_s * a;
+  const double form_s = x.form_dense_s * a;
   const Link in = t.fitted ? p.incast() : t.link;
   r.servers = S;
-  r.compute_s += form_s;
+  r.compute_s = x.sf_s * a + form_s;
   const double busiest = W * std::max(1.0, N / S);
   // Pushes and pulls overlap (the servers return each block once every worker's push of it is
   // in: fms_exchange.h), so the busiest link's one direction; a worker forms its update block by
@@ -145,6 +147,19 @@ void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const
   r.update_s = add_s;  // the worker's copy of W in
   r.link_bytes_per_clock = busiest;
   r.bytes_per_clock = 2 * N * W;
+  return r;
+}
+
+// The FMS engine measured with its servers (engine_fms_clock_s) over FMS's modelled clock at the
+// profile (its N, servers and shape, on the fitted link); 0 when not measured.
+double fms_engine_ratio(const SchemeProfile& p) {
+  if (!(p.engine_fms_clock_s > 0) || p.engine_fms_servers < 1 || p.workers < 1) return 0.0;
+  const Target here{p.workers, p.link, p.ranks_on_host, true};
+  const Pieces x = pieces_at(p, p.shape(), p.rank_cores(), p.ranks_on_host);
+  const Prediction f =
+      fms_pieces(p, 1.0, x, 4.0 * static_cast<double>(p.J) * static_cast<double>(p.D), p.engine_fms_servers, here);
+  const double modelled = f.compute_s + f.comm_s + f.update_s;
+  return modelled > 0 ? p.engine_fms_clock_s / modelled : 0.0;
 }
 
 // Evaluations per clock: rank 0's measured evaluation (and the snapshot's copy of W when the monitor
@@ -169,10 +184,10 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
   const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const SchemeProfile::Anchors an = p.anchors();
-  const bool dense = s.name == "allreduce" || s.name == "fms";
-  // SF computation (its engine's anchor), and rank 0's evaluations, which every rank waits for
-  // under BSP (their own time: rank 0's monitor runs them beside the engine's threads).
-  r.compute_s = x.sf_s * (dense ? an.dense : 1.0) + eval_per_clock_s(p, x, sh);
+  // SF computation, and the evaluations, which every rank waits for under BSP (their own time:
+  // rank 0's monitor runs them beside the engine's threads).
+  const double ev = eval_per_clock_s(p, x, sh);
+  r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense : 1.0) + ev;
   if (s.name == "sfb" || s.name == "halton") {
     predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {
@@ -185,7 +200,17 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.link_bytes_per_clock = sent;
     r.bytes_per_clock = t.nodes * sent;
   } else if (s.name == "fms") {
-    predict_fms(p, an, x, W, s.servers > 0 ? s.servers : t.nodes, t, r);  // 0: a server per node
+    // Scaled as a whole by its engine measured with servers; else its compute and adds by the
+    // all-reduce engine's anchor and its network by the model alone.
+    const double m = fms_engine_ratio(p);
+    const Prediction f = fms_pieces(p, m > 0 ? 1.0 : an.dense, x, W, s.servers > 0 ? s.servers : t.nodes, t);
+    const double k = m > 0 ? m : 1.0;
+    r.compute_s = f.compute_s * k + ev;
+    r.comm_s = f.comm_s * k;
+    r.update_s = f.update_s * k;
+    r.servers = f.servers;
+    r.link_bytes_per_clock = f.link_bytes_per_clock;
+    r.bytes_per_clock = f.bytes_per_clock;
   } else {
     throw InvalidArgument(fmt::format("unknown scheme \"{}\"", s.name));
   }

@@ -39,8 +39,10 @@
 // and Halton as seconds per clock (engine_s), which the measurements showed constant across link
 // rates and K; for the all-reduce and FMS as a ratio on their pieces (SF computation, forming,
 // the all-reduce, the adds), since the dense baselines overlap forming with the exchange by row
-// blocks in proportion to W. FMS's network is its model alone (its servers are ranks a profile
-// does not have).
+// blocks in proportion to W. FMS: when the profile was taken with its server ranks (mpirun -np P+S,
+// comm.scheme = "fms"), its engine's clock with S servers over the modelled FMS clock there scales
+// all of FMS (compute, network, adds) at any N, shape and server count; otherwise its compute and
+// adds take the all-reduce's ratio and its network is its model alone.
 // Shape and cores: every piece at the target's shape and a target rank's cores (profile.h's
 // laws: work ratios, a memory floor, time as 1 / min(threads, cores / ranks sharing them)), with
 // R' = Target::ranks_per_host ranks on a node of Target::cores: 1 when every node has its own

@@ -10,11 +10,14 @@
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
 #include "sfb/baselines/dense_update.h"
+#include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
+#include "sfb/baselines/ps_codec.h"
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/channel.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/sf_codec.h"
+#include "sfb/comm/transport/prefix.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/hash.h"
@@ -22,6 +25,7 @@
 #include "sfb/core/timer.h"
 #include "sfb/io/sampler.h"
 #include "sfb/predict/scheme_model.h"
+#include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/replica_drift.h"
 #include "sfb/runtime/update_applier.h"
 #include "sfb/runtime/worker.h"
@@ -108,7 +112,8 @@ struct EngineClocks {
 // compute over the same clocks and the update thread's seconds per clock. What the pieces measured
 // alone miss (the threads' polling and locking, the transport's threads, the ranks' phases
 // interleaving on shared cores) is in them.
-EngineClocks time_engine(const ProfileRequest& r, Scheme scheme, Exchange* exchange, int64_t clocks) {
+EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
+                         int64_t clocks) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
@@ -119,7 +124,7 @@ EngineClocks time_engine(const ProfileRequest& r, Scheme scheme, Exchange* excha
   WorkerHooks hooks;
   hooks.on_clock_start = [&](int64_t) { starts.push_back(since.seconds()); };
   hooks.on_clock_committed = [&](int64_t) { computes.push_back(since.seconds() - starts.back()); };
-  const WorkerResult res = Worker(cfg, *r.transport, *r.train, nullptr, *r.model, hooks, {}, exchange).run();
+  const WorkerResult res = Worker(cfg, run_on, *r.train, nullptr, *r.model, hooks, {}, exchange).run();
   SFB_CHECK(starts.size() >= 4 && computes.size() == starts.size(), "profile: the {} engine ran {} clocks of {}",
             scheme, starts.size(), cfg.stop.max_clocks);
   computes.erase(computes.begin(), computes.begin() + 2);
@@ -146,7 +151,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true};
   const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 2)) {
-    const EngineClocks sfb = time_engine(r, Scheme::kSfb, nullptr, n);
+    const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n);
     p.engine_clock_s = sfb.clock_s;
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
@@ -163,7 +168,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, ar_s, budget_s / 2)) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_clock_s = time_engine(r, Scheme::kAllreduce, ex.get(), n).clock_s;
+    p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n).clock_s;
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1: its pieces "
@@ -351,10 +356,8 @@ void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemePro
   p.eval_sketch_s = largest(t, sketch, 1e-9);
 }
 
-}  // namespace
-
-predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
-  SFB_CHECK(r.cfg && r.transport && r.model && r.train, "measure_scheme_profile: incomplete request");
+// Every piece and the SFB and all-reduce engines, on r.transport's ranks (all of them workers).
+predict::SchemeProfile measure_workers(const ProfileRequest& r) {
   const Stopwatch took;
   const auto& cfg = *r.cfg;
   auto& model = *r.model;
@@ -392,6 +395,68 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
   measure_links(r, p);
   if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - largest(*r.transport, took.seconds(), 1e-3)));
   p.profile_s = largest(*r.transport, took.seconds(), 1e-3);
+  return p;
+}
+
+// The FMS engine with its servers working (the job's server ranks run FmsServer meanwhile) for as
+// many clocks as fit in `budget_s`, at least 4 (the servers wait for them), on `all` ranks; the
+// slowest worker's steady clock, gathered among the workers (`w.transport`).
+void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::SchemeProfile& p, double budget_s) {
+  const int S = all.size() - w.workers;
+  const predict::Target here{w.workers, p.link, p.ranks_on_host, true};
+  const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
+  const int64_t n = std::max<int64_t>(4, engine_clocks(w, fms_s, budget_s));
+  Config cfg = *w.cfg;
+  cfg.comm.scheme = Scheme::kFms;
+  cfg.fms.servers = S;
+  auto ex = baselines::make_exchange(cfg, w.model->has_prox(), w.allreduce);
+  ProfileRequest on = w;
+  on.cfg = &cfg;
+  p.engine_fms_clock_s = time_engine(on, all, Scheme::kFms, ex.get(), n).clock_s;
+  p.engine_fms_servers = S;
+}
+
+// A server rank's part: serving W's shard to the FMS engine's clocks until the workers' BYE.
+void serve(const ProfileRequest& r) {
+  auto& model = *r.model;
+  const Layout l = model.layout();
+  baselines::FmsServer server(r.cfg->fms, r.cfg->runtime.peer_timeout_s, *r.transport,
+                              stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()),
+                              runtime::model_prox(*r.cfg, model));
+  server.run();
+}
+
+}  // namespace
+
+predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
+  SFB_CHECK(r.cfg && r.transport && r.model && r.train, "measure_scheme_profile: incomplete request");
+  auto& all = *r.transport;
+  if (all.size() == r.workers) return measure_workers(r);
+  SFB_CHECK(r.workers >= 1 && all.size() > r.workers, "measure_scheme_profile: {} workers of {} ranks", r.workers,
+            all.size());
+  if (all.rank() >= r.workers) {
+    serve(r);
+    return {};
+  }
+  // The workers measure among themselves (the servers wait in serve()), then the FMS engine with
+  // the servers, in the third of the time budget kept for it.
+  const Stopwatch took;
+  comm::PrefixTransport workers(all, r.workers);
+  ProfileRequest w = r;
+  w.transport = &workers;
+  w.budget_s = r.budget_s * 2 / 3;
+  predict::SchemeProfile p;
+  try {
+    p = measure_workers(w);
+    time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
+  } catch (...) {
+    // The servers wait for the FMS engine's BYE: a worker that cannot get there says it anyway (a
+    // server ignores a worker's second BYE).
+    for (int s = r.workers; s < all.size(); ++s)
+      all.send(s, comm::kTagPs, baselines::encode_ps(baselines::PsType::kBye, 0, 0, 0, 0, nullptr));
+    throw;
+  }
+  p.profile_s = largest(workers, took.seconds(), 1e-3);
   return p;
 }
 

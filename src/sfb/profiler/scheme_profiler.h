@@ -29,6 +29,13 @@
 //                 ProfileRequest::budget_s, at least 4, or none (no anchor: a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
+//   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
+//                 mpirun -np P+S; ProfileRequest::workers < the transport's size): the workers
+//                 measure all of the above among themselves (comm/transport/prefix.h) in two
+//                 thirds of the budget while the servers wait, then the FMS engine runs with the
+//                 servers working (baselines/fms_server.h) for as many clocks as fit in the rest,
+//                 at least 4: engine_fms_clock_s with engine_fms_servers = S. The servers return an
+//                 empty profile (workers 0).
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
 // time per byte with no start-up.
 // ranks_on_host counts the ranks on this machine's kernel (its boot id) in the same CPU budget: the
