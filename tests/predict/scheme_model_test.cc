@@ -405,6 +405,25 @@ TEST(SchemeModel, FmsMeasuredWithItsServersScalesFms) {
   EXPECT_DOUBLE_EQ(predict(p, {"allreduce"}, here).clock_s, predict(q, {"allreduce"}, here).clock_s);
 }
 
+// sfbd --profile on `ranks` in-process ranks, the first `workers` of them workers and the rest
+// FMS's servers (on worker 0's partition): every rank's profile.
+std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers) {
+  std::vector<Json> got(static_cast<size_t>(ranks));
+  testing::run_ranks(ranks, [&](comm::Transport& t) {
+    const int part = t.rank() < workers ? t.rank() : 0;
+    const auto data = io::load_data(cfg.data, cfg.job.seed, part, workers, false);
+    auto model = models::make_model(cfg, data.train, data.total_train, part, workers);
+    profiler::ProfileRequest req;
+    req.cfg = &cfg;
+    req.transport = &t;
+    req.model = model.get();
+    req.train = &data.train;
+    req.workers = workers;
+    got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
+  });
+  return got;
+}
+
 // The profiler on 3 workers and 1 FMS server in process: the workers measure among themselves,
 // then the FMS engine with the server working; the server returns no profile.
 TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
@@ -412,19 +431,7 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
   cfg.optimizer.minibatch = 32;
   cfg.comm.scheme = sfb::Scheme::kFms;
   cfg.fms.servers = 1;
-  std::vector<Json> got(4);
-  testing::run_ranks(4, [&](comm::Transport& t) {
-    const int part = t.rank() < 3 ? t.rank() : 0;
-    const auto data = io::load_data(cfg.data, cfg.job.seed, part, 3, false);
-    auto model = models::make_model(cfg, data.train, data.total_train, part, 3);
-    profiler::ProfileRequest req;
-    req.cfg = &cfg;
-    req.transport = &t;
-    req.model = model.get();
-    req.train = &data.train;
-    req.workers = 3;
-    got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
-  });
+  const std::vector<Json> got = profile_in_process(cfg, 4, 3);
   EXPECT_EQ(got[0], got[1]);
   EXPECT_EQ(got[0], got[2]);
   EXPECT_EQ(got[3]["workers"], 0);  // the server's
@@ -445,27 +452,13 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
 TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
   cfg.optimizer.minibatch = 32;
-  std::vector<Json> got(3);
-  int64_t encoded = 0;
-  testing::run_ranks(3, [&](comm::Transport& t) {
-    const auto data = io::load_data(cfg.data, cfg.job.seed, t.rank(), 3, false);
-    auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), 3);
-    profiler::ProfileRequest req;
-    req.cfg = &cfg;
-    req.transport = &t;
-    req.model = model.get();
-    req.train = &data.train;
-    req.workers = 3;
-    const SchemeProfile p = profiler::measure_scheme_profile(req);
-    got[static_cast<size_t>(t.rank())] = to_json(p);
-    if (t.rank() == 0) encoded = p.batch_bytes;
-  });
+  const std::vector<Json> got = profile_in_process(cfg, 3, 3);
   EXPECT_EQ(got[0], got[1]);
   EXPECT_EQ(got[0], got[2]);
   const SchemeProfile p = profile_from_json(got[0], "rank 0");
   EXPECT_EQ(p.J, 64);
   EXPECT_EQ(p.D, 256);
-  EXPECT_EQ(encoded, 32 * (64 + 256) * 4 + 56);  // u and v of 32 pairs and the 56-byte head
+  EXPECT_EQ(p.batch_bytes, 32 * (64 + 256) * 4 + 56);  // u and v of 32 pairs and the 56-byte head
   EXPECT_GT(p.sf_s, 0);
   EXPECT_GT(p.apply_fixed_s + p.apply_batch_s, 0);
   EXPECT_GT(p.form_dense_s, 0);

@@ -398,14 +398,31 @@ predict::SchemeProfile measure_workers(const ProfileRequest& r) {
   return p;
 }
 
+// Tells the servers the FMS engine will not come (or is over): a worker's BYE, which a server takes
+// once per worker and which ends its run() once every worker's is in.
+void release_servers(comm::Transport& all, int workers) {
+  for (int s = workers; s < all.size(); ++s)
+    all.send(s, comm::kTagPs, baselines::encode_ps(baselines::PsType::kBye, 0, 0, 0, 0, nullptr));
+}
+
 // The FMS engine with its servers working (the job's server ranks run FmsServer meanwhile) for as
-// many clocks as fit in `budget_s`, at least 4 (the servers wait for them), on `all` ranks; the
-// slowest worker's steady clock, gathered among the workers (`w.transport`).
+// many clocks as fit in `budget_s`, on `all` ranks: the slowest worker's steady clock, gathered
+// among the workers (`w.transport`). When 4 clocks would not fit it is not run (the servers are
+// released, and a warning says so).
 void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::SchemeProfile& p, double budget_s) {
   const int S = all.size() - w.workers;
   const predict::Target here{w.workers, p.link, p.ranks_on_host, true};
   const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
-  const int64_t n = std::max<int64_t>(4, engine_clocks(w, fms_s, budget_s));
+  const int64_t n = engine_clocks(w, fms_s, budget_s);
+  if (n == 0) {
+    if (all.rank() == 0)
+      spdlog::warn(
+          "profile: the FMS engine's 4 clocks would take about {:.0f} s: not run (FMS is predicted from "
+          "its model alone)",
+          4 * fms_s);
+    release_servers(all, w.workers);
+    return;
+  }
   Config cfg = *w.cfg;
   cfg.comm.scheme = Scheme::kFms;
   cfg.fms.servers = S;
@@ -450,10 +467,7 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     p = measure_workers(w);
     time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
   } catch (...) {
-    // The servers wait for the FMS engine's BYE: a worker that cannot get there says it anyway (a
-    // server ignores a worker's second BYE).
-    for (int s = r.workers; s < all.size(); ++s)
-      all.send(s, comm::kTagPs, baselines::encode_ps(baselines::PsType::kBye, 0, 0, 0, 0, nullptr));
+    release_servers(all, r.workers);  // a worker that cannot get to the FMS engine (a second BYE is ignored)
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);

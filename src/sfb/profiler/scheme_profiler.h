@@ -33,9 +33,9 @@
 //                 mpirun -np P+S; ProfileRequest::workers < the transport's size): the workers
 //                 measure all of the above among themselves (comm/transport/prefix.h) in two
 //                 thirds of the budget while the servers wait, then the FMS engine runs with the
-//                 servers working (baselines/fms_server.h) for as many clocks as fit in the rest,
-//                 at least 4: engine_fms_clock_s with engine_fms_servers = S. The servers return an
-//                 empty profile (workers 0).
+//                 servers working (baselines/fms_server.h) for as many clocks as fit in the rest
+//                 (none when 4 do not: a warning): engine_fms_clock_s with engine_fms_servers = S.
+//                 The servers return an empty profile (workers 0).
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
 // time per byte with no start-up.
 // ranks_on_host counts the ranks on this machine's kernel (its boot id) in the same CPU budget: the
