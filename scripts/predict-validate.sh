@@ -108,7 +108,7 @@ measure() {  # <config> <dir> <hosts> <overrides...>
 profile_fms() {  # <config> <file> <hosts> <servers> <overrides...>
   local c=$1 file=$2 h=$3 S=$4
   shift 4
-  local args=() d=${2%.json}
+  local args=() d=${file%.json}
   for s in "$@"; do args+=(--set "$s"); done
   mkdir -p "$d"
   "$SFB_ROOT/scripts/netns-cluster.sh" run -- -np $((h + S)) "$SFB_BUILD/apps/sfbd" --config "$c" --set output.dir="$d" \
