@@ -146,9 +146,10 @@ void FmsExchange::deliver_pulled(const PsHeader& h, const comm::Message& m, bool
   host_.deliver(std::move(item));
 }
 
-void FmsExchange::finish() {
-  for (int s = 0; s < S_; ++s)
-    host_.transport->send(host_.workers + s, comm::kTagPs, encode_ps(PsType::kBye, 0, 0, 0, 0, nullptr));
+void send_bye_to_servers(comm::Transport& t, int workers) {
+  for (int s = workers; s < t.size(); ++s) t.send(s, comm::kTagPs, encode_ps(PsType::kBye, 0, 0, 0, 0, nullptr));
 }
+
+void FmsExchange::finish() { send_bye_to_servers(*host_.transport, host_.workers); }
 
 }  // namespace sfb::baselines

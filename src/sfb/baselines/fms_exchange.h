@@ -38,6 +38,10 @@
 
 namespace sfb::baselines {
 
+// A worker's BYE to every server (ranks workers..t.size() - 1): the last message a server takes from
+// it, once; a server's run() ends when every worker's is in.
+void send_bye_to_servers(comm::Transport& t, int workers);
+
 class FmsExchange final : public runtime::Exchange {
  public:
   // `whole_clocks`: the servers apply a general prox and answer whole clocks (see above).

@@ -10,9 +10,9 @@
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
 #include "sfb/baselines/dense_update.h"
+#include "sfb/baselines/fms_exchange.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
-#include "sfb/baselines/ps_codec.h"
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/channel.h"
 #include "sfb/comm/setup_collectives.h"
@@ -398,13 +398,6 @@ predict::SchemeProfile measure_workers(const ProfileRequest& r) {
   return p;
 }
 
-// Tells the servers the FMS engine will not come (or is over): a worker's BYE, which a server takes
-// once per worker and which ends its run() once every worker's is in.
-void release_servers(comm::Transport& all, int workers) {
-  for (int s = workers; s < all.size(); ++s)
-    all.send(s, comm::kTagPs, baselines::encode_ps(baselines::PsType::kBye, 0, 0, 0, 0, nullptr));
-}
-
 // The FMS engine with its servers working (the job's server ranks run FmsServer meanwhile) for as
 // many clocks as fit in `budget_s`, on `all` ranks: the slowest worker's steady clock, gathered
 // among the workers (`w.transport`). When 4 clocks would not fit it is not run (the servers are
@@ -420,16 +413,11 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
           "profile: the FMS engine's 4 clocks would take about {:.0f} s: not run (FMS is predicted from "
           "its model alone)",
           4 * fms_s);
-    release_servers(all, w.workers);
+    baselines::send_bye_to_servers(all, w.workers);  // the servers wait for the engine
     return;
   }
-  Config cfg = *w.cfg;
-  cfg.comm.scheme = Scheme::kFms;
-  cfg.fms.servers = S;
-  auto ex = baselines::make_exchange(cfg, w.model->has_prox(), w.allreduce);
-  ProfileRequest on = w;
-  on.cfg = &cfg;
-  p.engine_fms_clock_s = time_engine(on, all, Scheme::kFms, ex.get(), n).clock_s;
+  auto ex = baselines::make_exchange(*w.cfg, w.model->has_prox(), w.allreduce);  // the launch's FMS
+  p.engine_fms_clock_s = time_engine(w, all, Scheme::kFms, ex.get(), n).clock_s;
   p.engine_fms_servers = S;
 }
 
@@ -449,8 +437,10 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
   SFB_CHECK(r.cfg && r.transport && r.model && r.train, "measure_scheme_profile: incomplete request");
   auto& all = *r.transport;
   if (all.size() == r.workers) return measure_workers(r);
-  SFB_CHECK(r.workers >= 1 && all.size() > r.workers, "measure_scheme_profile: {} workers of {} ranks", r.workers,
-            all.size());
+  SFB_CHECK(r.workers >= 1 && r.cfg->comm.scheme == Scheme::kFms && all.size() == r.workers + r.cfg->fms.servers,
+            "measure_scheme_profile: {} workers of {} ranks need comm.scheme = \"fms\" with fms.servers = {} (got "
+            "\"{}\", {})",
+            r.workers, all.size(), all.size() - r.workers, r.cfg->comm.scheme, r.cfg->fms.servers);
   if (all.rank() >= r.workers) {
     serve(r);
     return {};
@@ -467,7 +457,8 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     p = measure_workers(w);
     time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
   } catch (...) {
-    release_servers(all, r.workers);  // a worker that cannot get to the FMS engine (a second BYE is ignored)
+    baselines::send_bye_to_servers(all,
+                                   r.workers);  // a worker that cannot get to the FMS engine (a second BYE is ignored)
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);
