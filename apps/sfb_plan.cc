@@ -52,7 +52,7 @@ struct Options {
 // The target's shape from --rows/--cols/--minibatch/--nnz over the profile's; InvalidArgument
 // naming the option and value for anything out of range.
 sfb::predict::Shape shape_of(const Options& o, const SchemeProfile& p) {
-  sfb::predict::Shape s = p.shape();
+  sfb::predict::Shape s = p.job_shape();
   const auto count = [](const char* opt, int64_t v, int64_t& out) {
     if (v == 0) return;
     SFB_CHECK(v >= 1 && v <= (int64_t{1} << 40), "{} must be a count from 1 to 2^40, got {}", opt, v);
@@ -180,6 +180,11 @@ int run(int argc, char** argv) {
       "{} threads each); fitted link {:.0f} us + {:.3f} Gbit/s\n",
       p.config, p.model, p.J, p.D, p.K, p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense",
       p.workers, p.ranks_on_host, p.cores, p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  if (p.job_K > 0)
+    fmt::print(
+        "# the job's K = {} was cut to {} to profile within sfbd's time budget: predicted at K = {} unless "
+        "--minibatch says another\n",
+        p.job_K, p.K, p.job_K);
   fmt::print("# compute and update {}, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
              o.one_host ? "scaled to every rank sharing the profiled host's cores" : "at one rank per node",
              sfb::predict::target_rank_cores(p, base), p.rank_cores());

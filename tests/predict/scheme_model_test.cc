@@ -249,8 +249,10 @@ TEST(Shapes, CoresOfTheTargetNode) {
 TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   SchemeProfile p = dense_profile(100, 50, 8);
   p.batch_bytes = 4800;
+  p.job_K = 64;
   const SchemeProfile q = profile_from_json(to_json(p), "mem");
   EXPECT_EQ(to_json(q), to_json(p));
+  EXPECT_EQ(q.job_K, 64);
   Json j = to_json(p);
   j.erase("sf_s");
   EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
@@ -405,9 +407,82 @@ TEST(SchemeModel, FmsMeasuredWithItsServersScalesFms) {
   EXPECT_DOUBLE_EQ(predict(p, {"allreduce"}, here).clock_s, predict(q, {"allreduce"}, here).clock_s);
 }
 
+// A profile measured at a K cut from the job's (job_K) predicts the job's shape unless told another:
+// what the same profile predicts when asked for K = job_K.
+TEST(SchemeProfile, ACutMinibatchPredictsTheJobsOwn) {
+  SchemeProfile cut = dense_profile(1000, 500, 16);
+  cut.job_K = 256;
+  SchemeProfile asked = cut;
+  asked.job_K = 0;
+  Target t{8, cut.link, 1, false};
+  EXPECT_EQ(target_shape(cut, t).K, 256);
+  EXPECT_EQ(target_shape(asked, t).K, 16);
+  for (const char* s : {"sfb", "halton", "allreduce", "fms:2"}) {
+    const double job = predict(cut, parse_scheme(s), t).clock_s;
+    Target at_K = t;
+    at_K.shape = asked.shape();
+    at_K.shape.K = 256;
+    EXPECT_DOUBLE_EQ(job, predict(asked, parse_scheme(s), at_K).clock_s) << s;
+    EXPECT_GT(job, predict(asked, parse_scheme(s), t).clock_s) << s;  // 16x the SF computation
+    t.shape = cut.shape();                                            // asked for the measured K: that one
+    EXPECT_DOUBLE_EQ(predict(cut, parse_scheme(s), t).clock_s, predict(asked, parse_scheme(s), t).clock_s) << s;
+    t.shape = {};
+  }
+}
+
+// The all-reduce engine's anchor: slower than its pieces, the difference as seconds per clock, so
+// a larger K (more compute, the same W) or a larger W adds no more of it; faster, the ratio scales
+// every piece.
+TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
+  const DenseAnchor slow = dense_anchor(0.9, 0.5);
+  EXPECT_DOUBLE_EQ(slow.ratio, 1.0);
+  EXPECT_DOUBLE_EQ(slow.s, 0.4);
+  const DenseAnchor fast = dense_anchor(0.4, 0.5);
+  EXPECT_DOUBLE_EQ(fast.ratio, 0.8);
+  EXPECT_DOUBLE_EQ(fast.s, 0.0);
+  EXPECT_DOUBLE_EQ(dense_anchor(0, 0.5).ratio, 1.0);  // not measured
+  EXPECT_DOUBLE_EQ(dense_anchor(0, 0.5).s, 0.0);
+  SchemeProfile p = dense_profile(1000, 500, 16);
+  p.allreduce_a_us = 100;  // the all-reduce fitted at the profile's N
+  p.allreduce_b_us_per_byte = 0.01;
+  const Target here{4, p.link, 1, true};
+  const double pieces = predict(p, {"allreduce"}, here).clock_s;
+  p.engine_allreduce_clock_s = pieces + 0.25;  // the engine takes 0.25 s a clock more than its pieces
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, pieces + 0.25, 1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).engine_s, 0.25, 1e-12);
+  SchemeProfile alone = p;
+  alone.engine_allreduce_clock_s = 0;
+  for (const auto& [J, K] : {std::pair<int64_t, int64_t>{1000, 1024}, {8000, 16}}) {
+    Target other = here;
+    other.nodes = 8;
+    other.shape = p.shape();
+    other.shape.J = J;
+    other.shape.K = K;
+    EXPECT_NEAR(predict(p, {"allreduce"}, other).clock_s, predict(alone, {"allreduce"}, other).clock_s + 0.25, 1e-9)
+        << J << " " << K;
+  }
+}
+
+// The profile's budget: the minibatch it measures at and the repeats that fit.
+TEST(SchemeProfiler, TheBudgetCutsTheMinibatchAndTheRepeats) {
+  using profiler::kSfPerBudget;
+  using profiler::profiled_minibatch;
+  // One SF computation of 16 samples took 0.16 s: 0.6 s of a 60 s budget is 60 samples.
+  EXPECT_DOUBLE_EQ(kSfPerBudget, 100);
+  EXPECT_EQ(profiled_minibatch(4096, 16, 0.16, 60), 60);
+  EXPECT_EQ(profiled_minibatch(50, 16, 0.16, 60), 50);     // fits: the job's own
+  EXPECT_EQ(profiled_minibatch(16, 16, 100.0, 60), 16);    // nothing smaller was probed
+  EXPECT_EQ(profiled_minibatch(4096, 16, 0.16, 1e-6), 1);  // at least one sample
+  EXPECT_EQ(profiled_minibatch(4096, 16, 0.0, 60), 4096);  // no measurement: nothing to cut by
+  EXPECT_EQ(profiler::repeats_within(3, 1.0, 10.0), 3);
+  EXPECT_EQ(profiler::repeats_within(3, 1.0, 2.5), 2);
+  EXPECT_EQ(profiler::repeats_within(3, 1.0, 0.1), 1);  // always one
+  EXPECT_EQ(profiler::repeats_within(3, 0.0, 0.1), 3);
+}
+
 // sfbd --profile on `ranks` in-process ranks, the first `workers` of them workers and the rest
 // FMS's servers (on worker 0's partition): every rank's profile.
-std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers) {
+std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers, double budget_s = 60) {
   std::vector<Json> got(static_cast<size_t>(ranks));
   testing::run_ranks(ranks, [&](comm::Transport& t) {
     const int part = t.rank() < workers ? t.rank() : 0;
@@ -419,6 +494,7 @@ std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers) 
     req.model = model.get();
     req.train = &data.train;
     req.workers = workers;
+    req.budget_s = budget_s;
     got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
   });
   return got;
@@ -479,7 +555,33 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.eval_copy_s, 0);
   EXPECT_GT(p.eval_sketch_s, 0);
   EXPECT_GE(p.anchors().sfb_s, 0);
-  EXPECT_GT(p.anchors().dense, 0);
+  EXPECT_GT(p.anchors().dense.ratio, 0);
+  EXPECT_GE(p.anchors().dense.s, 0);
+}
+
+// A budget too small for anything: the profile measures at K = 1 (job_K the job's), one repeat of
+// each size, no engine (none fits), and still predicts the job's shape; with the servers too.
+TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
+  Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
+  cfg.optimizer.minibatch = 32;
+  for (const int servers : {0, 1}) {
+    if (servers > 0) {
+      cfg.comm.scheme = sfb::Scheme::kFms;
+      cfg.fms.servers = servers;
+    }
+    const std::vector<Json> got = profile_in_process(cfg, 3 + servers, 3, 1e-6);
+    EXPECT_EQ(got[0], got[2]);
+    const SchemeProfile p = profile_from_json(got[0], "rank 0");
+    EXPECT_EQ(p.K, 1) << servers;
+    EXPECT_EQ(p.job_K, 32) << servers;
+    EXPECT_EQ(p.batch_bytes, (64 + 256) * 4 + 56) << servers;  // one pair
+    EXPECT_EQ(p.engine_clock_s, 0) << servers;
+    EXPECT_EQ(p.engine_allreduce_clock_s, 0) << servers;
+    EXPECT_EQ(p.engine_fms_clock_s, 0) << servers;
+    EXPECT_GT(p.sf_s, 0) << servers;
+    EXPECT_GT(p.link.b_us_per_byte, 0) << servers;
+    EXPECT_EQ(target_shape(p, {3, p.link, 1, true}).K, 32) << servers;
+  }
 }
 
 }  // namespace

@@ -44,12 +44,28 @@ double Shape::v_width() const {
 
 Shape SchemeProfile::shape() const { return Shape{J, D, K, sparse_v, sparse_v ? v_nonzeros : static_cast<double>(D)}; }
 
+Shape SchemeProfile::job_shape() const {
+  Shape s = shape();
+  if (job_K > 0) s.K = job_K;
+  return s;
+}
+
 Link SchemeProfile::incast() const {
   return incast_b_us_per_byte > 0 ? Link{"fitted incast", incast_a_us, incast_b_us_per_byte} : link;
 }
 
 double SchemeProfile::rank_cores() const {
   return std::min(static_cast<double>(threads), cores / std::max(1, ranks_on_host));
+}
+
+DenseAnchor dense_anchor(double engine_s, double pieces_s) {
+  DenseAnchor a;
+  if (!(engine_s > 0) || !(pieces_s > 0)) return a;
+  if (engine_s >= pieces_s)
+    a.s = engine_s - pieces_s;
+  else
+    a.ratio = engine_s / pieces_s;
+  return a;
 }
 
 SchemeProfile::Anchors SchemeProfile::anchors() const {
@@ -63,8 +79,7 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   const double ar =
       std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
       1e-6;
-  const double dense = sf_s + form_dense_s + ar + std::max(0.0, add_dense_s);
-  if (dense > 0 && engine_allreduce_clock_s > 0) a.dense = engine_allreduce_clock_s / dense;
+  a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
 
@@ -119,6 +134,7 @@ Json to_json(const SchemeProfile& p) {
           {"J", p.J},
           {"D", p.D},
           {"K", p.K},
+          {"job_K", p.job_K},
           {"sparse_v", p.sparse_v},
           {"v_nonzeros", sig(p.v_nonzeros, 6)},
           {"batch_bytes", p.batch_bytes},
@@ -173,6 +189,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.J = static_cast<int64_t>(num("J", 1, big));
   p.D = static_cast<int64_t>(num("D", 1, big));
   p.K = static_cast<int64_t>(num("K", 1, big));
+  // Profiles of earlier builds measured the job's own K.
+  p.job_K = j.contains("job_K") ? static_cast<int64_t>(num("job_K", 0, big)) : 0;
   SFB_CHECK_DATA(j.contains("sparse_v") && j["sparse_v"].is_boolean(), "{}: the profile has no boolean \"sparse_v\"",
                  source);
   p.sparse_v = j["sparse_v"].get<bool>();

@@ -58,16 +58,28 @@ struct Shape {
   double v_width() const;   // sparse: min(v_nonzeros, D); dense: D
 };
 
+// The all-reduce engine's anchor: its pieces times `ratio`, plus `s` seconds per clock.
+struct DenseAnchor {
+  double ratio = 1.0, s = 0.0;
+};
+// From the engine's clock and its pieces' sum: slower than them, the difference as seconds per
+// clock; faster (the pieces overlap), their ratio; 1 and 0 without a measurement.
+DenseAnchor dense_anchor(double engine_s, double pieces_s);
+
 // What sfbd measured (sfbd --profile FILE, or the start of comm.scheme = "auto").
 struct SchemeProfile {
   std::string config;  // the job's config file
   std::string model;
-  int workers = 0;           // ranks that trained when measured
-  int ranks_on_host = 1;     // ranks sharing `cores` (one machine's kernel and CPU budget: netns hosts too)
-  double cores = 1;          // the cores those ranks share (a CPU budget's quota when one is set)
-  double machine_cores = 0;  // the machine's hardware threads (0: not recorded; `cores` then)
-  int threads = 1;           // OpenMP threads per rank
-  int64_t J = 0, D = 0, K = 0;
+  int workers = 0;              // ranks that trained when measured
+  int ranks_on_host = 1;        // ranks sharing `cores` (one machine's kernel and CPU budget: netns hosts too)
+  double cores = 1;             // the cores those ranks share (a CPU budget's quota when one is set)
+  double machine_cores = 0;     // the machine's hardware threads (0: not recorded; `cores` then)
+  int threads = 1;              // OpenMP threads per rank
+  int64_t J = 0, D = 0, K = 0;  // the shape measured
+  // The job's minibatch when sfbd measured a smaller K (its SF computation at the job's K would not
+  // have let the profile finish in its budget: profiler/scheme_profiler.h); 0: K itself. Predictions
+  // are for the job's shape unless told another (job_shape()).
+  int64_t job_K = 0;
   bool sparse_v = false;
   double v_nonzeros = 0.0;  // mean nonzeros of v per pair (sparse v)
   int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
@@ -120,7 +132,8 @@ struct SchemeProfile {
   double eval_sketch_s = 0.0;
   Snapshot eval_snapshot = Snapshot::kAuto;
   double eval_rows_per_clock = 0.0;
-  Shape shape() const;
+  Shape shape() const;        // the shape measured
+  Shape job_shape() const;    // the job's: shape() with K = job_K when it was cut
   double rank_cores() const;  // min(threads, cores / ranks_on_host): what one rank computes with
   // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
   // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
@@ -133,13 +146,19 @@ struct SchemeProfile {
   //          s) and 0.03-0.04 s on the 2048 x 2048, K = 16 one (clocks of 0.11-0.14 s), the same at 1
   //          Gbit/s and 300 Mbit/s: a cost per clock, not per byte or per flop (as a ratio it
   //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
-  //   dense  the all-reduce engine's clock over its pieces (SF computation, forming the update, the
-  //          fitted all-reduce of W, the add): a ratio, since the dense baselines form and exchange
-  //          W by row blocks, overlapping the two in proportion to W (0.8-1.16 measured). FMS's
-  //          compute and adds too, unless its own engine was measured (scheme_model.cc: then the
-  //          FMS engine's clock over FMS's modelled clock at the profile scales all of FMS).
+  //   dense  the all-reduce engine's clock against its pieces (SF computation, forming the
+  //          update, the fitted all-reduce of W, the add; dense_anchor). Slower than them: the
+  //          difference as seconds per clock, as sfb_s (the threads' hand-offs): a profile whose K
+  //          was cut to a hundredth of the job's (pieces of 0.57 s, the engine 0.91) predicted the
+  //          job's all-reduce at 22.6 s a clock with a ratio and 14.6 s this way, measured 14.0; a
+  //          ratio on the exchange alone (the W-sized part) would carry the 512 x 512 job's excess
+  //          to a W of 4 GB multiplied 2.2-fold. Faster (forming and exchanging W by row blocks
+  //          overlap them): that ratio on every piece (0.8-1.0 on the validation's profiles). FMS's
+  //          compute and adds take it too, unless its own engine was measured (scheme_model.cc:
+  //          then the FMS engine's clock over FMS's modelled clock scales all of FMS).
   struct Anchors {
-    double sfb_s = 0.0, dense = 1.0;
+    double sfb_s = 0.0;
+    DenseAnchor dense;
   };
   Anchors anchors() const;
 };

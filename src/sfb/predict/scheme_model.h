@@ -35,14 +35,15 @@
 // Anchors: every piece is measured alone (a kernel, a broadcast round), and the engines themselves
 // run a few clocks at the profiled N (without the monitor). What they take beyond their pieces
 // (the threads' hand-offs and locking, the transport's threads, the ranks' stagger and phases
-// interleaving on shared cores) is carried to other N and shapes (SchemeProfile::Anchors): for SFB
-// and Halton as seconds per clock (engine_s), which the measurements showed constant across link
-// rates and K; for the all-reduce and FMS as a ratio on their pieces (SF computation, forming,
-// the all-reduce, the adds), since the dense baselines overlap forming with the exchange by row
-// blocks in proportion to W. FMS: when the profile was taken with its server ranks (mpirun -np P+S,
-// comm.scheme = "fms"), its engine's clock with S servers over the modelled FMS clock there scales
-// all of FMS (compute, network, adds) at any N, shape and server count; otherwise its compute and
-// adds take the all-reduce's ratio and its network is its model alone.
+// interleaving on shared cores) is carried to other N and shapes (SchemeProfile::Anchors) as
+// seconds per clock (engine_s), which the measurements showed constant across link rates and K
+// (for SFB and Halton; for the all-reduce a profile whose K was cut to a hundredth of the job's
+// predicted 22.6 s a clock as a ratio and 14.6 as seconds, measured 14.0); when a dense engine
+// ran faster than its pieces (forming and exchanging W by row blocks overlap them), as that ratio
+// on its pieces instead (dense_anchor). FMS: when the profile was taken with its server ranks
+// (mpirun -np P+S, comm.scheme = "fms"), its engine's clock with S servers against the modelled
+// FMS clock there scales all of FMS (compute, network, adds) at any N, shape and server count;
+// otherwise its compute and adds take the all-reduce's anchor and its network is its model alone.
 // Shape and cores: every piece at the target's shape and a target rank's cores (profile.h's
 // laws: work ratios, a memory floor, time as 1 / min(threads, cores / ranks sharing them)), with
 // R' = Target::ranks_per_host ranks on a node of Target::cores: 1 when every node has its own
@@ -84,7 +85,7 @@ struct Target {
   // cluster).
   int ranks_per_host = 1;
   bool fitted = false;  // link is the profile's fit: at nodes = profile.workers use its all-reduce fit
-  Shape shape{};        // the model's shape (J = 0: the profile's)
+  Shape shape{};        // the model's shape (J = 0: the job's, SchemeProfile::job_shape)
   double cores = 0;     // a node's cores (0: the profiled host's)
   int threads = 0;      // threads per rank (0: the profile's, or with `cores` given cores / ranks_per_host)
 };
@@ -99,8 +100,8 @@ struct Prediction {
   std::string scheme;  // Scheme::label()
   int nodes = 0;
   int q = 0, servers = 0;
-  // Per clock; they add up to clock_s. engine_s: the SFB engine's own cost beyond its pieces
-  // (SchemeProfile::Anchors::sfb_s; 0 for the dense baselines, whose anchor scales their pieces).
+  // Per clock; they add up to clock_s. engine_s: the engine's own cost beyond its pieces
+  // (SchemeProfile::Anchors: sfb_s, dense_s or FMS's; 0 where a ratio below 1 scales the pieces).
   double compute_s = 0, comm_s = 0, update_s = 0, engine_s = 0;
   double clock_s = 0;
   double bytes_per_clock = 0;       // the whole job's network bytes per clock

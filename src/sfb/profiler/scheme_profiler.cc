@@ -1,6 +1,7 @@
 #include "sfb/profiler/scheme_profiler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <thread>
@@ -63,6 +64,21 @@ double slowest_median(comm::Transport& t, int repeats, F&& f) {
   }
   return slowest(t, std::move(times));
 }
+
+}  // namespace
+
+int repeats_within(int repeats, double one_s, double allowed_s) {
+  if (!(one_s > 0)) return std::max(1, repeats);
+  return static_cast<int>(std::clamp(std::floor(allowed_s / one_s), 1.0, static_cast<double>(std::max(1, repeats))));
+}
+
+int64_t profiled_minibatch(int64_t K, int64_t probe_K, double probe_s, double budget_s) {
+  if (K <= probe_K || probe_K < 1 || !(probe_s > 0) || !(budget_s > 0)) return K;
+  const double fit = budget_s / kSfPerBudget / (probe_s / static_cast<double>(probe_K));
+  return fit >= static_cast<double>(K) ? K : std::clamp<int64_t>(static_cast<int64_t>(fit), 1, K);
+}
+
+namespace {
 
 // Least squares of (bytes, seconds) as microseconds = a + b bytes.
 LineFit fit_us(const std::vector<std::pair<double, double>>& xs) {
@@ -136,10 +152,11 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   return e;
 }
 
-// Engine clocks of a scheme predicted at `clock_s` each that fit in `budget_s` (at most repeats + 4);
-// 0 when even 4 do not (the same on every rank: the profile is).
+// Engine clocks of a scheme predicted at `clock_s` each that fit in `budget_s` with the engine's
+// start and stop (about a clock more: the stop protocol's consensus, the threads' joins), at most
+// repeats + 4; 0 when even 4 do not (the same on every rank: the profile is).
 int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) {
-  const int64_t fit = clock_s > 0 ? static_cast<int64_t>(budget_s / clock_s) : r.repeats + 4;
+  const int64_t fit = clock_s > 0 ? static_cast<int64_t>(budget_s / clock_s) - 1 : r.repeats + 4;
   return fit < 4 ? 0 : std::min<int64_t>(fit, r.repeats + 4);
 }
 
@@ -148,7 +165,8 @@ int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) 
 // (from the pieces' prediction); an engine whose 4 clocks would not fit is left out (its anchors
 // stay 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
-  const predict::Target here{r.workers, p.link, p.ranks_on_host, true};
+  const Stopwatch took;
+  const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 2)) {
     const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n);
@@ -166,7 +184,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   Config ar = cfg;
   ar.comm.scheme = sfb::Scheme::kAllreduce;
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
-  if (const int64_t n = engine_clocks(r, ar_s, budget_s / 2)) {
+  if (const int64_t n = engine_clocks(r, ar_s, budget_s - largest(*r.transport, took.seconds(), 1e-3))) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
     p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n).clock_s;
   } else if (r.transport->rank() == 0) {
@@ -205,44 +223,67 @@ void incast_round(comm::Transport& t, const std::shared_ptr<const Bytes>& buf) {
   }
 }
 
-// a + b M from the slowest rank's median of `round` at 16 KiB, top / 4 and top bytes, M the bytes
-// one host's link carries (`per_host` messages of each size).
-template <typename Round>
-LineFit fit_rounds(const ProfileRequest& r, int64_t top, int per_host, Round&& round) {
-  std::vector<std::pair<double, double>> xs;
-  for (int64_t m : {int64_t{16} << 10, top / 4, top}) {
-    const auto buf = std::make_shared<const Bytes>(static_cast<size_t>(m), std::byte{1});
-    round(*r.transport, buf);  // warm-up (connections, TCP windows)
-    xs.emplace_back(static_cast<double>(m) * per_host,
-                    slowest_median(*r.transport, r.repeats, [&] { round(*r.transport, buf); }));
+// Timed rounds at each of `sizes` in `share_s`: a warm-up round (connections, TCP windows), whose
+// slowest rank's time says what one costs, then up to `repeats` of them, as many as fit in what
+// is left of the share split over the sizes still to go (at least 1): the slowest rank's median
+// per size. `run(i)` runs one round at sizes[i]; every rank makes the same choices (the times are
+// the slowest rank's).
+template <typename Run>
+std::vector<double> timed_rounds(comm::Transport& t, int repeats, size_t sizes, double share_s, Run&& run) {
+  std::vector<double> med;
+  double spent = 0;
+  for (size_t i = 0; i < sizes; ++i) {
+    const double warm = slowest_median(t, 1, [&] { run(i); });
+    spent += warm;
+    const int n = repeats_within(repeats, warm, (share_s - spent) / static_cast<double>(sizes - i));
+    med.push_back(slowest_median(t, n, [&] { run(i); }));
+    spent += n * med.back();
   }
+  return med;
+}
+
+// a + b M from the slowest rank's median of `round` at 16 KiB, top / 4 and top bytes within
+// `share_s` (timed_rounds), M the bytes one host's link carries (`per_host` messages of each size).
+template <typename Round>
+LineFit fit_rounds(const ProfileRequest& r, int64_t top, int per_host, double share_s, Round&& round) {
+  const std::array<int64_t, 3> sizes{int64_t{16} << 10, top / 4, top};
+  std::vector<std::shared_ptr<const Bytes>> bufs;
+  for (int64_t m : sizes) bufs.push_back(std::make_shared<const Bytes>(static_cast<size_t>(m), std::byte{1}));
+  const auto med =
+      timed_rounds(*r.transport, r.repeats, sizes.size(), share_s, [&](size_t i) { round(*r.transport, bufs[i]); });
+  std::vector<std::pair<double, double>> xs;
+  for (size_t i = 0; i < sizes.size(); ++i) xs.emplace_back(static_cast<double>(sizes[i]) * per_host, med[i]);
   return robust_fit(xs);
 }
 
-void measure_links(const ProfileRequest& r, predict::SchemeProfile& p) {
+// The broadcast's, the incast's and the all-reduce's fits, a third of `share_s` each.
+void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double share_s) {
   auto& t = *r.transport;
   const int P = r.workers;
   if (P < 2) return;
   // A small message for the start-up a, and the batch's size for b (at least 1 MiB: measurable).
   const int64_t top = std::clamp<int64_t>(p.batch_bytes, 1 << 20, 16 << 20);
-  const auto f = fit_rounds(r, top, P - 1, broadcast_round);
+  const auto f = fit_rounds(r, top, P - 1, share_s / 3, broadcast_round);
   p.link = {"fitted", std::max(0.0, f.a), f.b};
   p.bcast_r2 = f.r2;
   // The incast: P - 1 workers' pushes into one host's link, at the dense update's size.
-  const auto in = fit_rounds(r, std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 16 << 20), P - 1, incast_round);
+  const auto in =
+      fit_rounds(r, std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 16 << 20), P - 1, share_s / 3, incast_round);
   p.incast_a_us = std::max(0.0, in.a);
   p.incast_b_us_per_byte = in.b;
   comm::TransportChannel ch(t, comm::kTagReduce);
   comm::RankOrderAllreduce ar(ch, P);
   ar.set_cost(LinkCost{p.link.a_us, p.link.b_us_per_byte});
   const int64_t w_bytes = std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 32 << 20);
-  std::vector<std::pair<double, double>> ars;
+  const std::array<int64_t, 2> sizes{w_bytes / 4, w_bytes};
+  std::vector<float> data;
   int64_t id = 0;
-  for (int64_t m : {w_bytes / 4, w_bytes}) {
-    std::vector<float> data(static_cast<size_t>(m / 4), 1.0f);
+  const auto med = timed_rounds(t, r.repeats, sizes.size(), share_s / 3, [&](size_t i) {
+    data.resize(static_cast<size_t>(sizes[i] / 4), 1.0f);
     ar.run(data, id++);
-    ars.emplace_back(static_cast<double>(m), slowest_median(t, r.repeats, [&] { ar.run(data, id++); }));
-  }
+  });
+  std::vector<std::pair<double, double>> ars;
+  for (size_t i = 0; i < sizes.size(); ++i) ars.emplace_back(static_cast<double>(sizes[i]), med[i]);
   const auto g = robust_fit(ars);
   p.allreduce_a_us = g.a;
   p.allreduce_b_us_per_byte = g.b;
@@ -356,11 +397,31 @@ void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemePro
   p.eval_sketch_s = largest(t, sketch, 1e-9);
 }
 
-// Every piece and the SFB and all-reduce engines, on r.transport's ranks (all of them workers).
-predict::SchemeProfile measure_workers(const ProfileRequest& r) {
-  const Stopwatch took;
+// The minibatch to measure at (profiled_minibatch): one SF computation of min(K, 16) samples on
+// `stored`, the slowest rank's, says what a sample costs; a warning when K is cut.
+int64_t minibatch_within(const ProfileRequest& r, const Matrix& stored) {
+  const int64_t K = r.cfg->optimizer.minibatch, probe_K = std::min<int64_t>(K, 16);
+  if (K <= probe_K) return K;
+  Config at = *r.cfg;
+  at.optimizer.minibatch = probe_K;
+  ProfileRequest probe = r;
+  probe.cfg = &at;
+  probe.repeats = 1;
+  predict::SchemeProfile scratch;
+  time_sf(probe, stored, scratch);
+  const int64_t k = profiled_minibatch(K, probe_K, scratch.sf_s, r.budget_s);
+  if (k < K && r.transport->rank() == 0)
+    spdlog::warn(
+        "profile: one SF computation of the job's K = {} samples would take about {:.2g} s, too long to profile in "
+        "{:.0f} s: measured at K = {} (predictions rescale it to K = {}: predict/profile.h)",
+        K, scratch.sf_s * static_cast<double>(K) / static_cast<double>(probe_K), r.budget_s, k, K);
+  return k;
+}
+
+// What a profile says of the job before anything is timed.
+predict::SchemeProfile describe(const ProfileRequest& r) {
   const auto& cfg = *r.cfg;
-  auto& model = *r.model;
+  const auto& model = *r.model;
   predict::SchemeProfile p;
   p.config = cfg.source;
   p.model = model.name();
@@ -378,11 +439,33 @@ predict::SchemeProfile measure_workers(const ProfileRequest& r) {
                 : cfg.sfb.reconcile == "off" ? ""
                                              : cfg.sfb.reconcile;
   p.reconcile_every = cfg.sfb.reconcile_every;
+  return p;
+}
+
+// Every piece and the SFB and all-reduce engines, on r.transport's ranks (all of them workers), at
+// the minibatch that lets them finish in r.budget_s (minibatch_within; p.job_K says when it was
+// cut); the links in half of what the pieces left, the engines in the rest.
+predict::SchemeProfile measure_workers(const ProfileRequest& job) {
+  const Stopwatch took;
+  predict::SchemeProfile p = describe(job);
+  Config at = *job.cfg;  // the job's config at the minibatch measured
+  ProfileRequest r = job;
+  r.cfg = &at;
+  auto& model = *r.model;
+  auto phase = [&, last = 0.0](const char* name) mutable {
+    const double now = largest(*r.transport, took.seconds(), 1e-3);
+    if (r.transport->rank() == 0) spdlog::debug("profile: {} took {:.1f} s", name, now - last);
+    last = now;
+    return now;
+  };
   {  // The pieces, on one W of the profile's own (freed before the engines hold theirs).
     const Layout layout = model.layout();
     Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
-    Rng rng = make_rng(cfg.job.seed, static_cast<uint64_t>(r.transport->rank()));
+    Rng rng = make_rng(at.job.seed, static_cast<uint64_t>(r.transport->rank()));
     model.init(MatrixMap(stored.data(), stored.rows(), stored.cols()), rng);
+    at.optimizer.minibatch = minibatch_within(job, stored);
+    p.K = at.optimizer.minibatch;
+    p.job_K = p.K < job.cfg->optimizer.minibatch ? job.cfg->optimizer.minibatch : 0;
     const SfBatchPtr batch = time_sf(r, stored, p);
     // Sparse rows differ between partitions: every rank takes the largest batch.
     p.batch_bytes =
@@ -392,9 +475,9 @@ predict::SchemeProfile measure_workers(const ProfileRequest& r) {
     time_eval(r, stored, p);
   }
   p.mem_bytes_per_s = memory_bandwidth(r, p.threads);
-  measure_links(r, p);
-  if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - largest(*r.transport, took.seconds(), 1e-3)));
-  p.profile_s = largest(*r.transport, took.seconds(), 1e-3);
+  measure_links(r, p, std::max(0.0, r.budget_s - phase("the pieces")) / 2);
+  if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - phase("the links")));
+  p.profile_s = phase("the engines");
   return p;
 }
 
@@ -404,7 +487,7 @@ predict::SchemeProfile measure_workers(const ProfileRequest& r) {
 // released, and a warning says so).
 void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::SchemeProfile& p, double budget_s) {
   const int S = all.size() - w.workers;
-  const predict::Target here{w.workers, p.link, p.ranks_on_host, true};
+  const predict::Target here{w.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
   const int64_t n = engine_clocks(w, fms_s, budget_s);
   if (n == 0) {
@@ -416,8 +499,12 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
     baselines::send_bye_to_servers(all, w.workers);  // the servers wait for the engine
     return;
   }
-  auto ex = baselines::make_exchange(*w.cfg, w.model->has_prox(), w.allreduce);  // the launch's FMS
-  p.engine_fms_clock_s = time_engine(w, all, Scheme::kFms, ex.get(), n).clock_s;
+  Config at = *w.cfg;  // the launch's FMS, at the minibatch the workers measured
+  at.optimizer.minibatch = p.K;
+  ProfileRequest r = w;
+  r.cfg = &at;
+  auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
+  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n).clock_s;
   p.engine_fms_servers = S;
 }
 

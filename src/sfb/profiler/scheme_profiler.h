@@ -26,7 +26,8 @@
 //                 broadcast and of the all-reduce baseline: the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
-//                 ProfileRequest::budget_s, at least 4, or none (no anchor: a warning)
+//                 ProfileRequest::budget_s (SFB half of it, the all-reduce the rest), with a clock
+//                 for the engine's start and stop, at least 4, or none (no anchor: a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 //   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
@@ -42,10 +43,18 @@
 // netns cluster's "hosts" are one machine's cores, or with --cpus a cgroup's share of them each.
 // Order and memory: the pieces first, on one W of the profile's own, freed before the engines hold
 // theirs, so profiling needs what training needs (one W per rank and bounded parts), whatever
-// the shape. Cost: `repeats` SF computations, dense-update blocks and adds, 2 repeats applies, 6
-// (repeats + 1) broadcast and incast rounds and 2 (repeats + 1) all-reduces, then the engines'
-// clocks within the budget: about a minute at most for the large models it is meant for
-// (profile_s says how long it took).
+// the shape. Time: ProfileRequest::budget_s (60 s) bounds it whatever the shape. First one SF
+// computation of min(K, 16) samples: when the job's K would make one take over budget_s /
+// kSfPerBudget, everything is measured at a K that does not (profiled_minibatch; the profile's K,
+// with job_K the job's, and a warning): its pieces and engines rescale to the job's K by the
+// laws of predict/profile.h. The pieces: `repeats` SF computations, dense-update blocks and adds,
+// 2 repeats applies and one evaluation (more when one takes under a second). The links in half of
+// what the pieces left, a third each for the broadcast, the incast and the all-reduce: per size a
+// warm-up round, then as many of `repeats` rounds as fit (at least 1). The engines in the rest.
+// What the budget does not bound: one evaluation and one copy of W on rank 0 (what the job's
+// monitor runs every eval.every clocks anyway), the applies' pass over W (a W too large for one
+// pass in a second wants a stand-in job of fewer rows: docs/compare.md), and the data's loading
+// before it. profile_s says how long it took.
 // It is its own layer, above the baselines it times (profiler: baselines runtime ...): the engine
 // and the predictor stay apart (runtime does not see predict).
 #include <string>
@@ -80,5 +89,18 @@ struct ProfileRequest {
 
 // Every rank returns the same profile (the slowest rank's times).
 predict::SchemeProfile measure_scheme_profile(const ProfileRequest& req);
+
+// The budget's parts (measure_scheme_profile keeps to ProfileRequest::budget_s whatever the shape):
+// one SF computation of the minibatch measured may take a kSfPerBudget-th of the budget. The pieces
+// take about 20 SF computations' worth of work (3 SF computations, 3 (1 + m) batches applied, 3
+// dense updates formed) and each engine clock an SF computation and N batches' apply, so at a
+// hundredth each the pieces take a fifth of the budget and 6 engine clocks fit in what is left.
+inline constexpr double kSfPerBudget = 100;
+// The minibatch to profile at: the job's K, or the largest smaller one (at least 1) whose SF
+// computation takes at most budget_s / kSfPerBudget, given that one of probe_K samples took
+// probe_s (SF computation is linear in K: predict/profile.h). K itself when probe_K >= K.
+int64_t profiled_minibatch(int64_t K, int64_t probe_K, double probe_s, double budget_s);
+// Repeats of a measurement taking one_s each that fit in allowed_s: from 1 to `repeats`.
+int repeats_within(int repeats, double one_s, double allowed_s);
 
 }  // namespace sfb::profiler
