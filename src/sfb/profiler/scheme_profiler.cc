@@ -305,7 +305,11 @@ int ranks_on_machine(comm::Transport& t, int fallback, const std::string& cpu_gr
 }
 
 // A rank's memory bandwidth with every rank at once: a += b over two 32 MiB float arrays (beyond
-// a core's share of any cache), with the rank's OpenMP threads, 12 bytes of traffic per float.
+// a core's share of any cache), with the rank's OpenMP threads, 12 bytes of traffic per float;
+// each timing kBandwidthPasses adds long, over many of the scheduler's slices where ranks share
+// cores (one add of tens of milliseconds ran alone or descheduled by chance: three profiles of one
+// job minutes apart measured 6.8 to 15 GB/s, the median of 15 adds 6.9 to 16.8).
+constexpr int kBandwidthPasses = 8;
 double memory_bandwidth(const ProfileRequest& r, int threads) {
   const size_t n = size_t{8} << 20;
   std::vector<float> a(n, 1.0f), b(n, 1e-7f);
@@ -314,8 +318,11 @@ double memory_bandwidth(const ProfileRequest& r, int threads) {
     for (size_t i = 0; i < n; ++i) a[i] += b[i];
   };
   add();  // first touch
-  const double s = slowest_median(*r.transport, r.repeats, add);
-  return s > 0 ? 12.0 * static_cast<double>(n) / s : 0.0;
+  const auto passes = [&] {
+    for (int k = 0; k < kBandwidthPasses; ++k) add();
+  };
+  const double s = slowest_median(*r.transport, r.repeats, passes);
+  return s > 0 ? 12.0 * static_cast<double>(n) * kBandwidthPasses / s : 0.0;
 }
 
 // The applier on 1 and m copies of the batch, forming the dense update and adding it, on the

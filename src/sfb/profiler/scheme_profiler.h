@@ -10,8 +10,8 @@
 //                 as they form it (baselines/dense_update.h), scaled to W's rows
 //   add_dense_s   W += a J x D update (what the all-reduce baseline adds, FMS's servers add per
 //                 shard), by the same row blocks
-//   mem_bytes_per_s  a += b over two 32 MiB arrays with the rank's threads: the memory floor of
-//                 the pieces at a larger shape (predict/profile.h)
+//   mem_bytes_per_s  a += b over two 32 MiB arrays, 8 passes a timing, with the rank's threads:
+//                 the memory floor of the pieces at a larger shape (predict/profile.h)
 //   link          every rank sends M bytes to every other at once and receives theirs, as the SFB
 //                 communication thread does, at M = 16 KiB, B / 4 and B (B the batch's encoded
 //                 bytes, at least 1 MiB, at most 16 MiB): T(M) = a + (P - 1) M b fitted per rank
