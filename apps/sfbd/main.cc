@@ -204,7 +204,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
     if (mpi.rank() == 0) print_keys();
     return kExitOk;
   }
-  Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, {}};
+  Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, {}, {}};
   const bool loaded = job.all_ok("agreeing on the config", [&] {
     if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
     job.cfg = sfb::load_config(cli.config_path, cli.overrides);

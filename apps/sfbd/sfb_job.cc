@@ -53,10 +53,11 @@ sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& 
   sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile", int64_t{64} << 20);
   const auto j = sfb::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                                  "comm.auto_profile = " + cfg.comm.auto_profile);
-  const auto p = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile);
-  SFB_CHECK_DATA(p.J == model.rows() && p.D == model.cols() && p.K == cfg.optimizer.minibatch,
+  // A profile measured at a smaller K than its job's (job_K) is of that job.
+  const auto s = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile).job_shape();
+  SFB_CHECK_DATA(s.J == model.rows() && s.D == model.cols() && s.K == cfg.optimizer.minibatch,
                  "comm.auto_profile = {}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}",
-                 cfg.comm.auto_profile, p.J, p.D, p.K, model.rows(), model.cols(), cfg.optimizer.minibatch);
+                 cfg.comm.auto_profile, s.J, s.D, s.K, model.rows(), model.cols(), cfg.optimizer.minibatch);
   return bytes;
 }
 

@@ -7,6 +7,7 @@
 #    trains with SFB;
 #  * a recorded profile of another shape, or a missing one, is refused (exit 2) naming the file;
 #  * sfbd --profile writes a profile that sfb-plan reads, as it reads an auto run's summary.json;
+#    one measured at a K cut from the job's (job_K) is that job's: sfb-plan says so, auto takes it;
 #  * the installed sfb-compare (cmake --install) runs from outside the source tree on the installed
 #    sfbd and prints its verdict.
 #   auto_scheme_test.sh <sfbd> <sfb-plan> <source dir> <build dir>
@@ -101,6 +102,15 @@ for bad in "--clocks inf" "--clocks nan" "--clocks 0" "--links ,"; do
   [ "$rc" = 2 ] && grep -q -- "$opt" "$OUT/plan_bad.log" && ! grep -q '^| N |' "$OUT/plan_bad.log" ||
     { cat "$OUT/plan_bad.log"; fail "sfb-plan $opt '$val': exit $rc, want 2 naming it"; }
 done
+
+echo "== a profile measured at a K cut from the job's is that job's profile"
+jq '.job_K = .K | .K = 2' "$OUT/p.json" > "$OUT/cut.json"
+"$PLAN" --profile "$OUT/cut.json" --nodes 4 > "$OUT/plan_cut.md" || fail "sfb-plan on a cut profile"
+grep -q "the job's K = 4 was cut to 2" "$OUT/plan_cut.md" || { cat "$OUT/plan_cut.md"; fail "sfb-plan: no cut K"; }
+sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set comm.scheme=auto --set stop.max_clocks=2 \
+  --set "comm.auto_profile=\"$OUT/cut.json\"" --set "output.dir=\"$OUT/cut\"" > "$OUT/cut.log" 2>&1 ||
+  { cat "$OUT/cut.log"; fail "auto refused a profile of its own job measured at a smaller K"; }
+[ "$(jq -r .auto.profile.job_K "$OUT/cut/summary.json")" = 4 ] || fail "the cut profile's job_K"
 
 echo "== the installed sfb-compare, outside the source tree"
 cmake --install "$BUILD" --prefix "$OUT/prefix" > "$OUT/install.log"
