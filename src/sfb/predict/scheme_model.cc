@@ -204,8 +204,6 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.link_bytes_per_clock = sent;
     r.bytes_per_clock = t.nodes * sent;
   } else if (s.name == "fms") {
-    // Anchored as a whole by its engine measured with servers; else its compute and adds by the
-    // all-reduce engine's anchor and its network by the model alone.
     // Scaled as a whole by its engine measured with servers; else its compute and adds take the
     // all-reduce engine's anchor and its network is the model alone.
     const double m = fms_engine_ratio(p);

@@ -101,7 +101,7 @@ struct Prediction {
   int nodes = 0;
   int q = 0, servers = 0;
   // Per clock; they add up to clock_s. engine_s: the engine's own cost beyond its pieces
-  // (SchemeProfile::Anchors: sfb_s, dense_s or FMS's; 0 where a ratio below 1 scales the pieces).
+  // (SchemeProfile::Anchors: sfb_s or dense.s; 0 where a ratio scales the pieces).
   double compute_s = 0, comm_s = 0, update_s = 0, engine_s = 0;
   double clock_s = 0;
   double bytes_per_clock = 0;       // the whole job's network bytes per clock

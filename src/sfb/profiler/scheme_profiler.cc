@@ -404,15 +404,22 @@ void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemePro
   p.eval_sketch_s = largest(t, sketch, 1e-9);
 }
 
+// `r` at minibatch K: its config copied into `cfg` (which must outlive the request) with K set.
+ProfileRequest at_minibatch(const ProfileRequest& r, Config& cfg, int64_t K) {
+  cfg = *r.cfg;
+  cfg.optimizer.minibatch = K;
+  ProfileRequest q = r;
+  q.cfg = &cfg;
+  return q;
+}
+
 // The minibatch to measure at (profiled_minibatch): one SF computation of min(K, 16) samples on
 // `stored`, the slowest rank's, says what a sample costs; a warning when K is cut.
 int64_t minibatch_within(const ProfileRequest& r, const Matrix& stored) {
   const int64_t K = r.cfg->optimizer.minibatch, probe_K = std::min<int64_t>(K, 16);
   if (K <= probe_K) return K;
-  Config at = *r.cfg;
-  at.optimizer.minibatch = probe_K;
-  ProfileRequest probe = r;
-  probe.cfg = &at;
+  Config at;
+  ProfileRequest probe = at_minibatch(r, at, probe_K);
   probe.repeats = 1;
   predict::SchemeProfile scratch;
   time_sf(probe, stored, scratch);
@@ -455,9 +462,8 @@ predict::SchemeProfile describe(const ProfileRequest& r) {
 predict::SchemeProfile measure_workers(const ProfileRequest& job) {
   const Stopwatch took;
   predict::SchemeProfile p = describe(job);
-  Config at = *job.cfg;  // the job's config at the minibatch measured
-  ProfileRequest r = job;
-  r.cfg = &at;
+  Config at;  // the job's config at the minibatch measured (set below)
+  const ProfileRequest r = at_minibatch(job, at, job.cfg->optimizer.minibatch);
   auto& model = *r.model;
   auto phase = [&, last = 0.0](const char* name) mutable {
     const double now = largest(*r.transport, took.seconds(), 1e-3);
@@ -506,10 +512,8 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
     baselines::send_bye_to_servers(all, w.workers);  // the servers wait for the engine
     return;
   }
-  Config at = *w.cfg;  // the launch's FMS, at the minibatch the workers measured
-  at.optimizer.minibatch = p.K;
-  ProfileRequest r = w;
-  r.cfg = &at;
+  Config at;  // the launch's FMS, at the minibatch the workers measured
+  const ProfileRequest r = at_minibatch(w, at, p.K);
   auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n).clock_s;
   p.engine_fms_servers = S;
@@ -551,8 +555,8 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     p = measure_workers(w);
     time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
   } catch (...) {
-    baselines::send_bye_to_servers(all,
-                                   r.workers);  // a worker that cannot get to the FMS engine (a second BYE is ignored)
+    // A worker that cannot get to the FMS engine releases the servers (a second BYE is ignored).
+    baselines::send_bye_to_servers(all, r.workers);
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);
