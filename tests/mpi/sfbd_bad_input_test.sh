@@ -80,7 +80,10 @@ expect unknown-section 2 "--set optimiser.lr=1: unknown section 'optimiser'" -- 
 "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set stop.max_clocks=20 --set checkpoint.path=ck.bin \
   --set output.dir="$OUT/ck" --set output.log_level=warn > /dev/null 2>&1
 cp "$OUT/ck/ck.bin" "$OUT/bad.ck"
-printf '\xff' | dd of="$OUT/bad.ck" bs=1 seek=100 conv=notrunc 2> /dev/null
+# Flip every bit of one byte of W (writing a fixed value left it whole when the byte already held it).
+byte=$(od -An -tu1 -j100 -N1 "$OUT/bad.ck" | tr -d ' ')
+printf "\\$(printf '%03o' $((byte ^ 255)))" | dd of="$OUT/bad.ck" bs=1 seek=100 conv=notrunc 2> /dev/null
+cmp -s "$OUT/ck/ck.bin" "$OUT/bad.ck" && { echo "FAIL corrupt-checkpoint: the copy was not changed"; failures=$((failures + 1)); }
 expect corrupt-checkpoint 2 "checksum mismatch" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --resume "$OUT/bad.ck" --set output.dir="$OUT/o9"
 expect foreign-checkpoint 2 "other model, data or optimizer settings" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" \
   --set optimizer.lr=0.01 --resume "$OUT/ck/ck.bin" --set output.dir="$OUT/o9"
