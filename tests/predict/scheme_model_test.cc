@@ -382,6 +382,20 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_sketch_s) / 4, 1e-12);
   p.eval_snapshot = Snapshot::kCopy;
   EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_copy_s + x.eval_sketch_s) / 4, 1e-12);
+  // The SFB engine measured with the monitor evaluating: what that cost its clocks over the
+  // evaluations' pieces scales them for SFB and Halton (here 3x), not for the all-reduce.
+  const double ar = predict(p, {"allreduce"}, here).compute_s;
+  ASSERT_GT(p.engine_clock_s, 0);
+  p.eval_snapshot = Snapshot::kAuto;
+  p.engine_eval_clock_s = p.engine_clock_s + 3 * per_eval / 4;
+  EXPECT_NEAR(p.anchors().eval, 3.0, 1e-9);
+  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar, 1e-12);
+  p.engine_eval_clock_s = p.engine_clock_s / 2;  // faster with evaluations (noise): they cost nothing
+  EXPECT_EQ(p.anchors().eval, 0.0);
+  p.engine_eval_clock_s = 0;  // not measured: their pieces
+  EXPECT_EQ(p.anchors().eval, 1.0);
   // No evaluations, no cost.
   p.eval_every = 0;
   p.eval_rows_per_clock = 0;
@@ -528,6 +542,7 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
 TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
   cfg.optimizer.minibatch = 32;
+  cfg.eval.every = 5;
   const std::vector<Json> got = profile_in_process(cfg, 3, 3);
   EXPECT_EQ(got[0], got[1]);
   EXPECT_EQ(got[0], got[2]);
@@ -554,6 +569,7 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.eval_s, 0);
   EXPECT_GT(p.eval_copy_s, 0);
   EXPECT_GT(p.eval_sketch_s, 0);
+  EXPECT_GT(p.engine_eval_clock_s, 0);  // the SFB engine again with the monitor evaluating
   EXPECT_GE(p.anchors().sfb_s, 0);
   EXPECT_GT(p.anchors().dense.ratio, 0);
   EXPECT_GE(p.anchors().dense.s, 0);

@@ -76,6 +76,12 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   const double bcast =
       std::max(0.0, link.a_us + (workers - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
   if (engine_clock_s > 0) a.sfb_s = std::max(0.0, engine_clock_s - (sf_s + bcast + apply));
+  EvalConfig e;
+  e.snapshot = eval_snapshot;
+  const double copy = e.copies(4.0 * static_cast<double>(J) * static_cast<double>(D)) ? eval_copy_s : 0.0;
+  const double ev = eval_every > 0 ? (eval_s + copy + eval_sketch_s) / static_cast<double>(eval_every) : 0.0;
+  if (engine_clock_s > 0 && engine_eval_clock_s > 0 && ev > 0)
+    a.eval = std::max(0.0, engine_eval_clock_s - engine_clock_s) / ev;
   const double ar =
       std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
       1e-6;
@@ -148,6 +154,7 @@ Json to_json(const SchemeProfile& p) {
           {"engine_sf_s", sig(p.engine_sf_s, 6)},
           {"engine_comm_s", sig(p.engine_comm_s, 6)},
           {"engine_apply_s", sig(p.engine_apply_s, 6)},
+          {"engine_eval_clock_s", sig(p.engine_eval_clock_s, 6)},
           {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
           {"engine_fms_clock_s", sig(p.engine_fms_clock_s, 6)},
           {"engine_fms_servers", p.engine_fms_servers},
@@ -207,6 +214,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.engine_sf_s = num("engine_sf_s", 0, 1e6);
   p.engine_comm_s = num("engine_comm_s", 0, 1e6);
   p.engine_apply_s = num("engine_apply_s", 0, 1e6);
+  // Profiles of earlier builds have no engine run with evaluations.
+  p.engine_eval_clock_s = j.contains("engine_eval_clock_s") ? num("engine_eval_clock_s", 0, 1e6) : 0.0;
   p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
   // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
   p.engine_fms_clock_s = j.contains("engine_fms_clock_s") ? num("engine_fms_clock_s", 0, 1e6) : 0.0;

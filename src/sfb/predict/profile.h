@@ -98,6 +98,11 @@ struct SchemeProfile {
   double engine_sf_s = 0.0;
   double engine_comm_s = 0.0;
   double engine_apply_s = 0.0;
+  // The SFB engine's steady clock again with rank 0's monitor evaluating every eval_every clocks as
+  // in training, over whole evaluation periods (0: not measured: no period fitted in the budget, or
+  // an earlier build's profile). Its excess over engine_clock_s is what the evaluations cost the
+  // clocks (Anchors::eval).
+  double engine_eval_clock_s = 0.0;
   // The engine's steady clock of the all-reduce baseline at `workers` (0: not measured): anchors
   // the all-reduce's network (what the clock leaves of its compute and add).
   double engine_allreduce_clock_s = 0.0;
@@ -156,7 +161,15 @@ struct SchemeProfile {
   //          overlap them): that ratio on every piece (0.8-1.0 on the validation's profiles). FMS's
   //          compute and adds take it too, unless its own engine was measured (scheme_model.cc:
   //          then the FMS engine's clock over FMS's modelled clock scales all of FMS).
+  //   eval   what the evaluations cost SFB's engine (engine_eval_clock_s - engine_clock_s) over
+  //          their pieces at the profile (eval_s, eval_copy_s, eval_sketch_s every eval_every
+  //          clocks), at least 0; 1 without a measurement. On a rank whose cores the engine keeps
+  //          busy the monitor's evaluation delays every clock it overlaps: on 4 hosts of 0.125
+  //          cores (the 2048 x 2048, K = 16 job) an evaluation timed alone at 0.115 s cost the
+  //          training clocks 0.3-0.4 s. SFB and Halton take it; the dense schemes, whose clocks
+  //          wait on their links, keep the pieces (their 4-host validation rows -10% to +1% so).
   struct Anchors {
+    double eval = 1.0;
     double sfb_s = 0.0;
     DenseAnchor dense;
   };

@@ -188,10 +188,12 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const SchemeProfile::Anchors an = p.anchors();
   // SF computation, and the evaluations, which every rank waits for under BSP (their own time:
-  // rank 0's monitor runs them beside the engine's threads).
-  const double ev = eval_per_clock_s(p, x, sh);
+  // rank 0's monitor runs them beside the engine's threads; for SFB and Halton what they cost its
+  // engine, Anchors::eval).
+  const bool broadcast = s.name == "sfb" || s.name == "halton";
+  const double ev = eval_per_clock_s(p, x, sh) * (broadcast ? an.eval : 1.0);
   r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense.ratio : 1.0) + ev;
-  if (s.name == "sfb" || s.name == "halton") {
+  if (broadcast) {
     predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);

@@ -127,53 +127,91 @@ struct EngineClocks {
 // last's: connections, first touches and TCP's slow start left out), the compute thread's median
 // compute over the same clocks and the update thread's seconds per clock. What the pieces measured
 // alone miss (the threads' polling and locking, the transport's threads, the ranks' phases
-// interleaving on shared cores) is in them.
+// interleaving on shared cores) is in them. With eval_every > 0 rank 0's monitor evaluates every
+// eval_every clocks as in training (the job's objective rows and test set; nothing written) and the
+// steady clock is taken over whole evaluation periods (0 when not one fits after clock 2).
 EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
-                         int64_t clocks) {
+                         int64_t clocks, int64_t eval_every = 0) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = "off";
+  runtime::WorkerStart start;
+  if (eval_every > 0) {
+    cfg.eval.every = eval_every;
+    start.objective_rows = r.objective_rows;
+  }
   std::vector<double> starts, computes;
   Stopwatch since;
   WorkerHooks hooks;
   hooks.on_clock_start = [&](int64_t) { starts.push_back(since.seconds()); };
   hooks.on_clock_committed = [&](int64_t) { computes.push_back(since.seconds() - starts.back()); };
-  const WorkerResult res = Worker(cfg, run_on, *r.train, nullptr, *r.model, hooks, {}, exchange).run();
+  const io::Dataset* test = eval_every > 0 ? r.test : nullptr;
+  const WorkerResult res = Worker(cfg, run_on, *r.train, test, *r.model, hooks, start, exchange).run();
   SFB_CHECK(starts.size() >= 4 && computes.size() == starts.size(), "profile: the {} engine ran {} clocks of {}",
             scheme, starts.size(), cfg.stop.max_clocks);
   computes.erase(computes.begin(), computes.begin() + 2);
   auto& t = *r.transport;
   EngineClocks e;
-  e.clock_s = slowest(t, {(starts.back() - starts[2]) / static_cast<double>(starts.size() - 3)});
+  // Clocks 2 .. last: all of them, or the whole evaluation periods among them.
+  const auto last = static_cast<int64_t>(starts.size()) - 1;
+  const int64_t span = eval_every > 0 ? (last - 2) / eval_every * eval_every : last - 2;
+  const double mine = span > 0 ? (starts[static_cast<size_t>(2 + span)] - starts[2]) / static_cast<double>(span) : 0;
+  e.clock_s = slowest(t, {mine});
   e.compute_s = slowest(t, computes);
   e.apply_s = slowest(t, {res.self.update_s / static_cast<double>(starts.size())});
   return e;
 }
 
-// Engine clocks of a scheme predicted at `clock_s` each that fit in `budget_s` with the engine's
-// start and stop (about a clock more: the stop protocol's consensus, the threads' joins), at most
-// repeats + 4; 0 when even 4 do not (the same on every rank: the profile is).
+// Engine clocks of a scheme predicted at `clock_s` each: enough for kEngineSteadyS of steady clocks
+// (at least repeats + 4, at most kEngineMaxClocks), as many of those as fit in `budget_s` with the
+// engine's start and stop (about a clock more: the stop protocol's consensus, the threads' joins);
+// 0 when even 4 do not (the same on every rank: the profile is).
 int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) {
-  const int64_t fit = clock_s > 0 ? static_cast<int64_t>(budget_s / clock_s) - 1 : r.repeats + 4;
-  return fit < 4 ? 0 : std::min<int64_t>(fit, r.repeats + 4);
+  if (!(clock_s > 0)) return r.repeats + 4;
+  const int64_t fit = static_cast<int64_t>(budget_s / clock_s) - 1;
+  const int64_t want = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kEngineSteadyS / clock_s)) + 3, r.repeats + 4,
+                                           std::max<int64_t>(kEngineMaxClocks, r.repeats + 4));
+  return fit < 4 ? 0 : std::min(fit, want);
 }
 
-// The SFB engine's pieces (the network as what the clock leaves of compute and apply), and the
-// all-reduce baseline's clock, each for as many clocks as fit in its share of the time budget
-// (from the pieces' prediction); an engine whose 4 clocks would not fit is left out (its anchors
-// stay 1) and said so.
+// The SFB engine again with rank 0's monitor evaluating every eval.every clocks, for as many whole
+// evaluation periods as fit in `budget_s` (at least one after clock 2; none fitting: not run, and
+// the evaluations cost their pieces): p.engine_eval_clock_s.
+void time_engine_with_evals(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
+  const int64_t every = r.cfg->eval.every;
+  if (!(p.engine_clock_s > 0) || every < 1 || p.eval_every < 1) return;
+  const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(every);
+  const double clock_s = p.engine_clock_s + ev;  // with the evaluations at their pieces' cost
+  const int64_t n = engine_clocks(r, clock_s, budget_s);
+  const int64_t periods = std::max<int64_t>(1, (n - 3) / every);
+  if (static_cast<double>(3 + periods * every + 1) * clock_s > budget_s) {
+    if (r.transport->rank() == 0)
+      spdlog::info(
+          "profile: an evaluation period of the SFB engine ({} clocks) does not fit: evaluations cost their "
+          "pieces",
+          every);
+    return;
+  }
+  p.engine_eval_clock_s = time_engine(r, *r.transport, Scheme::kSfb, nullptr, 3 + periods * every, every).clock_s;
+}
+
+// The SFB engine's pieces (the network as what the clock leaves of compute and apply), then the SFB
+// engine with evaluations, and the all-reduce baseline's clock, each for as many clocks as fit in
+// its share of the time budget (from the pieces' prediction); an engine whose 4 clocks would not
+// fit is left out (its anchors stay 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
-  if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 2)) {
+  if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 4)) {
     const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n);
     p.engine_clock_s = sfb.clock_s;
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
+    time_engine_with_evals(r, p, budget_s / 2 - largest(*r.transport, took.seconds(), 1e-3));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the SFB engine's 4 clocks would take about {:.0f} s: not run (the prediction adds no engine cost of "

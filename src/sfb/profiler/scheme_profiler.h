@@ -22,12 +22,16 @@
 //                 eval_copy_s, copying W into a snapshot (timed whatever eval.snapshot: the
 //                 predictor decides at the target's W whether the monitor copies); every rank:
 //                 eval_sketch_s, the replica-drift sketch its update thread takes per evaluation
-//   engine        the engine itself (runtime::Worker) for up to repeats + 4 clocks of SFB full
-//                 broadcast and of the all-reduce baseline: the steady clock, the compute thread's
+//   engine        the engine itself (runtime::Worker) for kEngineSteadyS of steady clocks (at least
+//                 repeats + 4 clocks, at most kEngineMaxClocks) of SFB full broadcast, of SFB
+//                 full broadcast again with rank 0's monitor evaluating every eval.every clocks
+//                 (whole periods: engine_eval_clock_s, when one fits in its share), and of the
+//                 all-reduce baseline: the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
-//                 ProfileRequest::budget_s (SFB half of it, the all-reduce the rest), with a clock
-//                 for the engine's start and stop, at least 4, or none (no anchor: a warning)
+//                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, the
+//                 all-reduce the rest), with a clock for the engine's start and stop, at least 4,
+//                 or none (no anchor: a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 //   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
@@ -96,6 +100,13 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& req);
 // dense updates formed) and each engine clock an SF computation and N batches' apply, so at a
 // hundredth each the pieces take a fifth of the budget and 6 engine clocks fit in what is left.
 inline constexpr double kSfPerBudget = 100;
+// Each engine runs for about kEngineSteadyS seconds of steady clocks (fewer when the budget is
+// short, at most kEngineMaxClocks clocks): 4 steady clocks, as run before, measured the SFB engine
+// of configs/compare_mlr_2048_k16.toml on 4 hosts of 0.125 cores at 0.100-0.135 s a clock in one
+// validation where training ran 0.158-0.166 (the CPU budget's 8 ms periods land unevenly on so
+// few clocks).
+inline constexpr double kEngineSteadyS = 3.0;
+inline constexpr int64_t kEngineMaxClocks = 64;
 // The minibatch to profile at: the job's K, or the largest smaller one (at least 1) whose SF
 // computation takes at most budget_s / kSfPerBudget, given that one of probe_K samples took
 // probe_s (SF computation is linear in K: predict/profile.h). K itself when probe_K >= K.
