@@ -76,10 +76,11 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   const double bcast =
       std::max(0.0, link.a_us + (workers - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
   if (engine_clock_s > 0) a.sfb_s = std::max(0.0, engine_clock_s - (sf_s + bcast + apply));
-  EvalConfig e;
-  e.snapshot = eval_snapshot;
-  const double copy = e.copies(4.0 * static_cast<double>(J) * static_cast<double>(D)) ? eval_copy_s : 0.0;
-  const double ev = eval_every > 0 ? (eval_s + copy + eval_sketch_s) / static_cast<double>(eval_every) : 0.0;
+  Pieces measured;
+  measured.eval_s = eval_s;
+  measured.eval_copy_s = eval_copy_s;
+  measured.eval_sketch_s = eval_sketch_s;
+  const double ev = measured_evals_per_clock_s(*this, measured, shape());
   if (engine_clock_s > 0 && engine_eval_clock_s > 0 && ev > 0)
     a.eval = std::max(0.0, engine_eval_clock_s - engine_clock_s) / ev;
   const double ar =
@@ -126,6 +127,14 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
   out.batch_bytes = batch_payload_bytes(s) + header;
   return out;
+}
+
+double measured_evals_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& s) {
+  if (p.eval_every <= 0) return 0.0;
+  EvalConfig e;
+  e.snapshot = p.eval_snapshot;
+  const bool copies = e.copies(4.0 * static_cast<double>(s.J) * static_cast<double>(s.D));
+  return (x.eval_s + (copies ? x.eval_copy_s : 0.0) + x.eval_sketch_s) / static_cast<double>(p.eval_every);
 }
 
 Json to_json(const SchemeProfile& p) {

@@ -189,6 +189,10 @@ struct Pieces {
   double eval_s = 0, eval_copy_s = 0, eval_sketch_s = 0;  // one evaluation, its copy of W, a drift sketch
 };
 Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int ranks_sharing);
+// The measured evaluations' share of a clock at shape s: one evaluation, the snapshot's copy where
+// eval_snapshot copies s's W (EvalConfig::copies) and a drift sketch, of `x`, every eval_every
+// clocks; 0 without eval_every.
+double measured_evals_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& s);
 
 Json to_json(const SchemeProfile& p);
 // Throws DataError naming `source` and the key when a field is missing or out of range.

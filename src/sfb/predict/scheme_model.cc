@@ -170,10 +170,7 @@ double fms_engine_ratio(const SchemeProfile& p) {
 // measured: eval_rows_per_clock rows at a sample's SF computation each.
 double eval_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& sh) {
   if (p.eval_every <= 0) return x.sf_s * p.eval_rows_per_clock / static_cast<double>(std::max<int64_t>(1, sh.K));
-  EvalConfig e;
-  e.snapshot = p.eval_snapshot;
-  const bool copies = e.copies(4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D));
-  return (x.eval_s + (copies ? x.eval_copy_s : 0.0) + x.eval_sketch_s) / static_cast<double>(p.eval_every);
+  return measured_evals_per_clock_s(p, x, sh);
 }
 
 }  // namespace

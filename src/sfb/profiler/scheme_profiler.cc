@@ -180,8 +180,8 @@ int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) 
 // evaluation periods as fit in `budget_s` (at least one after clock 2; none fitting: not run, and
 // the evaluations cost their pieces): p.engine_eval_clock_s.
 void time_engine_with_evals(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
-  const int64_t every = r.cfg->eval.every;
-  if (!(p.engine_clock_s > 0) || every < 1 || p.eval_every < 1) return;
+  const int64_t every = p.eval_every;  // the job's eval.every
+  if (!(p.engine_clock_s > 0) || every < 1) return;
   const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(every);
   const double clock_s = p.engine_clock_s + ev;  // with the evaluations at their pieces' cost
   const int64_t n = engine_clocks(r, clock_s, budget_s);
