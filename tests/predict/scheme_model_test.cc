@@ -383,8 +383,9 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   p.eval_snapshot = Snapshot::kCopy;
   EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_copy_s + x.eval_sketch_s) / 4, 1e-12);
   // The SFB engine measured with the monitor evaluating: what that cost its clocks over the
-  // evaluations' pieces scales them for SFB and Halton (here 3x), not for the all-reduce.
+  // evaluations' pieces scales them for SFB and Halton (here 3x), not for the all-reduce or FMS.
   const double ar = predict(p, {"allreduce"}, here).compute_s;
+  const double fms = predict(p, {"fms"}, here).compute_s;
   ASSERT_GT(p.engine_clock_s, 0);
   p.eval_snapshot = Snapshot::kAuto;
   p.engine_eval_clock_s = p.engine_clock_s + 3 * per_eval / 4;
@@ -392,10 +393,33 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
   EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
   EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar, 1e-12);
+  EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms, 1e-12);
   p.engine_eval_clock_s = p.engine_clock_s / 2;  // faster with evaluations (noise): they cost nothing
   EXPECT_EQ(p.anchors().eval, 0.0);
   p.engine_eval_clock_s = 0;  // not measured: their pieces
   EXPECT_EQ(p.anchors().eval, 1.0);
+  // The all-reduce's and FMS's engines measured with the monitor evaluating scale their own
+  // evaluations (here 2x and 4x) and nobody else's.
+  ASSERT_GT(p.engine_allreduce_clock_s, 0);
+  const double sfb = predict(p, {"sfb"}, here).compute_s;
+  p.engine_allreduce_eval_clock_s = p.engine_allreduce_clock_s + 2 * per_eval / 4;
+  EXPECT_NEAR(p.anchors().eval_allreduce, 2.0, 1e-9);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar + per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms, 1e-12);
+  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, sfb, 1e-12);
+  p.engine_fms_clock_s = 0.5;
+  p.engine_fms_servers = 1;
+  const double fms_measured = predict(p, {"fms"}, here).compute_s;
+  p.engine_fms_eval_clock_s = 0.5 + 4 * per_eval / 4;
+  EXPECT_NEAR(p.anchors().eval_fms, 4.0, 1e-9);
+  EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms_measured + 3 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar + per_eval / 4, 1e-12);
+  p.engine_fms_eval_clock_s = 0.4;  // faster with evaluations: they cost nothing
+  EXPECT_EQ(p.anchors().eval_fms, 0.0);
+  p.engine_allreduce_eval_clock_s = p.engine_fms_eval_clock_s = 0;  // not measured: their pieces
+  EXPECT_EQ(p.anchors().eval_allreduce, 1.0);
+  EXPECT_EQ(p.anchors().eval_fms, 1.0);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar, 1e-12);
   // No evaluations, no cost.
   p.eval_every = 0;
   p.eval_rows_per_clock = 0;
@@ -531,10 +555,13 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
   EXPECT_GT(p.engine_allreduce_clock_s, 0);
   EXPECT_GT(p.engine_fms_clock_s, 0);
   EXPECT_EQ(p.engine_fms_servers, 1);
-  // At the profile FMS with its servers is predicted at what its engine measured, plus evaluations.
+  // The FMS engine again with rank 0's monitor evaluating (the servers served a second run).
+  EXPECT_GT(p.engine_fms_eval_clock_s, 0);
+  // At the profile FMS with its servers is predicted at what its engine measured, plus what the
+  // evaluations cost it.
   const Prediction at = predict(p, parse_scheme("fms:1"), {3, p.link, p.ranks_on_host, true});
   const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(p.eval_every);
-  EXPECT_NEAR(at.clock_s, p.engine_fms_clock_s + ev, 1e-9 * at.clock_s);
+  EXPECT_NEAR(at.clock_s, p.engine_fms_clock_s + ev * p.anchors().eval_fms, 1e-9 * at.clock_s);
 }
 
 // The profiler on 3 in-process ranks: one profile, the same on every rank, with the batch's real
@@ -569,7 +596,8 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.eval_s, 0);
   EXPECT_GT(p.eval_copy_s, 0);
   EXPECT_GT(p.eval_sketch_s, 0);
-  EXPECT_GT(p.engine_eval_clock_s, 0);  // the SFB engine again with the monitor evaluating
+  EXPECT_GT(p.engine_eval_clock_s, 0);            // the SFB engine again with the monitor evaluating
+  EXPECT_GT(p.engine_allreduce_eval_clock_s, 0);  // and the all-reduce's
   EXPECT_GE(p.anchors().sfb_s, 0);
   EXPECT_GT(p.anchors().dense.ratio, 0);
   EXPECT_GE(p.anchors().dense.s, 0);
@@ -594,6 +622,8 @@ TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
     EXPECT_EQ(p.engine_clock_s, 0) << servers;
     EXPECT_EQ(p.engine_allreduce_clock_s, 0) << servers;
     EXPECT_EQ(p.engine_fms_clock_s, 0) << servers;
+    EXPECT_EQ(p.engine_allreduce_eval_clock_s, 0) << servers;
+    EXPECT_EQ(p.engine_fms_eval_clock_s, 0) << servers;
     EXPECT_GT(p.sf_s, 0) << servers;
     EXPECT_GT(p.link.b_us_per_byte, 0) << servers;
     EXPECT_EQ(target_shape(p, {3, p.link, 1, true}).K, 32) << servers;

@@ -81,8 +81,13 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   measured.eval_copy_s = eval_copy_s;
   measured.eval_sketch_s = eval_sketch_s;
   const double ev = measured_evals_per_clock_s(*this, measured, shape());
-  if (engine_clock_s > 0 && engine_eval_clock_s > 0 && ev > 0)
-    a.eval = std::max(0.0, engine_eval_clock_s - engine_clock_s) / ev;
+  // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
+  const auto per_piece = [ev](double with_s, double without_s) {
+    return without_s > 0 && with_s > 0 && ev > 0 ? std::max(0.0, with_s - without_s) / ev : 1.0;
+  };
+  a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
+  a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
+  a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
   const double ar =
       std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
       1e-6;
@@ -167,6 +172,8 @@ Json to_json(const SchemeProfile& p) {
           {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
           {"engine_fms_clock_s", sig(p.engine_fms_clock_s, 6)},
           {"engine_fms_servers", p.engine_fms_servers},
+          {"engine_allreduce_eval_clock_s", sig(p.engine_allreduce_eval_clock_s, 6)},
+          {"engine_fms_eval_clock_s", sig(p.engine_fms_eval_clock_s, 6)},
           {"link_a_us", sig(p.link.a_us, 6)},
           {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
           {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
@@ -231,6 +238,10 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.engine_fms_servers = j.contains("engine_fms_servers") ? static_cast<int>(num("engine_fms_servers", 0, 1 << 20)) : 0;
   SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
                  "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
+  // Profiles of earlier builds have no dense engine run with evaluations.
+  p.engine_allreduce_eval_clock_s =
+      j.contains("engine_allreduce_eval_clock_s") ? num("engine_allreduce_eval_clock_s", 0, 1e6) : 0.0;
+  p.engine_fms_eval_clock_s = j.contains("engine_fms_eval_clock_s") ? num("engine_fms_eval_clock_s", 0, 1e6) : 0.0;
   p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = num("bcast_r2", -1e9, 1);
   // Profiles written before the incast was measured have none: the broadcast's link stands in.

@@ -110,6 +110,11 @@ struct SchemeProfile {
   // job was profiled without server ranks; mpirun -np P+S with comm.scheme = "fms" measures it).
   double engine_fms_clock_s = 0.0;
   int engine_fms_servers = 0;
+  // Those two engines again with rank 0's monitor evaluating every eval_every clocks, over whole
+  // periods, as engine_eval_clock_s for SFB (0: not measured: no period fitted, an earlier build's
+  // profile, or no FMS engine): Anchors::eval_allreduce and eval_fms.
+  double engine_allreduce_eval_clock_s = 0.0;
+  double engine_fms_eval_clock_s = 0.0;
   Link link;              // fitted from the broadcast at `workers` ranks (name "fitted")
   double bcast_r2 = 0.0;  // the fit's R^2
   // A host's link when the other workers all send to it at once (what an FMS server's link sees):
@@ -166,10 +171,18 @@ struct SchemeProfile {
   //          clocks), at least 0; 1 without a measurement. On a rank whose cores the engine keeps
   //          busy the monitor's evaluation delays every clock it overlaps: on 4 hosts of 0.125
   //          cores (the 2048 x 2048, K = 16 job) an evaluation timed alone at 0.115 s cost the
-  //          training clocks 0.3-0.4 s. SFB and Halton take it; the dense schemes, whose clocks
-  //          wait on their links, keep the pieces (their 4-host validation rows -10% to +1% so).
+  //          training clocks 0.3-0.4 s. SFB and Halton take it (Halton's rank 0 applies less and
+  //          may hide more of it).
+  //   eval_allreduce, eval_fms  the same for the all-reduce's engine and FMS's (the engines run
+  //          again with the evaluations: engine_allreduce_eval_clock_s, engine_fms_eval_clock_s),
+  //          1 without the measurement. Each scheme's own: what an evaluation costs a clock depends
+  //          on how busy the scheme keeps rank 0's cores and link, not on the evaluation alone. On
+  //          the validation's 4 hosts (the 2048 job, 1 Gbit/s, evaluations of 0.022 s a clock at
+  //          their pieces) training's clock exceeded its engine's by 0.079 s for the all-reduce,
+  //          0.103 s for FMS with 4 servers and 0.012 s with 1 (its workers wait on the server's
+  //          link); SFB's engine with evaluations exceeded it without by 0.093 s.
   struct Anchors {
-    double eval = 1.0;
+    double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
     double sfb_s = 0.0;
     DenseAnchor dense;
   };

@@ -184,11 +184,13 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
   const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const SchemeProfile::Anchors an = p.anchors();
-  // SF computation, and the evaluations, which every rank waits for under BSP (their own time:
-  // rank 0's monitor runs them beside the engine's threads; for SFB and Halton what they cost its
-  // engine, Anchors::eval).
+  // SF computation, and the evaluations, which every rank waits for under BSP: what they cost the
+  // scheme's engine (Anchors::eval, eval_allreduce, eval_fms: rank 0's monitor runs them beside the
+  // engine's threads), their own time where that was not measured.
   const bool broadcast = s.name == "sfb" || s.name == "halton";
-  const double ev = eval_per_clock_s(p, x, sh) * (broadcast ? an.eval : 1.0);
+  const double ev = eval_per_clock_s(p, x, sh) * (broadcast               ? an.eval
+                                                  : s.name == "allreduce" ? an.eval_allreduce
+                                                                          : an.eval_fms);
   r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense.ratio : 1.0) + ev;
   if (broadcast) {
     predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);

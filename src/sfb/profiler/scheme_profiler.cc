@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -131,7 +132,7 @@ struct EngineClocks {
 // eval_every clocks as in training (the job's objective rows and test set; nothing written) and the
 // steady clock is taken over whole evaluation periods (0 when not one fits after clock 2).
 EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
-                         int64_t clocks, int64_t eval_every = 0) {
+                         int64_t clocks, int64_t eval_every = 0, const std::function<void()>& after_run = {}) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
@@ -149,6 +150,7 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   hooks.on_clock_committed = [&](int64_t) { computes.push_back(since.seconds() - starts.back()); };
   const io::Dataset* test = eval_every > 0 ? r.test : nullptr;
   const WorkerResult res = Worker(cfg, run_on, *r.train, test, *r.model, hooks, start, exchange).run();
+  if (after_run) after_run();
   SFB_CHECK(starts.size() >= 4 && computes.size() == starts.size(), "profile: the {} engine ran {} clocks of {}",
             scheme, starts.size(), cfg.stop.max_clocks);
   computes.erase(computes.begin(), computes.begin() + 2);
@@ -176,31 +178,40 @@ int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) 
   return fit < 4 ? 0 : std::min(fit, want);
 }
 
-// The SFB engine again with rank 0's monitor evaluating every eval.every clocks, for as many whole
-// evaluation periods as fit in `budget_s` (at least one after clock 2; none fitting: not run, and
-// the evaluations cost their pieces): p.engine_eval_clock_s.
-void time_engine_with_evals(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
+// Clocks of a scheme's engine run again with rank 0's monitor evaluating every eval.every clocks:
+// as many whole evaluation periods as fit in `budget_s` (at least one after clock 2), from its
+// steady clock without them (`clock_s`); 0 when no period fits (said so: the evaluations then cost
+// that scheme their pieces). The same on every rank, as engine_clocks.
+int64_t eval_run_clocks(const ProfileRequest& r, const predict::SchemeProfile& p, Scheme scheme, double clock_s,
+                        double budget_s) {
   const int64_t every = p.eval_every;  // the job's eval.every
-  if (!(p.engine_clock_s > 0) || every < 1) return;
+  if (!(clock_s > 0) || every < 1) return 0;
   const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(every);
-  const double clock_s = p.engine_clock_s + ev;  // with the evaluations at their pieces' cost
-  const int64_t n = engine_clocks(r, clock_s, budget_s);
+  const double with_s = clock_s + ev;  // with the evaluations at their pieces' cost
+  const int64_t n = engine_clocks(r, with_s, budget_s);
   const int64_t periods = std::max<int64_t>(1, (n - 3) / every);
-  if (static_cast<double>(3 + periods * every + 1) * clock_s > budget_s) {
-    if (r.transport->rank() == 0)
-      spdlog::info(
-          "profile: an evaluation period of the SFB engine ({} clocks) does not fit: evaluations cost their "
-          "pieces",
-          every);
-    return;
-  }
-  p.engine_eval_clock_s = time_engine(r, *r.transport, Scheme::kSfb, nullptr, 3 + periods * every, every).clock_s;
+  if (static_cast<double>(3 + periods * every + 1) * with_s <= budget_s) return 3 + periods * every;
+  if (r.transport->rank() == 0)
+    spdlog::info(
+        "profile: an evaluation period of the {} engine ({} clocks) does not fit: evaluations cost it their "
+        "pieces",
+        scheme, every);
+  return 0;
+}
+
+// The engine of `scheme` with the evaluations (eval_run_clocks), on `run_on` with `exchange` as
+// time_engine: its steady clock over whole evaluation periods, or 0 when none fits.
+double time_engine_with_evals(const ProfileRequest& r, const predict::SchemeProfile& p, comm::Transport& run_on,
+                              Scheme scheme, Exchange* exchange, double clock_s, double budget_s) {
+  const int64_t n = eval_run_clocks(r, p, scheme, clock_s, budget_s);
+  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, p.eval_every).clock_s : 0.0;
 }
 
 // The SFB engine's pieces (the network as what the clock leaves of compute and apply), then the SFB
-// engine with evaluations, and the all-reduce baseline's clock, each for as many clocks as fit in
-// its share of the time budget (from the pieces' prediction); an engine whose 4 clocks would not
-// fit is left out (its anchors stay 1) and said so.
+// engine with evaluations, and the all-reduce baseline's clock without and with them, each for as
+// many clocks as fit in its share of the time budget (from the pieces' prediction: SFB a quarter,
+// with evaluations up to half, the all-reduce half the rest, with evaluations the remainder); an
+// engine whose 4 clocks would not fit is left out (its anchors stay 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
@@ -211,7 +222,8 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
-    time_engine_with_evals(r, p, budget_s / 2 - largest(*r.transport, took.seconds(), 1e-3));
+    p.engine_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
+                                                   budget_s / 2 - largest(*r.transport, took.seconds(), 1e-3));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the SFB engine's 4 clocks would take about {:.0f} s: not run (the prediction adds no engine cost of "
@@ -222,9 +234,14 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   Config ar = cfg;
   ar.comm.scheme = sfb::Scheme::kAllreduce;
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
-  if (const int64_t n = engine_clocks(r, ar_s, budget_s - largest(*r.transport, took.seconds(), 1e-3))) {
+  const double rest_s = budget_s - largest(*r.transport, took.seconds(), 1e-3);
+  if (const int64_t n = engine_clocks(r, ar_s, rest_s / 2)) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
     p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n).clock_s;
+    auto again = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
+    p.engine_allreduce_eval_clock_s =
+        time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(), p.engine_allreduce_clock_s,
+                               budget_s - largest(*r.transport, took.seconds(), 1e-3));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1: its pieces "
@@ -532,15 +549,60 @@ predict::SchemeProfile measure_workers(const ProfileRequest& job) {
   return p;
 }
 
+// The end of an FMS engine's run on worker 0 (right after its engine returns, before the workers
+// gather anything: a server's word on their own transport would be an error there): waits until
+// every server has said its run is over (every worker's BYE is in, so nothing of the run is still
+// in flight to it).
+void await_servers(comm::Transport& all, int workers) {
+  if (all.rank() == 0)
+    for (int s = workers; s < all.size(); ++s) all.recv(comm::kTagControl);
+}
+
+// Then worker 0 tells each server whether another run follows (one byte on kTagControl: 1
+// another, 0 none).
+void tell_servers(comm::Transport& all, int workers, bool another) {
+  if (all.rank() != 0) return;
+  const std::array<std::byte, 1> msg{std::byte{another ? uint8_t{1} : uint8_t{0}}};
+  for (int s = workers; s < all.size(); ++s) all.send(s, comm::kTagControl, msg);
+}
+
+// A server's end of a run: says so to worker 0 and waits for its word, true when another run
+// follows. A worker's BYE instead (one that failed releases the servers so) ends the serving, and so
+// does worker 0's word of none; nothing within the peer timeout is a CommError.
+bool another_run_follows(comm::Transport& t, int workers, double peer_timeout_s) {
+  t.send(0, comm::kTagControl, {});
+  const auto until = SteadyClock::now() +
+                     std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(peer_timeout_s));
+  Backoff backoff;
+  while (SteadyClock::now() < until) {
+    std::optional<comm::Message> m = t.try_recv();
+    if (!m) {
+      if (!t.wait_for_message(std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)))) backoff.idle();
+      continue;
+    }
+    if (m->tag == comm::kTagControl && m->src == 0 && m->data.size() == 1) return m->data[0] == std::byte{1};
+    if (m->tag == comm::kTagPs && m->src < workers &&
+        baselines::decode_ps_header(m->data, m->src).type == baselines::PsType::kBye)
+      return false;
+    throw CommError(
+        fmt::format("server rank {}: unexpected message (tag {}) from rank {} between the FMS engine's runs", t.rank(),
+                    m->tag, m->src));
+  }
+  throw CommError(fmt::format("server rank {}: no word from worker 0 within {} s after the FMS engine's run", t.rank(),
+                              peer_timeout_s));
+}
+
 // The FMS engine with its servers working (the job's server ranks run FmsServer meanwhile) for as
-// many clocks as fit in `budget_s`, on `all` ranks: the slowest worker's steady clock, gathered
-// among the workers (`w.transport`). When 4 clocks would not fit it is not run (the servers are
-// released, and a warning says so).
+// many clocks as fit in half of `budget_s`, then again with rank 0's monitor evaluating every
+// eval.every clocks in what is left (eval_run_clocks), on `all` ranks: the slowest worker's steady
+// clocks, gathered among the workers (`w.transport`). When 4 clocks would not fit it is not run
+// (the servers are released, and a warning says so).
 void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::SchemeProfile& p, double budget_s) {
+  const Stopwatch took;
   const int S = all.size() - w.workers;
   const predict::Target here{w.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
-  const int64_t n = engine_clocks(w, fms_s, budget_s);
+  const int64_t n = engine_clocks(w, fms_s, budget_s / 2);
   if (n == 0) {
     if (all.rank() == 0)
       spdlog::warn(
@@ -548,23 +610,36 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
           "its model alone)",
           4 * fms_s);
     baselines::send_bye_to_servers(all, w.workers);  // the servers wait for the engine
+    await_servers(all, w.workers);
+    tell_servers(all, w.workers, false);
     return;
   }
   Config at;  // the launch's FMS, at the minibatch the workers measured
   const ProfileRequest r = at_minibatch(w, at, p.K);
   auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
-  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n).clock_s;
+  const auto servers_done = [&] { await_servers(all, w.workers); };
+  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n, 0, servers_done).clock_s;
   p.engine_fms_servers = S;
+  const int64_t m =
+      eval_run_clocks(r, p, Scheme::kFms, p.engine_fms_clock_s, budget_s - largest(*w.transport, took.seconds(), 1e-3));
+  tell_servers(all, w.workers, m > 0);
+  if (m == 0) return;
+  auto again = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
+  p.engine_fms_eval_clock_s = time_engine(r, all, Scheme::kFms, again.get(), m, p.eval_every, servers_done).clock_s;
+  tell_servers(all, w.workers, false);
 }
 
-// A server rank's part: serving W's shard to the FMS engine's clocks until the workers' BYE.
+// A server rank's part: serving W's shard to the FMS engine's runs, each until the workers' BYE, a
+// fresh shard for each.
 void serve(const ProfileRequest& r) {
   auto& model = *r.model;
   const Layout l = model.layout();
-  baselines::FmsServer server(r.cfg->fms, r.cfg->runtime.peer_timeout_s, *r.transport,
-                              stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()),
-                              runtime::model_prox(*r.cfg, model));
-  server.run();
+  do {
+    baselines::FmsServer server(r.cfg->fms, r.cfg->runtime.peer_timeout_s, *r.transport,
+                                stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()),
+                                runtime::model_prox(*r.cfg, model));
+    server.run();
+  } while (another_run_follows(*r.transport, r.workers, r.cfg->runtime.peer_timeout_s));
 }
 
 }  // namespace
@@ -593,8 +668,15 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     p = measure_workers(w);
     time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
   } catch (...) {
-    // A worker that cannot get to the FMS engine releases the servers (a second BYE is ignored).
+    // A worker that cannot get to the FMS engine's end releases the servers: a BYE ends a run (a
+    // second is ignored) or the wait after one, and worker 0's word of none ends that wait too (a
+    // server still in a run may take it first and fail on it, instead of waiting out the peer
+    // timeout).
     baselines::send_bye_to_servers(all, r.workers);
+    if (all.rank() == 0) {
+      const std::array<std::byte, 1> none{std::byte{0}};
+      for (int s = r.workers; s < all.size(); ++s) all.send(s, comm::kTagControl, none);
+    }
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);

@@ -26,12 +26,13 @@
 //                 repeats + 4 clocks, at most kEngineMaxClocks) of SFB full broadcast, of SFB
 //                 full broadcast again with rank 0's monitor evaluating every eval.every clocks
 //                 (whole periods: engine_eval_clock_s, when one fits in its share), and of the
-//                 all-reduce baseline: the steady clock, the compute thread's
+//                 all-reduce baseline without and with the evaluations (engine_allreduce_clock_s,
+//                 engine_allreduce_eval_clock_s): the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
 //                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, the
-//                 all-reduce the rest), with a clock for the engine's start and stop, at least 4,
-//                 or none (no anchor: a warning)
+//                 all-reduce half the rest, with evaluations the remainder), with a clock for the
+//                 engine's start and stop, at least 4, or none (no anchor: a warning)
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 //   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
