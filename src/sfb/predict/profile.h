@@ -175,12 +175,13 @@ struct SchemeProfile {
   //          may hide more of it).
   //   eval_allreduce, eval_fms  the same for the all-reduce's engine and FMS's (the engines run
   //          again with the evaluations: engine_allreduce_eval_clock_s, engine_fms_eval_clock_s),
-  //          1 without the measurement. Each scheme's own: what an evaluation costs a clock depends
+  //          1 without the measurement (FMS's: at another server count than engine_fms_servers,
+  //          scheme_model.cc). Each scheme's own: what an evaluation costs a clock depends
   //          on how busy the scheme keeps rank 0's cores and link, not on the evaluation alone. On
   //          the validation's 4 hosts (the 2048 job, 1 Gbit/s, evaluations of 0.022 s a clock at
   //          their pieces) training's clock exceeded its engine's by 0.079 s for the all-reduce,
   //          0.103 s for FMS with 4 servers and 0.012 s with 1 (its workers wait on the server's
-  //          link); SFB's engine with evaluations exceeded it without by 0.093 s.
+  //          link); SFB's engine with evaluations exceeded it without by 0.093 s in that profile.
   struct Anchors {
     double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
     double sfb_s = 0.0;

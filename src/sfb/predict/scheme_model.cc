@@ -186,11 +186,18 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const SchemeProfile::Anchors an = p.anchors();
   // SF computation, and the evaluations, which every rank waits for under BSP: what they cost the
   // scheme's engine (Anchors::eval, eval_allreduce, eval_fms: rank 0's monitor runs them beside the
-  // engine's threads), their own time where that was not measured.
+  // engine's threads; FMS's at the server count it was measured with only: 0.012 s a clock with 1
+  // server, 0.103 s with 4 on the same job), their own time where that was not measured.
   const bool broadcast = s.name == "sfb" || s.name == "halton";
-  const double ev = eval_per_clock_s(p, x, sh) * (broadcast               ? an.eval
-                                                  : s.name == "allreduce" ? an.eval_allreduce
-                                                                          : an.eval_fms);
+  const int servers = s.servers > 0 ? s.servers : t.nodes;
+  double factor = 1.0;
+  if (broadcast)
+    factor = an.eval;
+  else if (s.name == "allreduce")
+    factor = an.eval_allreduce;
+  else if (servers == p.engine_fms_servers)
+    factor = an.eval_fms;
+  const double ev = eval_per_clock_s(p, x, sh) * factor;
   r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense.ratio : 1.0) + ev;
   if (broadcast) {
     predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
@@ -208,7 +215,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     // Scaled as a whole by its engine measured with servers; else its compute and adds take the
     // all-reduce engine's anchor and its network is the model alone.
     const double m = fms_engine_ratio(p);
-    const Prediction f = fms_pieces(p, m > 0 ? 1.0 : an.dense.ratio, x, W, s.servers > 0 ? s.servers : t.nodes, t);
+    const Prediction f = fms_pieces(p, m > 0 ? 1.0 : an.dense.ratio, x, W, servers, t);
     const double k = m > 0 ? m : 1.0;
     r.compute_s = f.compute_s * k + ev;
     r.comm_s = f.comm_s * k;

@@ -131,6 +131,8 @@ struct EngineClocks {
 // interleaving on shared cores) is in them. With eval_every > 0 rank 0's monitor evaluates every
 // eval_every clocks as in training (the job's objective rows and test set; nothing written) and the
 // steady clock is taken over whole evaluation periods (0 when not one fits after clock 2).
+// `after_run` runs on this rank as soon as its engine has returned, before the ranks gather the
+// clocks (FMS's profile waits there for its servers: await_servers).
 EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
                          int64_t clocks, int64_t eval_every = 0, const std::function<void()>& after_run = {}) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
@@ -180,14 +182,18 @@ int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) 
 
 // Clocks of a scheme's engine run again with rank 0's monitor evaluating every eval.every clocks:
 // as many whole evaluation periods as fit in `budget_s` (at least one after clock 2), from its
-// steady clock without them (`clock_s`); 0 when no period fits (said so: the evaluations then cost
-// that scheme their pieces). The same on every rank, as engine_clocks.
+// steady clock without them (`clock_s`) and what evaluations cost a clock: their pieces, or what
+// they cost the SFB engine where that was measured and is more (3x the pieces on the validation's
+// hosts: the pieces alone would size the run a third too short of its time); 0 when no period
+// fits (said so: the evaluations then cost that scheme their pieces). The same on every rank, as
+// engine_clocks.
 int64_t eval_run_clocks(const ProfileRequest& r, const predict::SchemeProfile& p, Scheme scheme, double clock_s,
                         double budget_s) {
   const int64_t every = p.eval_every;  // the job's eval.every
   if (!(clock_s > 0) || every < 1) return 0;
   const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(every);
-  const double with_s = clock_s + ev;  // with the evaluations at their pieces' cost
+  const double sfb_ev = p.engine_eval_clock_s > 0 ? p.engine_eval_clock_s - p.engine_clock_s : 0.0;
+  const double with_s = clock_s + std::max(ev, sfb_ev);
   const int64_t n = engine_clocks(r, with_s, budget_s);
   const int64_t periods = std::max<int64_t>(1, (n - 3) / every);
   if (static_cast<double>(3 + periods * every + 1) * with_s <= budget_s) return 3 + periods * every;
@@ -199,18 +205,36 @@ int64_t eval_run_clocks(const ProfileRequest& r, const predict::SchemeProfile& p
   return 0;
 }
 
-// The engine of `scheme` with the evaluations (eval_run_clocks), on `run_on` with `exchange` as
-// time_engine: its steady clock over whole evaluation periods, or 0 when none fits.
+// Clocks of an engine that runs again with the evaluations after (the all-reduce's, FMS's): as many as
+// fit in half of `budget_s`, in all of it when half does not fit 4 (its anchor matters more than
+// the evaluations', which then cost their pieces).
+int64_t engine_clocks_before_evals(const ProfileRequest& r, double clock_s, double budget_s) {
+  const int64_t half = engine_clocks(r, clock_s, budget_s / 2);
+  return half > 0 ? half : engine_clocks(r, clock_s, budget_s);
+}
+
+// The engine of `scheme` with the evaluations (eval_run_clocks), on `run_on` with `exchange` and
+// `after_run` as time_engine: its steady clock over whole evaluation periods, or 0 when none fits.
+// `decided` hears first whether it runs (FMS's servers must be told).
 double time_engine_with_evals(const ProfileRequest& r, const predict::SchemeProfile& p, comm::Transport& run_on,
-                              Scheme scheme, Exchange* exchange, double clock_s, double budget_s) {
+                              Scheme scheme, Exchange* exchange, double clock_s, double budget_s,
+                              const std::function<void(bool)>& decided = {},
+                              const std::function<void()>& after_run = {}) {
   const int64_t n = eval_run_clocks(r, p, scheme, clock_s, budget_s);
-  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, p.eval_every).clock_s : 0.0;
+  if (decided) decided(n > 0);
+  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, p.eval_every, after_run).clock_s : 0.0;
+}
+
+// What is left of `budget_s` since `took` started, the slowest rank's view (the same on every rank).
+double left_s(const ProfileRequest& r, double budget_s, const Stopwatch& took) {
+  return budget_s - largest(*r.transport, took.seconds(), 1e-3);
 }
 
 // The SFB engine's pieces (the network as what the clock leaves of compute and apply), then the SFB
 // engine with evaluations, and the all-reduce baseline's clock without and with them, each for as
 // many clocks as fit in its share of the time budget (from the pieces' prediction: SFB a quarter,
-// with evaluations up to half, the all-reduce half the rest, with evaluations the remainder); an
+// with evaluations up to half, the all-reduce half the rest or all of it when half does not fit 4
+// clocks, with evaluations the remainder); an
 // engine whose 4 clocks would not fit is left out (its anchors stay 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
@@ -223,7 +247,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
     p.engine_apply_s = sfb.apply_s;
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
     p.engine_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
-                                                   budget_s / 2 - largest(*r.transport, took.seconds(), 1e-3));
+                                                   left_s(r, budget_s / 2, took));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the SFB engine's 4 clocks would take about {:.0f} s: not run (the prediction adds no engine cost of "
@@ -234,14 +258,12 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   Config ar = cfg;
   ar.comm.scheme = sfb::Scheme::kAllreduce;
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
-  const double rest_s = budget_s - largest(*r.transport, took.seconds(), 1e-3);
-  if (const int64_t n = engine_clocks(r, ar_s, rest_s / 2)) {
+  if (const int64_t n = engine_clocks_before_evals(r, ar_s, left_s(r, budget_s, took))) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
     p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n).clock_s;
     auto again = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_eval_clock_s =
-        time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(), p.engine_allreduce_clock_s,
-                               budget_s - largest(*r.transport, took.seconds(), 1e-3));
+    p.engine_allreduce_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(),
+                                                             p.engine_allreduce_clock_s, left_s(r, budget_s, took));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1: its pieces "
@@ -554,8 +576,15 @@ predict::SchemeProfile measure_workers(const ProfileRequest& job) {
 // every server has said its run is over (every worker's BYE is in, so nothing of the run is still
 // in flight to it).
 void await_servers(comm::Transport& all, int workers) {
-  if (all.rank() == 0)
-    for (int s = workers; s < all.size(); ++s) all.recv(comm::kTagControl);
+  if (all.rank() != 0) return;
+  for (int s = workers; s < all.size(); ++s) {
+    const comm::Message m = all.recv(comm::kTagControl);
+    if (m.src < workers || !m.data.empty())
+      throw CommError(
+          fmt::format("worker rank 0: unexpected control message from rank {} while waiting for the FMS "
+                      "servers (ranks {} - {})",
+                      m.src, workers, all.size() - 1));
+  }
 }
 
 // Then worker 0 tells each server whether another run follows (one byte on kTagControl: 1
@@ -567,29 +596,19 @@ void tell_servers(comm::Transport& all, int workers, bool another) {
 }
 
 // A server's end of a run: says so to worker 0 and waits for its word, true when another run
-// follows. A worker's BYE instead (one that failed releases the servers so) ends the serving, and so
-// does worker 0's word of none; nothing within the peer timeout is a CommError.
-bool another_run_follows(comm::Transport& t, int workers, double peer_timeout_s) {
+// follows. It takes control messages only: a worker that starts the next run before the word is in
+// here (the workers learn the decision among themselves) has its INIT and pushes kept for the next
+// FmsServer, which reads them first (Transport::try_recv). No word within the peer timeout is a
+// CommError (recv).
+bool another_run_follows(comm::Transport& t) {
   t.send(0, comm::kTagControl, {});
-  const auto until = SteadyClock::now() +
-                     std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(peer_timeout_s));
-  Backoff backoff;
-  while (SteadyClock::now() < until) {
-    std::optional<comm::Message> m = t.try_recv();
-    if (!m) {
-      if (!t.wait_for_message(std::min(until, SteadyClock::now() + std::chrono::milliseconds(50)))) backoff.idle();
-      continue;
-    }
-    if (m->tag == comm::kTagControl && m->src == 0 && m->data.size() == 1) return m->data[0] == std::byte{1};
-    if (m->tag == comm::kTagPs && m->src < workers &&
-        baselines::decode_ps_header(m->data, m->src).type == baselines::PsType::kBye)
-      return false;
+  const comm::Message m = t.recv(comm::kTagControl);
+  if (m.src != 0 || m.data.size() != 1)
     throw CommError(
-        fmt::format("server rank {}: unexpected message (tag {}) from rank {} between the FMS engine's runs", t.rank(),
-                    m->tag, m->src));
-  }
-  throw CommError(fmt::format("server rank {}: no word from worker 0 within {} s after the FMS engine's run", t.rank(),
-                              peer_timeout_s));
+        fmt::format("server rank {}: unexpected control message ({} bytes) from rank {} after the FMS "
+                    "engine's run",
+                    t.rank(), m.data.size(), m.src));
+  return m.data[0] == std::byte{1};
 }
 
 // The FMS engine with its servers working (the job's server ranks run FmsServer meanwhile) for as
@@ -602,7 +621,7 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const int S = all.size() - w.workers;
   const predict::Target here{w.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
-  const int64_t n = engine_clocks(w, fms_s, budget_s / 2);
+  const int64_t n = engine_clocks_before_evals(w, fms_s, budget_s);
   if (n == 0) {
     if (all.rank() == 0)
       spdlog::warn(
@@ -620,13 +639,12 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const auto servers_done = [&] { await_servers(all, w.workers); };
   p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n, 0, servers_done).clock_s;
   p.engine_fms_servers = S;
-  const int64_t m =
-      eval_run_clocks(r, p, Scheme::kFms, p.engine_fms_clock_s, budget_s - largest(*w.transport, took.seconds(), 1e-3));
-  tell_servers(all, w.workers, m > 0);
-  if (m == 0) return;
   auto again = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
-  p.engine_fms_eval_clock_s = time_engine(r, all, Scheme::kFms, again.get(), m, p.eval_every, servers_done).clock_s;
-  tell_servers(all, w.workers, false);
+  bool ran = false;
+  p.engine_fms_eval_clock_s = time_engine_with_evals(
+      r, p, all, Scheme::kFms, again.get(), p.engine_fms_clock_s, left_s(r, budget_s, took),
+      [&](bool runs) { tell_servers(all, w.workers, ran = runs); }, servers_done);
+  if (ran) tell_servers(all, w.workers, false);
 }
 
 // A server rank's part: serving W's shard to the FMS engine's runs, each until the workers' BYE, a
@@ -639,7 +657,7 @@ void serve(const ProfileRequest& r) {
                                 stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()),
                                 runtime::model_prox(*r.cfg, model));
     server.run();
-  } while (another_run_follows(*r.transport, r.workers, r.cfg->runtime.peer_timeout_s));
+  } while (another_run_follows(*r.transport));
 }
 
 }  // namespace
@@ -668,15 +686,12 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     p = measure_workers(w);
     time_fms_engine(w, all, p, std::max(0.0, r.budget_s - largest(workers, took.seconds(), 1e-3)));
   } catch (...) {
-    // A worker that cannot get to the FMS engine's end releases the servers: a BYE ends a run (a
-    // second is ignored) or the wait after one, and worker 0's word of none ends that wait too (a
-    // server still in a run may take it first and fail on it, instead of waiting out the peer
-    // timeout).
+    // A worker that cannot get to the FMS engine's end releases the servers: its BYE counts towards
+    // the end of a run (once every worker's is in; a second is ignored), and worker 0's word of none
+    // ends the wait after one (a server still in a run that takes the word first fails on it, as
+    // "unexpected message", instead of waiting out the peer timeout).
     baselines::send_bye_to_servers(all, r.workers);
-    if (all.rank() == 0) {
-      const std::array<std::byte, 1> none{std::byte{0}};
-      for (int s = r.workers; s < all.size(); ++s) all.send(s, comm::kTagControl, none);
-    }
+    tell_servers(all, r.workers, false);
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);

@@ -31,17 +31,24 @@
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
 //                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, the
-//                 all-reduce half the rest, with evaluations the remainder), with a clock for the
-//                 engine's start and stop, at least 4, or none (no anchor: a warning)
+//                 all-reduce half the rest, or all of it when half does not fit 4 clocks, with
+//                 evaluations the remainder), with a clock for the engine's start and stop, at
+//                 least 4, or none (no anchor: a warning); a run with evaluations is sized at the
+//                 engine's clock plus what they cost SFB's engine (their pieces if more), over
+//                 whole periods, or not run when one does not fit
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 //   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
 //                 mpirun -np P+S; ProfileRequest::workers < the transport's size): the workers
 //                 measure all of the above among themselves (comm/transport/prefix.h) in two
 //                 thirds of the budget while the servers wait, then the FMS engine runs with the
-//                 servers working (baselines/fms_server.h) for as many clocks as fit in the rest
-//                 (none when 4 do not: a warning): engine_fms_clock_s with engine_fms_servers = S.
-//                 The servers return an empty profile (workers 0).
+//                 servers working (baselines/fms_server.h) for as many clocks as fit in half the
+//                 rest (all of it when half does not fit 4; none when that does not: a warning):
+//                 engine_fms_clock_s with engine_fms_servers = S; then, when a whole evaluation
+//                 period fits in what is left, again with rank 0's monitor evaluating
+//                 (engine_fms_eval_clock_s): after each run worker 0 waits until every server has
+//                 taken every worker's BYE and tells each whether another run follows, and the
+//                 servers serve it a fresh shard. The servers return an empty profile (workers 0).
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
 // time per byte with no start-up.
 // ranks_on_host counts the ranks on this machine's kernel (its boot id) in the same CPU budget: the
