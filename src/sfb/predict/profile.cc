@@ -76,11 +76,7 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   const double bcast =
       std::max(0.0, link.a_us + (workers - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
   if (engine_clock_s > 0) a.sfb_s = std::max(0.0, engine_clock_s - (sf_s + bcast + apply));
-  Pieces measured;
-  measured.eval_s = eval_s;
-  measured.eval_copy_s = eval_copy_s;
-  measured.eval_sketch_s = eval_sketch_s;
-  const double ev = measured_evals_per_clock_s(*this, measured, shape());
+  const double ev = evals_per_clock_s();
   // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
   const auto per_piece = [ev](double with_s, double without_s) {
     return without_s > 0 && with_s > 0 && ev > 0 ? std::max(0.0, with_s - without_s) / ev : 1.0;
@@ -132,6 +128,14 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
   out.batch_bytes = batch_payload_bytes(s) + header;
   return out;
+}
+
+double SchemeProfile::evals_per_clock_s() const {
+  Pieces measured;
+  measured.eval_s = eval_s;
+  measured.eval_copy_s = eval_copy_s;
+  measured.eval_sketch_s = eval_sketch_s;
+  return measured_evals_per_clock_s(*this, measured, shape());
 }
 
 double measured_evals_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& s) {

@@ -145,6 +145,9 @@ struct SchemeProfile {
   Shape shape() const;        // the shape measured
   Shape job_shape() const;    // the job's: shape() with K = job_K when it was cut
   double rank_cores() const;  // min(threads, cores / ranks_on_host): what one rank computes with
+  // The measured evaluations' share of a clock at the profile's own shape and pieces
+  // (measured_evals_per_clock_s below); 0 without eval_every.
+  double evals_per_clock_s() const;
   // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
   // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
   // What the engines measured at `workers` beyond their pieces measured alone (neither runs the

@@ -182,18 +182,18 @@ int64_t engine_clocks(const ProfileRequest& r, double clock_s, double budget_s) 
 
 // Clocks of a scheme's engine run again with rank 0's monitor evaluating every eval.every clocks:
 // as many whole evaluation periods as fit in `budget_s` (at least one after clock 2), from its
-// steady clock without them (`clock_s`) and what evaluations cost a clock: their pieces, or what
-// they cost the SFB engine where that was measured and is more (3x the pieces on the validation's
-// hosts: the pieces alone would size the run a third too short of its time); 0 when no period
+// steady clock without them (`clock_s`) and what evaluations cost a clock: their pieces (as the
+// predictor counts them: predict::measured_evals_per_clock_s), or what they cost the SFB engine
+// where that was measured and is more (3x the pieces on the validation's hosts: the pieces alone
+// would size the run a third too short of its time); 0 when no period
 // fits (said so: the evaluations then cost that scheme their pieces). The same on every rank, as
 // engine_clocks.
 int64_t eval_run_clocks(const ProfileRequest& r, const predict::SchemeProfile& p, Scheme scheme, double clock_s,
                         double budget_s) {
   const int64_t every = p.eval_every;  // the job's eval.every
   if (!(clock_s > 0) || every < 1) return 0;
-  const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(every);
-  const double sfb_ev = p.engine_eval_clock_s > 0 ? p.engine_eval_clock_s - p.engine_clock_s : 0.0;
-  const double with_s = clock_s + std::max(ev, sfb_ev);
+  const double ev = p.evals_per_clock_s();
+  const double with_s = clock_s + std::max(ev, p.anchors().eval * ev);
   const int64_t n = engine_clocks(r, with_s, budget_s);
   const int64_t periods = std::max<int64_t>(1, (n - 3) / every);
   if (static_cast<double>(3 + periods * every + 1) * with_s <= budget_s) return 3 + periods * every;
@@ -234,8 +234,8 @@ double left_s(const ProfileRequest& r, double budget_s, const Stopwatch& took) {
 // engine with evaluations, and the all-reduce baseline's clock without and with them, each for as
 // many clocks as fit in its share of the time budget (from the pieces' prediction: SFB a quarter,
 // with evaluations up to half, the all-reduce half the rest or all of it when half does not fit 4
-// clocks, with evaluations the remainder); an
-// engine whose 4 clocks would not fit is left out (its anchors stay 1) and said so.
+// clocks, with evaluations the remainder); an engine whose 4 clocks would not fit is left out (its
+// anchors stay 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
