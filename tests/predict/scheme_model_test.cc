@@ -17,6 +17,7 @@
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/sf_codec.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/links.h"
@@ -196,6 +197,15 @@ TEST(Shapes, PiecesScaleWithTheirWork) {
   Shape wider = q.shape();
   wider.v_nonzeros = 50;
   EXPECT_DOUBLE_EQ(pieces_at(q, wider, q.rank_cores(), q.ranks_on_host).sf_s, 2.5 * q.sf_s);
+  // The SF computation's part that does not grow with K (a dense model's pass over W) goes as J D,
+  // the rest as K J w; at the profile's own shape nothing moves.
+  SchemeProfile f = p;
+  f.sf_fixed_s = 0.04;
+  EXPECT_NEAR(pieces_at(f, big, f.rank_cores(), f.ranks_on_host).sf_s, 0.04 * 2 + 0.06 * 6, 1e-12);
+  EXPECT_NEAR(pieces_at(f, f.shape(), f.rank_cores(), f.ranks_on_host).sf_s, f.sf_s, 1e-12);
+  Shape more_k = f.shape();
+  more_k.K *= 2;
+  EXPECT_NEAR(pieces_at(f, more_k, f.rank_cores(), f.ranks_on_host).sf_s, 0.04 + 0.06 * 2, 1e-12);
 }
 
 // A profile taken on a W that fits in cache predicts a W of gigabytes no faster than the measured
@@ -258,12 +268,20 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   p.engine_fms_clock_s = 1.5;
   p.engine_fms_servers = 2;
   p.engine_fms_eval_clock_s = 1.625;
+  p.sf_fixed_s = 0.03;
   const SchemeProfile q = profile_from_json(to_json(p), "mem");
   EXPECT_EQ(to_json(q), to_json(p));
   EXPECT_EQ(q.job_K, 64);
   EXPECT_EQ(q.engine_allreduce_eval_clock_s, 0.375);
   EXPECT_EQ(q.engine_fms_eval_clock_s, 1.625);
+  EXPECT_EQ(q.sf_fixed_s, 0.03);
   Json j = to_json(p);
+  j.erase("sf_fixed_s");  // an earlier build's profile: all of the SF computation grows with K
+  EXPECT_EQ(profile_from_json(j, "x.json").sf_fixed_s, 0);
+  j["sf_fixed_s"] = 0.2;  // more than sf_s
+  EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("\"sf_fixed_s\" = 0.2 is outside [0, 0.1]")));
+  j = to_json(p);
   j.erase("sf_s");
   EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
               ::testing::ThrowsMessage<DataError>(HasSubstr("x.json: the profile has no number \"sf_s\"")));
@@ -517,6 +535,37 @@ TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
   }
 }
 
+// The all-reduce in the engine's blocks: each block a call of the fit (its start-up A once a
+// block), A growing as N - 1 at another N and B as the bytes a rank sends; a profile of an earlier
+// build (no allreduce_block_bytes) predicts one whole-W call, as it did.
+TEST(SchemeProfile, TheAllreduceIsItsEnginesBlocksEachACall) {
+  SchemeProfile p = dense_profile(4096, 1024, 16);  // W = 16 MiB: the dense engine's blocks are 1 MiB
+  p.link = {"fitted", 500, 0.008};
+  p.allreduce_a_us = 4000;
+  p.allreduce_b_us_per_byte = 0.012;  // 2 (P - 1) / P = 1.5 of the link's 0.008
+  p.allreduce_block_bytes = dense_allreduce_block_bytes(16 << 20);
+  ASSERT_EQ(p.allreduce_block_bytes, 1 << 20);
+  const double M = 1 << 20;
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 1 << 20, 4), 16 * (4000 + 0.012 * M) * 1e-6, 1e-12);
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 0, 4), (4000 + 0.012 * 16 * M) * 1e-6, 1e-12);  // one call
+  // 8 ranks: A 7 / 3 as large, B 1.75 / 1.5.
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 1 << 20, 8), 16 * (4000 * 7 / 3.0 + 0.012 * 1.75 / 1.5 * M) * 1e-6, 1e-12);
+  // The all-reduce scheme's network is those blocks at the target.
+  const Target eight{8, p.link, 1, true};
+  EXPECT_NEAR(predict(p, {"allreduce"}, eight).comm_s, p.allreduce_s(16 << 20, 1 << 20, 8) * p.anchors().dense.ratio,
+              1e-12);
+  SchemeProfile old = p;
+  old.allreduce_block_bytes = 0;  // an earlier build's fit at W / 4 and W: whole-W calls
+  EXPECT_NEAR(old.allreduce_s(16 << 20, 1 << 20, 4), (4000 + 0.012 * 16 * M) * 1e-6, 1e-12);
+  const LinkCost c = link_cost_from_fit(4000, 0.012, 4);
+  EXPECT_NEAR(old.allreduce_s(16 << 20, 1 << 20, 8), (2 * c.a_us + 2 * 7 / 8.0 * 16 * M * c.b_us_per_byte) * 1e-6,
+              1e-12);
+  Json j = to_json(p);
+  EXPECT_EQ(profile_from_json(j, "x.json").allreduce_block_bytes, 1 << 20);
+  j.erase("allreduce_block_bytes");
+  EXPECT_EQ(profile_from_json(j, "x.json").allreduce_block_bytes, 0);
+}
+
 // The profile's budget: the minibatch it measures at and the repeats that fit.
 TEST(SchemeProfiler, TheBudgetCutsTheMinibatchAndTheRepeats) {
   using profiler::kSfPerBudget;
@@ -532,6 +581,13 @@ TEST(SchemeProfiler, TheBudgetCutsTheMinibatchAndTheRepeats) {
   EXPECT_EQ(profiler::repeats_within(3, 1.0, 2.5), 2);
   EXPECT_EQ(profiler::repeats_within(3, 1.0, 0.1), 1);  // always one
   EXPECT_EQ(profiler::repeats_within(3, 0.0, 0.1), 3);
+  // The SF computation's part that does not grow with K, from K and K / 2: 0.040 s at 32 samples
+  // and 0.029 at 16 leave 0.018 s; a slope steeper than proportional none; a flat one all of it.
+  EXPECT_NEAR(profiler::sf_fixed_seconds(0.040, 0.029, 32), 0.018, 1e-12);
+  EXPECT_NEAR(profiler::sf_fixed_seconds(0.040, 0.029, 33), 0.040 - 0.011 / 17 * 33, 1e-12);
+  EXPECT_EQ(profiler::sf_fixed_seconds(0.040, 0.010, 32), 0);
+  EXPECT_EQ(profiler::sf_fixed_seconds(0.040, 0.050, 32), 0.040);
+  EXPECT_EQ(profiler::sf_fixed_seconds(0.040, 0.030, 1), 0);
 }
 
 // sfbd --profile on `ranks` in-process ranks, the first `workers` of them workers and the rest
@@ -604,6 +660,8 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_EQ(p.D, 256);
   EXPECT_EQ(p.batch_bytes, 32 * (64 + 256) * 4 + 56);  // u and v of 32 pairs and the 56-byte head
   EXPECT_GT(p.sf_s, 0);
+  EXPECT_GE(p.sf_fixed_s, 0);  // timed at K / 2 too (dense v)
+  EXPECT_LE(p.sf_fixed_s, p.sf_s);
   EXPECT_GT(p.apply_fixed_s + p.apply_batch_s, 0);
   EXPECT_GT(p.form_dense_s, 0);
   EXPECT_GT(p.link.b_us_per_byte, 0);
@@ -651,6 +709,7 @@ TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
     EXPECT_EQ(p.engine_allreduce_eval_clock_s, 0) << servers;
     EXPECT_EQ(p.engine_fms_eval_clock_s, 0) << servers;
     EXPECT_GT(p.sf_s, 0) << servers;
+    EXPECT_EQ(p.sf_fixed_s, 0) << servers;  // K = 1: nothing to tell apart
     EXPECT_GT(p.link.b_us_per_byte, 0) << servers;
     EXPECT_EQ(target_shape(p, {3, p.link, 1, true}).K, 32) << servers;
   }

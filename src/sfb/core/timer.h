@@ -4,6 +4,8 @@
 #include <chrono>
 #include <thread>
 
+#include <time.h>
+
 namespace sfb {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -18,6 +20,14 @@ class Stopwatch {
  private:
   SteadyClock::time_point start_;
 };
+
+// CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID), or of the whole process, every
+// thread's (CLOCK_PROCESS_CPUTIME_ID).
+inline double cpu_seconds(bool whole_process) {
+  timespec ts{};
+  ::clock_gettime(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 // `seconds` from now, saturating: a duration the clock cannot represent (1e300 s, infinity) is the
 // far future, never an overflow into the past; a negative or NaN one is now.

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/links.h"
@@ -54,6 +55,32 @@ Link SchemeProfile::incast() const {
   return incast_b_us_per_byte > 0 ? Link{"fitted incast", incast_a_us, incast_b_us_per_byte} : link;
 }
 
+double SchemeProfile::allreduce_s(int64_t bytes, int64_t block, int nodes) const {
+  if (nodes <= 1 || bytes <= 0 || !(allreduce_b_us_per_byte > 0) || workers < 2) return 0.0;
+  const double n = nodes, P = workers;
+  if (allreduce_block_bytes <= 0) {  // an earlier build's fit: whole-W calls
+    if (nodes == workers)
+      return std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * static_cast<double>(bytes)) * 1e-6;
+    const LinkCost c = link_cost_from_fit(allreduce_a_us, allreduce_b_us_per_byte, workers);
+    const double M = static_cast<double>(bytes);
+    const bool direct = allreduce_direct(bytes, nodes, c);
+    return (direct ? c.a_us + (n - 1) * M * c.b_us_per_byte : 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte) *
+           1e-6;
+  }
+  const int64_t most = block > 0 ? std::min(block, bytes) : bytes;
+  const double calls = std::ceil(static_cast<double>(bytes) / static_cast<double>(most));
+  const double each = static_cast<double>(bytes) / calls;
+  // The engine picks its algorithm by the broadcast's fit (profiler: RankOrderAllreduce::set_cost).
+  const LinkCost lc{link.a_us, link.b_us_per_byte};
+  const auto sent = [&](int ranks) {
+    const double r = ranks;
+    return allreduce_direct(static_cast<int64_t>(each), ranks, lc) ? r - 1 : 2 * (r - 1) / r;
+  };
+  const double a = std::max(0.0, allreduce_a_us) * (n - 1) / (P - 1);
+  const double b = allreduce_b_us_per_byte * sent(nodes) / sent(workers);
+  return calls * (a + b * each) * 1e-6;
+}
+
 double SchemeProfile::rank_cores() const {
   return std::min(static_cast<double>(threads), cores / std::max(1, ranks_on_host));
 }
@@ -84,9 +111,8 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
   a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
-  const double ar =
-      std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * 4.0 * static_cast<double>(J) * static_cast<double>(D)) *
-      1e-6;
+  const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
+  const double ar = allreduce_s(wb, dense_allreduce_block_bytes(wb), workers);
   a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
@@ -112,7 +138,9 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
     roof.bw = p.mem_bytes_per_s / e0 * std::min(e, machine / std::max(1, ranks_sharing));
   }
   Pieces out;
-  out.sf_s = roof(p.sf_s, rF, touched0, touched);
+  const double sf_fixed = std::clamp(p.sf_fixed_s, 0.0, p.sf_s);
+  const double sf_ratio = p.sf_s > 0 ? (sf_fixed * rW + (p.sf_s - sf_fixed) * rF) / p.sf_s : rF;
+  out.sf_s = roof(p.sf_s, sf_ratio, touched0, touched);
   // Dense v: an apply is one GEMM over W whatever the batches (its pass over W is the fixed part);
   // sparse v: each batch reads and writes the rows it touches.
   out.apply_batch_s = roof(p.apply_batch_s, rF, p.sparse_v ? 2 * touched0 : 0, p.sparse_v ? 2 * touched : 0);
@@ -163,6 +191,7 @@ Json to_json(const SchemeProfile& p) {
           {"v_nonzeros", sig(p.v_nonzeros, 6)},
           {"batch_bytes", p.batch_bytes},
           {"sf_s", sig(p.sf_s, 6)},
+          {"sf_fixed_s", sig(p.sf_fixed_s, 6)},
           {"apply_fixed_s", sig(p.apply_fixed_s, 6)},
           {"apply_batch_s", sig(p.apply_batch_s, 6)},
           {"form_dense_s", sig(p.form_dense_s, 6)},
@@ -187,6 +216,7 @@ Json to_json(const SchemeProfile& p) {
           {"allreduce_a_us", sig(p.allreduce_a_us, 6)},
           {"allreduce_b_us_per_byte", sig(p.allreduce_b_us_per_byte, 6)},
           {"allreduce_r2", sig(p.allreduce_r2, 4)},
+          {"allreduce_block_bytes", p.allreduce_block_bytes},
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
@@ -224,6 +254,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.v_nonzeros = num("v_nonzeros", 0, big);
   p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
   p.sf_s = num("sf_s", 0, 1e6);
+  // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
+  p.sf_fixed_s = j.contains("sf_fixed_s") ? num("sf_fixed_s", 0, p.sf_s) : 0.0;
   p.apply_fixed_s = num("apply_fixed_s", -1e6, 1e6);
   p.apply_batch_s = num("apply_batch_s", 0, 1e6);
   p.form_dense_s = num("form_dense_s", 0, 1e6);
@@ -254,6 +286,9 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.allreduce_a_us = num("allreduce_a_us", -1e9, 1e9);
   p.allreduce_b_us_per_byte = num("allreduce_b_us_per_byte", 0, 1e6);
   p.allreduce_r2 = num("allreduce_r2", -1e9, 1);
+  // Profiles of earlier builds fitted the all-reduce at W / 4 and W.
+  p.allreduce_block_bytes =
+      j.contains("allreduce_block_bytes") ? static_cast<int64_t>(num("allreduce_block_bytes", 0, big)) : 0;
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   p.profile_s = j.contains("profile_s") ? num("profile_s", 0, 1e9) : 0.0;

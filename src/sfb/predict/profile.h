@@ -6,7 +6,8 @@
 // A profile holds one shape's seconds; the pieces scale with the work they do (the laws below),
 // so one profile predicts any J, D, K and nonzeros of v (sfb-plan --rows --cols --minibatch
 // --nnz). With w = the width of v (nonzeros per pair for sparse v, D for dense v):
-//   sf_s           K J w       (u from W and x: logits, projections, codes; the built-in models)
+//   sf_s           K J w       (u from W and x: logits, projections, codes; the built-in models),
+//                  but for its part that does not grow with K (sf_fixed_s, dense v), as J D
 //   apply_batch_s  K J w       (W += u v^T per pair)
 //   apply_fixed_s  J D         (an apply's pass over W)
 //   add_dense_s    J D         (W += dW)
@@ -84,7 +85,12 @@ struct SchemeProfile {
   double v_nonzeros = 0.0;  // mean nonzeros of v per pair (sparse v)
   int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
   // Seconds, the slowest rank's median (measured on every rank at once):
-  double sf_s = 0.0;           // compute_sf of K samples
+  double sf_s = 0.0;  // compute_sf of K samples
+  // Of sf_s, what does not grow with K: from the SF computation of K/2 samples timed too, 2 sf(K/2)
+  // - sf(K), within [0, sf_s] (a dense model's pass over W: on the 2048 job at K = 16 the SF
+  // computation took 0.029 s, at K = 32 0.040, where K J w alone predicted 0.059). 0: none (K = 1,
+  // or a profile of an earlier build: all of sf_s grows with K).
+  double sf_fixed_s = 0.0;
   double apply_fixed_s = 0.0;  // applying m batches: apply_fixed_s + m apply_batch_s
   double apply_batch_s = 0.0;
   double form_dense_s = 0.0;     // U^T V of K pairs into a J x D update
@@ -125,6 +131,20 @@ struct SchemeProfile {
   double allreduce_a_us = 0.0;  // sfb's all-reduce at `workers` ranks: T(M) = A + B M
   double allreduce_b_us_per_byte = 0.0;
   double allreduce_r2 = 0.0;
+  // The dense engine's all-reduce block at the profile's W (dense_allreduce_block_bytes), the
+  // smaller of the two sizes the fit was taken at (W, at most 32 MiB, the other): A is then a
+  // call's start-up at the size the engines call it with. 0: an earlier build's fit, at W / 4 and
+  // W, whose A predicts only whole-W calls.
+  int64_t allreduce_block_bytes = 0;
+  // sfb's all-reduce of `bytes` at `nodes` ranks from the fit, in calls of at most `block` bytes
+  // (the engine's blocks; 0: one call), seconds. At the profile's own N, A + B M a call; at another,
+  // A grows as N - 1 (a call's messages: every rank sends each other rank its segments and their
+  // sums, and on a fraction of a core each costs CPU time: sfb-commbench on 4 and 8 netns hosts of
+  // 0.125 cores at 1 Gbit/s measured A at 4.6 and 10.1 ms) and B as the bytes a rank sends, 2 (N -
+  // 1) / N M (N - 1 times M where the engine picks the direct algorithm). A profile without
+  // allreduce_block_bytes: one call whatever `block`, and A as two steps' start-up at any N
+  // (link_cost_from_fit).
+  double allreduce_s(int64_t bytes, int64_t block, int nodes) const;
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)

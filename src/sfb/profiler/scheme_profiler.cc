@@ -20,6 +20,7 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/sf_codec.h"
 #include "sfb/comm/transport/prefix.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/hash.h"
@@ -54,23 +55,76 @@ double slowest(comm::Transport& t, std::vector<double> times) {
   return largest(t, times[times.size() / 2], 1e-9);
 }
 
-// The slowest rank's median of `repeats` timings of f (seconds); every rank calls it.
-template <typename F>
-double slowest_median(comm::Transport& t, int repeats, F&& f) {
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    Stopwatch sw;
+// How a computation is timed. A rank with less than a core (a host's CPU budget, or more ranks than
+// cores) computes in the scheduler's slices: under a quota of 1 ms in 8 a piece of a few
+// milliseconds ends in whichever slice its work runs out, so its wall time moves by up to a period
+// with the phase it starts at (four profiles of the 2048 job on 4 hosts of 0.125 cores, minutes
+// apart: apply_batch_s 0.003 to 0.010 s, apply_fixed_s -0.0006 to 0.021 s, where the applier's
+// 8 batches a clock at 8 hosts turn that into a quarter of SFB's clock). Such a rank's pieces are
+// the process's CPU seconds over its share of a core: the rate that the engine's clocks, many
+// periods long, compute at (what predict::pieces_at scales by): the calling thread's CPU seconds
+// for a rank of one thread (ranks that are threads of one process, as in the tests, each count
+// their own), the process's for a rank of several (one rank per process, as mpirun starts them).
+// A rank with whole cores is timed on the wall; so is anything that waits on the network
+// (timed_rounds, the engines).
+class PieceClock {
+ public:
+  PieceClock() = default;  // the wall
+  PieceClock(double share, int threads) : share_(share), whole_process_(threads > 1) {}
+
+  template <typename F>
+  double seconds(F&& f) const {
+    if (!(share_ < 1.0)) {
+      const Stopwatch sw;
+      f();
+      return sw.seconds();
+    }
+    const double before = cpu_seconds(whole_process_);
     f();
-    times.push_back(sw.seconds());
+    return (cpu_seconds(whole_process_) - before) / share_;
+  }
+
+ private:
+  double share_ = 1.0;
+  bool whole_process_ = false;
+};
+
+// A computation's clock on this profile's ranks (SchemeProfile::rank_cores: set by describe()).
+PieceClock piece_clock(const predict::SchemeProfile& p) {
+  return PieceClock(std::max(1e-3, p.rank_cores()), p.threads);
+}
+
+// The slowest rank's median of `repeats` timings of f (seconds) by `clock`, and of more while
+// they add up to under `more_within_s` (at most kPieceRepeats in all): a piece of milliseconds
+// gets 15 timings for the 3 of one that takes a second. Every rank calls it (the ranks may time
+// different numbers: one collective after them).
+constexpr int kPieceRepeats = 15;
+template <typename F>
+double slowest_median(comm::Transport& t, const PieceClock& clock, int repeats, F&& f, double more_within_s = 0) {
+  std::vector<double> times;
+  double sum = 0;
+  while (static_cast<int>(times.size()) < std::max(1, repeats) ||
+         (sum < more_within_s && static_cast<int>(times.size()) < kPieceRepeats)) {
+    times.push_back(clock.seconds(f));
+    sum += times.back();
   }
   return slowest(t, std::move(times));
 }
+
+// What more timings of one piece may take (slowest_median's more_within_s).
+constexpr double kPieceMoreS = 0.3;
 
 }  // namespace
 
 int repeats_within(int repeats, double one_s, double allowed_s) {
   if (!(one_s > 0)) return std::max(1, repeats);
   return static_cast<int>(std::clamp(std::floor(allowed_s / one_s), 1.0, static_cast<double>(std::max(1, repeats))));
+}
+
+double sf_fixed_seconds(double sf_s, double half_s, int64_t K) {
+  if (K < 2 || !(sf_s > 0)) return 0.0;
+  const double slope = (sf_s - half_s) / static_cast<double>(K - K / 2);
+  return std::clamp(sf_s - slope * static_cast<double>(K), 0.0, sf_s);
 }
 
 int64_t profiled_minibatch(int64_t K, int64_t probe_K, double probe_s, double budget_s) {
@@ -92,7 +146,7 @@ LineFit fit_us(const std::vector<std::pair<double, double>>& xs) {
 }
 
 // The model's compute_sf of K samples of this rank's partition on the profile's own W, `repeats`
-// times (the slowest rank's median, into p.sf_s); returns the last batch.
+// times or more (slowest_median: the slowest rank's median, into p.sf_s); returns the last batch.
 SfBatchPtr time_sf(const ProfileRequest& r, const Matrix& stored, predict::SchemeProfile& p) {
   const auto& cfg = *r.cfg;
   auto& model = *r.model;
@@ -105,15 +159,19 @@ SfBatchPtr time_sf(const ProfileRequest& r, const Matrix& stored, predict::Schem
   const bool gradient = model.update_rule() == api::UpdateRule::kGradientStep;
   const api::Weights W{stored, 1.0f, model.layout()};
   int64_t clock = 0;
-  p.sf_s = slowest_median(*r.transport, r.repeats, [&] {
-    sampler.next(K, rows);
-    api::gather(*r.train, rows, batch);
-    batch.clock = clock;
-    writer.begin(r.transport->rank(), clock++, static_cast<int32_t>(K),
-                 gradient ? -static_cast<float>(cfg.optimizer.lr) / static_cast<float>(K) : 1.0f, model.sparse_v());
-    model.compute_sf(W, batch, writer);
-    SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit()", model.name());
-  });
+  p.sf_s = slowest_median(
+      *r.transport, piece_clock(p), r.repeats,
+      [&] {
+        sampler.next(K, rows);
+        api::gather(*r.train, rows, batch);
+        batch.clock = clock;
+        writer.begin(r.transport->rank(), clock++, static_cast<int32_t>(K),
+                     gradient ? -static_cast<float>(cfg.optimizer.lr) / static_cast<float>(K) : 1.0f, model.sparse_v());
+        model.compute_sf(W, batch, writer);
+        SFB_CHECK(writer.committed() && committed, "model \"{}\" returned from compute_sf without commit()",
+                  model.name());
+      },
+      kPieceMoreS);
   return committed;
 }
 
@@ -310,10 +368,10 @@ std::vector<double> timed_rounds(comm::Transport& t, int repeats, size_t sizes, 
   std::vector<double> med;
   double spent = 0;
   for (size_t i = 0; i < sizes; ++i) {
-    const double warm = slowest_median(t, 1, [&] { run(i); });
+    const double warm = slowest_median(t, PieceClock{}, 1, [&] { run(i); });
     spent += warm;
     const int n = repeats_within(repeats, warm, (share_s - spent) / static_cast<double>(sizes - i));
-    med.push_back(slowest_median(t, n, [&] { run(i); }));
+    med.push_back(slowest_median(t, PieceClock{}, n, [&] { run(i); }));
     spent += n * med.back();
   }
   return med;
@@ -351,16 +409,24 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double sh
   comm::TransportChannel ch(t, comm::kTagReduce);
   comm::RankOrderAllreduce ar(ch, P);
   ar.set_cost(LinkCost{p.link.a_us, p.link.b_us_per_byte});
+  // At the dense engine's block (its calls: their start-up, A, counts once a block) and at W, each
+  // round W's bytes: the block's round is W / block calls back to back, as the engine makes them,
+  // timed together (one call of a millisecond or two on a fraction of a core moves by up to a CFS
+  // period with the phase it starts at, and the fit's A is that call's time less B M).
   const int64_t w_bytes = std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 32 << 20);
-  const std::array<int64_t, 2> sizes{w_bytes / 4, w_bytes};
+  p.allreduce_block_bytes = dense_allreduce_block_bytes(4 * p.J * p.D);
+  const std::array<int64_t, 2> sizes{p.allreduce_block_bytes < w_bytes ? p.allreduce_block_bytes : w_bytes / 4,
+                                     w_bytes};
+  const auto calls = [&](size_t i) { return std::max<int64_t>(1, w_bytes / sizes[i]); };
   std::vector<float> data;
   int64_t id = 0;
   const auto med = timed_rounds(t, r.repeats, sizes.size(), share_s / 3, [&](size_t i) {
     data.resize(static_cast<size_t>(sizes[i] / 4), 1.0f);
-    ar.run(data, id++);
+    for (int64_t k = 0; k < calls(i); ++k) ar.run(data, id++);
   });
   std::vector<std::pair<double, double>> ars;
-  for (size_t i = 0; i < sizes.size(); ++i) ars.emplace_back(static_cast<double>(sizes[i]), med[i]);
+  for (size_t i = 0; i < sizes.size(); ++i)
+    ars.emplace_back(static_cast<double>(sizes[i]), med[i] / static_cast<double>(calls(i)));
   const auto g = robust_fit(ars);
   p.allreduce_a_us = g.a;
   p.allreduce_b_us_per_byte = g.b;
@@ -387,7 +453,7 @@ int ranks_on_machine(comm::Transport& t, int fallback, const std::string& cpu_gr
 // cores (one add of tens of milliseconds ran alone or descheduled by chance: three profiles of one
 // job minutes apart measured 6.8 to 15 GB/s, the median of 15 adds 6.9 to 16.8).
 constexpr int kBandwidthPasses = 8;
-double memory_bandwidth(const ProfileRequest& r, int threads) {
+double memory_bandwidth(const ProfileRequest& r, int threads, const PieceClock& clock) {
   const size_t n = size_t{8} << 20;
   std::vector<float> a(n, 1.0f), b(n, 1e-7f);
   const auto add = [&] {
@@ -398,49 +464,50 @@ double memory_bandwidth(const ProfileRequest& r, int threads) {
   const auto passes = [&] {
     for (int k = 0; k < kBandwidthPasses; ++k) add();
   };
-  const double s = slowest_median(*r.transport, r.repeats, passes);
+  const double s = slowest_median(*r.transport, clock, r.repeats, passes);
   return s > 0 ? 12.0 * static_cast<double>(n) * kBandwidthPasses / s : 0.0;
 }
 
-// The applier on 1 and m copies of the batch, forming the dense update and adding it, on the
+// The applier on 1 and m copies of the batch (8 where they take under 256 MiB: the per-batch slope
+// is a difference of two timings, and 4 copies at 4 hosts left it 0.006 to 0.013 s between
+// profiles of the 2048 job), forming the dense update and adding it, on the
 // profile's own W (its values no longer matter: the SF computation was timed before). The dense
 // update is formed and added by row blocks of at most 16 MiB, as the baselines do, and scaled to
 // W's rows: no second W is held.
 void time_updates(const ProfileRequest& r, Matrix& stored, const SfBatch& batch, predict::SchemeProfile& p) {
   const Layout layout = r.model->layout();
   UpdateApplier applier(p.threads, layout);
-  const int m = std::clamp(r.workers, 2, 8);
+  const int m = p.batch_bytes * 8 <= (int64_t{256} << 20) ? 8 : std::clamp(r.workers, 2, 8);
   // m distinct copies, as m senders' batches are (one buffer read m times would stay in cache).
   std::vector<SfBatch> copies(static_cast<size_t>(m), batch);
   std::vector<const SfBatch*> many;
   for (const auto& c : copies) many.push_back(&c);
   auto& t = *r.transport;
-  const double one = slowest_median(t, r.repeats, [&] { applier.apply(stored, batch); });
-  const double lots = slowest_median(t, r.repeats, [&] { applier.apply(stored, many); });
+  const PieceClock clock = piece_clock(p);
+  const double one = slowest_median(
+      t, clock, r.repeats, [&] { applier.apply(stored, batch); }, kPieceMoreS);
+  const double lots = slowest_median(
+      t, clock, r.repeats, [&] { applier.apply(stored, many); }, kPieceMoreS);
   p.apply_batch_s = std::max(0.0, (lots - one) / (m - 1));
   p.apply_fixed_s = one - p.apply_batch_s;
   const int64_t rows = std::clamp<int64_t>((int64_t{16} << 20) / (4 * std::max<int64_t>(1, stored.cols())), 1,
                                            std::max<int64_t>(1, stored.rows()));
   const double scale = static_cast<double>(stored.rows()) / static_cast<double>(rows);
   Matrix block;
-  p.form_dense_s =
-      scale * slowest_median(t, r.repeats, [&] { baselines::dense_update_rows(batch, layout, 0, rows, block); });
-  p.add_dense_s = scale * slowest_median(t, r.repeats, [&] { stored.topRows(rows) += block; });
+  p.form_dense_s = scale * slowest_median(
+                               t, clock, r.repeats,
+                               [&] { baselines::dense_update_rows(batch, layout, 0, rows, block); }, kPieceMoreS);
+  p.add_dense_s = scale * slowest_median(
+                              t, clock, r.repeats, [&] { stored.topRows(rows) += block; }, kPieceMoreS);
 }
 
 // The median of `repeats` runs of f after a first one, or that one when it took over a second.
 template <typename F>
-double median_after_first(int repeats, F&& f) {
-  Stopwatch first;
-  f();
-  const double one = first.seconds();
+double median_after_first(const PieceClock& clock, int repeats, F&& f) {
+  const double one = clock.seconds(f);
   if (one > 1.0) return one;
   std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    Stopwatch sw;
-    f();
-    times.push_back(sw.seconds());
-  }
+  for (int i = 0; i < repeats; ++i) times.push_back(clock.seconds(f));
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -454,11 +521,12 @@ void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemePro
   p.eval_every = cfg.eval.every > 0 ? cfg.eval.every : 0;
   p.eval_snapshot = cfg.eval.snapshot;
   auto& t = *r.transport;
+  const PieceClock clock = piece_clock(p);
   double eval = 0, copy = 0, sketch = 0;
   if (p.eval_every > 0) {
     runtime::DriftSketcher sketcher(stored.rows(), stored.cols(), cfg.job.seed);
     volatile double sink = 0;
-    sketch = median_after_first(r.repeats, [&] { sink = sink + sketcher.sketch(stored, 1.0f)[0]; });
+    sketch = median_after_first(clock, r.repeats, [&] { sink = sink + sketcher.sketch(stored, 1.0f)[0]; });
   }
   if (t.rank() == 0 && p.eval_every > 0) {
     const auto& model = *r.model;
@@ -471,10 +539,10 @@ void time_eval(const ProfileRequest& r, const Matrix& stored, predict::SchemePro
       if (test) sink = sink + model.accuracy(W, *test);
       sink = sink + static_cast<double>(model.metrics(W, rows, cfg.eval.train_sample, test).size());
     };
-    eval = median_after_first(r.repeats, once);
+    eval = median_after_first(clock, r.repeats, once);
     // The monitor reuses its snapshot's memory: its pages are touched before the copy is timed.
     Matrix snap = Matrix::Zero(stored.rows(), stored.cols());
-    copy = median_after_first(r.repeats, [&] { snap = stored; });
+    copy = median_after_first(clock, r.repeats, [&] { snap = stored; });
   }
   p.eval_s = largest(t, eval, 1e-9);
   p.eval_copy_s = largest(t, copy, 1e-9);
@@ -492,13 +560,13 @@ ProfileRequest at_minibatch(const ProfileRequest& r, Config& cfg, int64_t K) {
 
 // The minibatch to measure at (profiled_minibatch): one SF computation of min(K, 16) samples on
 // `stored`, the slowest rank's, says what a sample costs; a warning when K is cut.
-int64_t minibatch_within(const ProfileRequest& r, const Matrix& stored) {
+int64_t minibatch_within(const ProfileRequest& r, const Matrix& stored, const predict::SchemeProfile& described) {
   const int64_t K = r.cfg->optimizer.minibatch, probe_K = std::min<int64_t>(K, 16);
   if (K <= probe_K) return K;
   Config at;
   ProfileRequest probe = at_minibatch(r, at, probe_K);
   probe.repeats = 1;
-  predict::SchemeProfile scratch;
+  predict::SchemeProfile scratch = described;  // its cores: the clock the probe is timed by
   time_sf(probe, stored, scratch);
   const int64_t k = profiled_minibatch(K, probe_K, scratch.sf_s, r.budget_s);
   if (k < K && r.transport->rank() == 0)
@@ -507,6 +575,18 @@ int64_t minibatch_within(const ProfileRequest& r, const Matrix& stored) {
         "{:.0f} s: measured at K = {} (predictions rescale it to K = {}: predict/profile.h)",
         K, scratch.sf_s * static_cast<double>(K) / static_cast<double>(probe_K), r.budget_s, k, K);
   return k;
+}
+
+// Of p.sf_s, what does not grow with K (a dense model's pass over W): the SF computation of K/2
+// samples timed too (sf_fixed_seconds). Sparse v (no pass over W: what such a model's computation
+// does not owe to K is not W's size) or K = 1: 0.
+double sf_fixed_part(const ProfileRequest& r, const Matrix& stored, const predict::SchemeProfile& p) {
+  if (p.sparse_v || p.K < 2) return 0.0;
+  Config at;
+  const ProfileRequest half = at_minibatch(r, at, p.K / 2);
+  predict::SchemeProfile scratch = p;
+  time_sf(half, stored, scratch);
+  return sf_fixed_seconds(p.sf_s, scratch.sf_s, p.K);
 }
 
 // What a profile says of the job before anything is timed.
@@ -553,10 +633,11 @@ predict::SchemeProfile measure_workers(const ProfileRequest& job) {
     Matrix stored = Matrix::Zero(stored_rows(layout, p.J, p.D), stored_cols(layout, p.J, p.D));
     Rng rng = make_rng(at.job.seed, static_cast<uint64_t>(r.transport->rank()));
     model.init(MatrixMap(stored.data(), stored.rows(), stored.cols()), rng);
-    at.optimizer.minibatch = minibatch_within(job, stored);
+    at.optimizer.minibatch = minibatch_within(job, stored, p);
     p.K = at.optimizer.minibatch;
     p.job_K = p.K < job.cfg->optimizer.minibatch ? job.cfg->optimizer.minibatch : 0;
     const SfBatchPtr batch = time_sf(r, stored, p);
+    p.sf_fixed_s = sf_fixed_part(r, stored, p);
     // Sparse rows differ between partitions: every rank takes the largest batch.
     p.batch_bytes =
         static_cast<int64_t>(largest(*r.transport, static_cast<double>(comm::encode_sf_batch(*batch).size()), 1.0));
@@ -564,7 +645,7 @@ predict::SchemeProfile measure_workers(const ProfileRequest& job) {
     time_updates(r, stored, *batch, p);
     time_eval(r, stored, p);
   }
-  p.mem_bytes_per_s = memory_bandwidth(r, p.threads);
+  p.mem_bytes_per_s = memory_bandwidth(r, p.threads, piece_clock(p));
   measure_links(r, p, std::max(0.0, r.budget_s - phase("the pieces")) / 2);
   if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - phase("the links")));
   p.profile_s = phase("the engines");

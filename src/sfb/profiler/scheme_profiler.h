@@ -59,8 +59,10 @@
 // computation of min(K, 16) samples: when the job's K would make one take over budget_s /
 // kSfPerBudget, everything is measured at a K that does not (profiled_minibatch; the profile's K,
 // with job_K the job's, and a warning): its pieces and engines rescale to the job's K by the
-// laws of predict/profile.h. The pieces: `repeats` SF computations, dense-update blocks and adds,
-// 2 repeats applies and one evaluation (more when one takes under a second). The links in half of
+// laws of predict/profile.h. The pieces: `repeats` SF computations at K and at K/2 (dense v: the
+// part that does not grow with K), applies of 1 and 8 batches, dense-update blocks and adds (each
+// timed again while the timings add up to under 0.3 s, up to 15), and one evaluation (more when
+// one takes under a second); on a rank with less than a core, as CPU seconds over its share. The links in half of
 // what the pieces left, a third each for the broadcast, the incast and the all-reduce: per size a
 // warm-up round, then as many of `repeats` rounds as fit (at least 1). The engines in the rest.
 // What the budget does not bound: one evaluation and one copy of W on rank 0 (what the job's
@@ -121,5 +123,9 @@ inline constexpr int64_t kEngineMaxClocks = 64;
 int64_t profiled_minibatch(int64_t K, int64_t probe_K, double probe_s, double budget_s);
 // Repeats of a measurement taking one_s each that fit in allowed_s: from 1 to `repeats`.
 int repeats_within(int repeats, double one_s, double allowed_s);
+// Of an SF computation of K samples that took sf_s, the part that does not grow with K, given that
+// one of K / 2 took half_s: sf_s less K times the slope between the two, within [0, sf_s] (0 for
+// K < 2).
+double sf_fixed_seconds(double sf_s, double half_s, int64_t K);
 
 }  // namespace sfb::profiler
