@@ -197,6 +197,8 @@ TEST(Shapes, PiecesScaleWithTheirWork) {
   Shape wider = q.shape();
   wider.v_nonzeros = 50;
   EXPECT_DOUBLE_EQ(pieces_at(q, wider, q.rank_cores(), q.ranks_on_host).sf_s, 2.5 * q.sf_s);
+  q.sf_fixed_s = 0.05;  // sparse v has no pass over W: a fixed part (hand-written) is ignored
+  EXPECT_DOUBLE_EQ(pieces_at(q, wider, q.rank_cores(), q.ranks_on_host).sf_s, 2.5 * q.sf_s);
   // The SF computation's part that does not grow with K (a dense model's pass over W) goes as J D,
   // the rest as K J w; at the profile's own shape nothing moves.
   SchemeProfile f = p;
@@ -535,31 +537,48 @@ TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
   }
 }
 
-// The all-reduce in the engine's blocks: each block a call of the fit (its start-up A once a
-// block), A growing as N - 1 at another N and B as the bytes a rank sends; a profile of an earlier
-// build (no allreduce_block_bytes) predicts one whole-W call, as it did.
-TEST(SchemeProfile, TheAllreduceIsItsEnginesBlocksEachACall) {
-  SchemeProfile p = dense_profile(4096, 1024, 16);  // W = 16 MiB: the dense engine's blocks are 1 MiB
+// The all-reduce in the engine's calls: its blocks (a first eighth of one, then whole ones), each
+// call the fit's start-up A, A growing as N - 1 at another N and B as the bytes a rank sends; a
+// profile of an earlier build (no allreduce_block_bytes) predicts one whole-W call, as it did.
+TEST(SchemeProfile, TheAllreduceIsItsEnginesCalls) {
+  // The engine's cuts and the predictor's count agree, whatever the shape.
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {2048, 2048}, {1, 1}, {7, 3}, {50000, 20000}, {100, 1 << 22}, {1 << 20, 1}, {300, 1000}}) {
+    const auto cuts = dense_allreduce_cuts(rows, cols);
+    EXPECT_EQ(dense_allreduce_calls(rows, cols), static_cast<int64_t>(cuts.size())) << rows << " x " << cols;
+    int64_t next = 0;
+    for (const auto& [r0, n] : cuts) {
+      EXPECT_EQ(r0, next);
+      EXPECT_GE(n, 1);
+      next += n;
+    }
+    EXPECT_EQ(next, rows);
+  }
+  const auto cuts = dense_allreduce_cuts(2048, 2048);  // W = 16 MiB: 128-row (1 MiB) blocks, the first 16
+  ASSERT_EQ(cuts.size(), 17u);
+  EXPECT_EQ(cuts[0].second, 16);
+  EXPECT_EQ(cuts[1].second, 128);
+  EXPECT_EQ(cuts.back().second, 2048 - 16 - 15 * 128);
+  EXPECT_EQ(reconcile_calls(2048, 2048), 16 + 1);  // 1 MiB blocks and the drift's float
+
+  SchemeProfile p = dense_profile(2048, 2048, 16);
   p.link = {"fitted", 500, 0.008};
   p.allreduce_a_us = 4000;
   p.allreduce_b_us_per_byte = 0.012;  // 2 (P - 1) / P = 1.5 of the link's 0.008
-  p.allreduce_block_bytes = dense_allreduce_block_bytes(16 << 20);
-  ASSERT_EQ(p.allreduce_block_bytes, 1 << 20);
-  const double M = 1 << 20;
-  EXPECT_NEAR(p.allreduce_s(16 << 20, 1 << 20, 4), 16 * (4000 + 0.012 * M) * 1e-6, 1e-12);
-  EXPECT_NEAR(p.allreduce_s(16 << 20, 0, 4), (4000 + 0.012 * 16 * M) * 1e-6, 1e-12);  // one call
+  p.allreduce_block_bytes = 1 << 20;
+  const double W = 16 << 20;
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 17, 4), (17 * 4000 + 0.012 * W) * 1e-6, 1e-12);
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 1, 4), (4000 + 0.012 * W) * 1e-6, 1e-12);
   // 8 ranks: A 7 / 3 as large, B 1.75 / 1.5.
-  EXPECT_NEAR(p.allreduce_s(16 << 20, 1 << 20, 8), 16 * (4000 * 7 / 3.0 + 0.012 * 1.75 / 1.5 * M) * 1e-6, 1e-12);
-  // The all-reduce scheme's network is those blocks at the target.
+  EXPECT_NEAR(p.allreduce_s(16 << 20, 17, 8), (17 * 4000 * 7 / 3.0 + 0.012 * 1.75 / 1.5 * W) * 1e-6, 1e-12);
+  // The all-reduce scheme's network is the engine's calls at the target, on the fitted link.
   const Target eight{8, p.link, 1, true};
-  EXPECT_NEAR(predict(p, {"allreduce"}, eight).comm_s, p.allreduce_s(16 << 20, 1 << 20, 8) * p.anchors().dense.ratio,
-              1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, eight).comm_s, p.allreduce_s(16 << 20, 17, 8) * p.anchors().dense.ratio, 1e-12);
   SchemeProfile old = p;
   old.allreduce_block_bytes = 0;  // an earlier build's fit at W / 4 and W: whole-W calls
-  EXPECT_NEAR(old.allreduce_s(16 << 20, 1 << 20, 4), (4000 + 0.012 * 16 * M) * 1e-6, 1e-12);
+  EXPECT_NEAR(old.allreduce_s(16 << 20, 17, 4), (4000 + 0.012 * W) * 1e-6, 1e-12);
   const LinkCost c = link_cost_from_fit(4000, 0.012, 4);
-  EXPECT_NEAR(old.allreduce_s(16 << 20, 1 << 20, 8), (2 * c.a_us + 2 * 7 / 8.0 * 16 * M * c.b_us_per_byte) * 1e-6,
-              1e-12);
+  EXPECT_NEAR(old.allreduce_s(16 << 20, 17, 8), (2 * c.a_us + 2 * 7 / 8.0 * W * c.b_us_per_byte) * 1e-6, 1e-12);
   Json j = to_json(p);
   EXPECT_EQ(profile_from_json(j, "x.json").allreduce_block_bytes, 1 << 20);
   j.erase("allreduce_block_bytes");

@@ -5,7 +5,6 @@
 
 #include "sfb/baselines/dense_update.h"
 #include "sfb/core/error.h"
-#include "sfb/core/row_blocks.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::baselines {
@@ -40,13 +39,8 @@ void AllreduceExchange::on_message(comm::Message&& m) { channel_->push(std::move
 // Forms each clock's update block by block and hands every block to the reduce thread at once.
 void AllreduceExchange::gemm_loop() {
   // Blocks of the stored matrix's rows (the workers' layout).
-  const int64_t R = host_.rows(), C = host_.cols();
-  const int64_t bytes = dense_allreduce_block_bytes(4 * R * C);
-  const int64_t rows = rows_per_block(C, bytes);
-  std::vector<std::pair<int64_t, int64_t>> cuts;  // (row_begin, rows)
-  // The first block is small: nothing is on the wire until it is formed.
-  for (int64_t r0 = 0, n = std::max<int64_t>(1, rows / 8); r0 < R; r0 += n, n = rows)
-    cuts.emplace_back(r0, std::min<int64_t>(n, R - r0));
+  const int64_t C = host_.cols();
+  const std::vector<std::pair<int64_t, int64_t>> cuts = dense_allreduce_cuts(host_.rows(), C);
   const auto count = static_cast<int64_t>(cuts.size());
   for (;;) {
     SfBatchPtr b;

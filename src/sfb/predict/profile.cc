@@ -55,7 +55,7 @@ Link SchemeProfile::incast() const {
   return incast_b_us_per_byte > 0 ? Link{"fitted incast", incast_a_us, incast_b_us_per_byte} : link;
 }
 
-double SchemeProfile::allreduce_s(int64_t bytes, int64_t block, int nodes) const {
+double SchemeProfile::allreduce_s(int64_t bytes, int64_t calls, int nodes) const {
   if (nodes <= 1 || bytes <= 0 || !(allreduce_b_us_per_byte > 0) || workers < 2) return 0.0;
   const double n = nodes, P = workers;
   if (allreduce_block_bytes <= 0) {  // an earlier build's fit: whole-W calls
@@ -67,18 +67,17 @@ double SchemeProfile::allreduce_s(int64_t bytes, int64_t block, int nodes) const
     return (direct ? c.a_us + (n - 1) * M * c.b_us_per_byte : 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte) *
            1e-6;
   }
-  const int64_t most = block > 0 ? std::min(block, bytes) : bytes;
-  const double calls = std::ceil(static_cast<double>(bytes) / static_cast<double>(most));
-  const double each = static_cast<double>(bytes) / calls;
-  // The engine picks its algorithm by the broadcast's fit (profiler: RankOrderAllreduce::set_cost).
-  const LinkCost lc{link.a_us, link.b_us_per_byte};
-  const auto sent = [&](int ranks) {
+  const double c = static_cast<double>(std::max<int64_t>(1, calls));
+  const auto each = static_cast<int64_t>(static_cast<double>(bytes) / c);
+  // The engines pick the algorithm by their default cost (comm::make_rank_order_allreduce), as the
+  // profiler's fit ran it.
+  const auto sent = [each](int ranks) {
     const double r = ranks;
-    return allreduce_direct(static_cast<int64_t>(each), ranks, lc) ? r - 1 : 2 * (r - 1) / r;
+    return allreduce_direct(each, ranks, LinkCost{}) ? r - 1 : 2 * (r - 1) / r;
   };
   const double a = std::max(0.0, allreduce_a_us) * (n - 1) / (P - 1);
   const double b = allreduce_b_us_per_byte * sent(nodes) / sent(workers);
-  return calls * (a + b * each) * 1e-6;
+  return (c * a + b * static_cast<double>(bytes)) * 1e-6;
 }
 
 double SchemeProfile::rank_cores() const {
@@ -112,7 +111,7 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
-  const double ar = allreduce_s(wb, dense_allreduce_block_bytes(wb), workers);
+  const double ar = allreduce_s(wb, dense_allreduce_calls(J, D), workers);
   a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
@@ -138,8 +137,9 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
     roof.bw = p.mem_bytes_per_s / e0 * std::min(e, machine / std::max(1, ranks_sharing));
   }
   Pieces out;
-  const double sf_fixed = std::clamp(p.sf_fixed_s, 0.0, p.sf_s);
-  const double sf_ratio = p.sf_s > 0 ? (sf_fixed * rW + (p.sf_s - sf_fixed) * rF) / p.sf_s : rF;
+  // (Sparse v has none: a hand-written one is ignored.)
+  const double sf_fixed = p.sparse_v ? 0.0 : std::clamp(p.sf_fixed_s, 0.0, p.sf_s);
+  const double sf_ratio = sf_fixed > 0 && p.sf_s > 0 ? (sf_fixed * rW + (p.sf_s - sf_fixed) * rF) / p.sf_s : rF;
   out.sf_s = roof(p.sf_s, sf_ratio, touched0, touched);
   // Dense v: an apply is one GEMM over W whatever the batches (its pass over W is the fixed part);
   // sparse v: each batch reads and writes the rows it touches.

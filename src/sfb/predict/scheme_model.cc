@@ -66,14 +66,14 @@ double allreduce_s(int64_t bytes, int nodes, const Link& link) {
 
 namespace {
 
-// W's all-reduce at the target, in the engine's calls of at most `block` bytes. On the fitted link:
-// the profile's fit (SchemeProfile::allreduce_s); on a named one, the link's per-step cost a call
-// (one call of all the bytes for a profile of an earlier build, as it predicted).
-double target_allreduce_s(const SchemeProfile& p, int64_t bytes, int64_t block, const Target& t) {
-  if (t.fitted && p.allreduce_b_us_per_byte > 0 && p.workers >= 2) return p.allreduce_s(bytes, block, t.nodes);
-  if (p.allreduce_block_bytes <= 0 || block <= 0 || bytes <= block) return allreduce_s(bytes, t.nodes, t.link);
-  const double calls = std::ceil(static_cast<double>(bytes) / static_cast<double>(block));
-  return calls * allreduce_s(static_cast<int64_t>(static_cast<double>(bytes) / calls), t.nodes, t.link);
+// W's all-reduce at the target in the engine's `calls` calls. On the fitted link: the profile's fit
+// (SchemeProfile::allreduce_s); on a named one, the link's per-step cost a call (one call of all
+// the bytes for a profile of an earlier build, as it predicted).
+double target_allreduce_s(const SchemeProfile& p, int64_t bytes, int64_t calls, const Target& t) {
+  if (t.fitted && p.allreduce_b_us_per_byte > 0 && p.workers >= 2) return p.allreduce_s(bytes, calls, t.nodes);
+  if (p.allreduce_block_bytes <= 0 || calls <= 1) return allreduce_s(bytes, t.nodes, t.link);
+  const auto c = static_cast<double>(calls);
+  return c * allreduce_s(static_cast<int64_t>(static_cast<double>(bytes) / c), t.nodes, t.link);
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   // W's all-reduce and the drift's one float (runtime/reconciler.h).
   const double sent =
       static_cast<double>(allreduce_bytes_sent(wb, t.nodes, direct) + allreduce_bytes_sent(4, t.nodes, true));
-  r.comm_s += target_allreduce_s(p, wb, reconcile_block_bytes(wb), t) / static_cast<double>(every);
+  r.comm_s += target_allreduce_s(p, wb, reconcile_calls(sh.J, sh.D), t) / static_cast<double>(every);
   r.update_s += x.add_dense_s / static_cast<double>(every);
   r.link_bytes_per_clock += sent / static_cast<double>(every);
   r.bytes_per_clock += N * sent / static_cast<double>(every);
@@ -204,7 +204,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
     r.compute_s += x.form_dense_s * an.dense.ratio;
-    r.comm_s = target_allreduce_s(p, wb, dense_allreduce_block_bytes(wb), t) * an.dense.ratio;
+    r.comm_s = target_allreduce_s(p, wb, dense_allreduce_calls(sh.J, sh.D), t) * an.dense.ratio;
     r.update_s = x.add_dense_s * an.dense.ratio;
     r.engine_s = an.dense.s;
     const double sent =

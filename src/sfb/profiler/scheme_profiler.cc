@@ -63,8 +63,11 @@ double slowest(comm::Transport& t, std::vector<double> times) {
 // 8 batches a clock at 8 hosts turn that into a quarter of SFB's clock). Such a rank's pieces are
 // the process's CPU seconds over its share of a core: the rate that the engine's clocks, many
 // periods long, compute at (what predict::pieces_at scales by): the calling thread's CPU seconds
-// for a rank of one thread (ranks that are threads of one process, as in the tests, each count
-// their own), the process's for a rank of several (one rank per process, as mpirun starts them).
+// for a rank of one thread (its BLAS on that thread, as sfbd sets runtime.threads; ranks that are
+// threads of one process, as in the tests, each count their own), the process's for a rank of
+// several (one rank per process, as mpirun starts them). Where ranks share cores without a quota,
+// rank 0's evaluation (the others wait) is counted at the share too: the evaluation's anchor
+// measures what it costs the engine.
 // A rank with whole cores is timed on the wall; so is anything that waits on the network
 // (timed_rounds, the engines).
 class PieceClock {
@@ -407,15 +410,16 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double sh
   p.incast_a_us = std::max(0.0, in.a);
   p.incast_b_us_per_byte = in.b;
   comm::TransportChannel ch(t, comm::kTagReduce);
-  comm::RankOrderAllreduce ar(ch, P);
-  ar.set_cost(LinkCost{p.link.a_us, p.link.b_us_per_byte});
+  comm::RankOrderAllreduce ar(ch, P);  // the engines' default cost picks its algorithm, as theirs
   // At the dense engine's block (its calls: their start-up, A, counts once a block) and at W, each
   // round W's bytes: the block's round is W / block calls back to back, as the engine makes them,
   // timed together (one call of a millisecond or two on a fraction of a core moves by up to a CFS
-  // period with the phase it starts at, and the fit's A is that call's time less B M).
+  // period with the phase it starts at, and the fit's A is that call's time less B M). A block
+  // above a quarter of W (W of 1-4 MiB, or over 256 MiB where W is timed at 32 MiB) is timed at a
+  // quarter instead: two sizes close together leave B and A to the noise.
   const int64_t w_bytes = std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 32 << 20);
   p.allreduce_block_bytes = dense_allreduce_block_bytes(4 * p.J * p.D);
-  const std::array<int64_t, 2> sizes{p.allreduce_block_bytes < w_bytes ? p.allreduce_block_bytes : w_bytes / 4,
+  const std::array<int64_t, 2> sizes{p.allreduce_block_bytes * 4 <= w_bytes ? p.allreduce_block_bytes : w_bytes / 4,
                                      w_bytes};
   const auto calls = [&](size_t i) { return std::max<int64_t>(1, w_bytes / sizes[i]); };
   std::vector<float> data;

@@ -106,9 +106,10 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& req);
 
 // The budget's parts (measure_scheme_profile keeps to ProfileRequest::budget_s whatever the shape):
 // one SF computation of the minibatch measured may take a kSfPerBudget-th of the budget. The pieces
-// take about 20 SF computations' worth of work (3 SF computations, 3 (1 + m) batches applied, 3
-// dense updates formed) and each engine clock an SF computation and N batches' apply, so at a
-// hundredth each the pieces take a fifth of the budget and 6 engine clocks fit in what is left.
+// take about 20 SF computations' worth of work (3 SF computations at K and 3 at K / 2, 3 (1 + m)
+// batches applied, 3 dense updates formed; the timings past 3 of a short piece take at most 0.3 s
+// each) and each engine clock an SF computation and N batches' apply, so at a hundredth each the
+// pieces take a fifth of the budget and 6 engine clocks fit in what is left.
 inline constexpr double kSfPerBudget = 100;
 // Each engine runs for about kEngineSteadyS seconds of steady clocks (fewer when the budget is
 // short, at most kEngineMaxClocks clocks): 4 steady clocks, as run before, measured the SFB engine

@@ -5,7 +5,6 @@
 #include <span>
 
 #include "sfb/core/error.h"
-#include "sfb/core/row_blocks.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::runtime {
@@ -26,8 +25,7 @@ Reconciler::Reconciler(comm::Channel& channel, int workers, int replicas_per_upd
 double Reconciler::reconcile(Matrix& W, int64_t clock) {
   Stopwatch sw;
   // In row blocks of at most 16 MiB (and a sixteenth of W): the consensus never needs a second W.
-  const int64_t bytes = reconcile_block_bytes(4 * W.size());
-  const int64_t per = std::min<int64_t>(std::max<int64_t>(W.rows(), 1), rows_per_block(W.cols(), bytes));
+  const int64_t per = rows_within(W.rows(), W.cols(), reconcile_block_bytes(4 * W.size()));
   double spread = 0, norm2 = 0;
   for (int64_t r0 = 0; r0 < W.rows(); r0 += per) {
     const int64_t n = std::min(per, W.rows() - r0);
