@@ -21,6 +21,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/links.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/io/load_data.h"
 #include "sfb/mgwfbp/cost_model.h"
 #include "sfb/models/registry.h"

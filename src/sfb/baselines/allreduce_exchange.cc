@@ -5,6 +5,7 @@
 
 #include "sfb/baselines/dense_update.h"
 #include "sfb/core/error.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::baselines {

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <utility>
-#include <vector>
 
 namespace sfb {
 
@@ -30,10 +28,18 @@ inline LinkCost link_cost_from_fit(double A_us, double B_us_per_byte, int P) {
 // The direct algorithm (every rank sends its whole buffer to every other: one step, (P - 1) M
 // bytes out) against the segmented one (two steps, 2 (P - 1) / P M out): direct when it is not
 // slower, and always for P <= 2 (where both send M).
+inline double allreduce_direct_us(int64_t bytes, int P, const LinkCost& c) {
+  return c.a_us + (P - 1.0) * static_cast<double>(bytes) * c.b_us_per_byte;
+}
+inline double allreduce_segmented_us(int64_t bytes, int P, const LinkCost& c) {
+  return 2 * c.a_us + 2 * (P - 1.0) / P * static_cast<double>(bytes) * c.b_us_per_byte;
+}
 inline bool allreduce_direct(int64_t bytes, int P, const LinkCost& c) {
-  if (P <= 2) return true;
-  const double M = static_cast<double>(bytes), n = P;
-  return c.a_us + (n - 1) * M * c.b_us_per_byte <= 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte;
+  return P <= 2 || allreduce_direct_us(bytes, P, c) <= allreduce_segmented_us(bytes, P, c);
+}
+// An all-reduce of `bytes` on P ranks by the algorithm allreduce_direct picks, microseconds.
+inline double allreduce_us(int64_t bytes, int P, const LinkCost& c) {
+  return allreduce_direct(bytes, P, c) ? allreduce_direct_us(bytes, P, c) : allreduce_segmented_us(bytes, P, c);
 }
 
 // Payload bytes one rank sends in an all-reduce of `bytes` on P ranks.
@@ -66,40 +72,6 @@ inline int64_t dense_allreduce_block_bytes(int64_t w_bytes) {
 }
 inline int64_t reconcile_block_bytes(int64_t w_bytes) {
   return std::clamp<int64_t>(w_bytes / 16, int64_t{1} << 20, int64_t{16} << 20);
-}
-
-// Whole rows of `cols` floats in about `bytes`, at least one and at most `rows`.
-inline int64_t rows_within(int64_t rows, int64_t cols, int64_t bytes) {
-  return std::clamp<int64_t>(bytes / (4 * std::max<int64_t>(1, cols)), 1, std::max<int64_t>(1, rows));
-}
-
-// The dense baseline's all-reduce calls on W of `rows` x `cols` stored floats, as (first row,
-// rows): a first block of an eighth of a block's rows (nothing is on the wire until one is formed),
-// then whole blocks of dense_allreduce_block_bytes. The engine cuts by them and the predictor counts
-// them (the 2048 x 2048 job: 17 calls, the first of 16 rows).
-// A block's rows, not capped at W's: a W of less than an eighth of a block is one call.
-inline int64_t dense_allreduce_block_rows(int64_t rows, int64_t cols) {
-  return std::max<int64_t>(1, dense_allreduce_block_bytes(4 * rows * cols) / (4 * std::max<int64_t>(1, cols)));
-}
-inline std::vector<std::pair<int64_t, int64_t>> dense_allreduce_cuts(int64_t rows, int64_t cols) {
-  const int64_t per = dense_allreduce_block_rows(rows, cols);
-  std::vector<std::pair<int64_t, int64_t>> cuts;
-  for (int64_t r0 = 0, n = std::max<int64_t>(1, per / 8); r0 < rows; r0 += n, n = per)
-    cuts.emplace_back(r0, std::min<int64_t>(n, rows - r0));
-  return cuts;
-}
-// How many (dense_allreduce_cuts' size, without listing them).
-inline int64_t dense_allreduce_calls(int64_t rows, int64_t cols) {
-  const int64_t per = dense_allreduce_block_rows(rows, cols);
-  const int64_t first = std::max<int64_t>(1, per / 8);
-  return rows <= first ? 1 : 1 + (rows - first + per - 1) / per;
-}
-
-// The reconciliation's all-reduce calls on W of `rows` x `cols` floats: its blocks of
-// reconcile_block_bytes, and one of the drift's float (runtime/reconciler.h).
-inline int64_t reconcile_calls(int64_t rows, int64_t cols) {
-  const int64_t per = rows_within(rows, cols, reconcile_block_bytes(4 * rows * cols));
-  return (std::max<int64_t>(1, rows) + per - 1) / per + 1;
 }
 
 // FMS pushes and pulls a server's shard in blocks of an eighth of it, 64 KiB - 1 MiB

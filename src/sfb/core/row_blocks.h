@@ -3,10 +3,13 @@
 // files, checkpoints and their broadcast never need a second W: a replica stored feature-major or
 // carrying a scale is transposed or scaled one block at a time into a bounded buffer. A block holds
 // at most about kRowBlockBytes (at least one row).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
+#include "sfb/core/collective_cost.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb {
@@ -16,6 +19,39 @@ inline constexpr int64_t kRowBlockBytes = int64_t{8} << 20;
 // Rows per block for rows of `cols` floats: about `bytes`, at least 1.
 inline int64_t rows_per_block(int64_t cols, int64_t bytes = kRowBlockBytes) {
   return std::max<int64_t>(1, bytes / (4 * std::max<int64_t>(1, cols)));
+}
+
+// The dense baseline's all-reduce calls on W of `rows` x `cols` stored floats, as (first row,
+// rows): a first block of an eighth of a block's rows (nothing is on the wire until one is formed),
+// then whole blocks of dense_allreduce_block_bytes. The engine cuts by them and the predictor counts
+// them (the 2048 x 2048 job: 17 calls, the first of 16 rows).
+// A block's rows, not capped at W's: a W of less than an eighth of a block is one call.
+inline int64_t dense_allreduce_block_rows(int64_t rows, int64_t cols) {
+  return rows_per_block(cols, dense_allreduce_block_bytes(4 * rows * cols));
+}
+inline std::vector<std::pair<int64_t, int64_t>> dense_allreduce_cuts(int64_t rows, int64_t cols) {
+  const int64_t per = dense_allreduce_block_rows(rows, cols);
+  std::vector<std::pair<int64_t, int64_t>> cuts;
+  for (int64_t r0 = 0, n = std::max<int64_t>(1, per / 8); r0 < rows; r0 += n, n = per)
+    cuts.emplace_back(r0, std::min<int64_t>(n, rows - r0));
+  return cuts;
+}
+// How many (dense_allreduce_cuts' size, without listing them).
+inline int64_t dense_allreduce_calls(int64_t rows, int64_t cols) {
+  const int64_t per = dense_allreduce_block_rows(rows, cols);
+  const int64_t first = std::max<int64_t>(1, per / 8);
+  return rows <= first ? 1 : 1 + (rows - first + per - 1) / per;
+}
+
+// The reconciliation's blocks on W of `rows` x `cols` floats (runtime/reconciler.h): rows of
+// reconcile_block_bytes, at most W's; and its all-reduce calls, the blocks and one of the drift's
+// float.
+inline int64_t reconcile_block_rows(int64_t rows, int64_t cols) {
+  return std::min(std::max<int64_t>(1, rows), rows_per_block(cols, reconcile_block_bytes(4 * rows * cols)));
+}
+inline int64_t reconcile_calls(int64_t rows, int64_t cols) {
+  const int64_t per = reconcile_block_rows(rows, cols);
+  return (std::max<int64_t>(1, rows) + per - 1) / per + 1;
 }
 
 // A J x D matrix in file order: read(row_begin, rows, out) writes rows [row_begin, row_begin +

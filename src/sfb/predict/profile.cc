@@ -9,6 +9,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/links.h"
+#include "sfb/core/row_blocks.h"
 
 namespace sfb::predict {
 namespace {
@@ -61,11 +62,7 @@ double SchemeProfile::allreduce_s(int64_t bytes, int64_t calls, int nodes) const
   if (allreduce_block_bytes <= 0) {  // an earlier build's fit: whole-W calls
     if (nodes == workers)
       return std::max(0.0, allreduce_a_us + allreduce_b_us_per_byte * static_cast<double>(bytes)) * 1e-6;
-    const LinkCost c = link_cost_from_fit(allreduce_a_us, allreduce_b_us_per_byte, workers);
-    const double M = static_cast<double>(bytes);
-    const bool direct = allreduce_direct(bytes, nodes, c);
-    return (direct ? c.a_us + (n - 1) * M * c.b_us_per_byte : 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte) *
-           1e-6;
+    return allreduce_us(bytes, nodes, link_cost_from_fit(allreduce_a_us, allreduce_b_us_per_byte, workers)) * 1e-6;
   }
   const double c = static_cast<double>(std::max<int64_t>(1, calls));
   const auto each = static_cast<int64_t>(static_cast<double>(bytes) / c);

@@ -8,6 +8,7 @@
 
 #include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
+#include "sfb/core/row_blocks.h"
 
 namespace sfb::predict {
 namespace {
@@ -56,12 +57,7 @@ int halton_q(int nodes, int q) {
 
 double allreduce_s(int64_t bytes, int nodes, const Link& link) {
   if (nodes <= 1 || bytes <= 0) return 0.0;
-  const LinkCost c = link_cost(link);
-  const bool direct = allreduce_direct(bytes, nodes, c);
-  const double M = static_cast<double>(bytes), n = nodes;
-  const double us =
-      direct ? c.a_us + (n - 1) * M * c.b_us_per_byte : 2 * c.a_us + 2 * (n - 1) / n * M * c.b_us_per_byte;
-  return us * 1e-6;
+  return allreduce_us(bytes, nodes, link_cost(link)) * 1e-6;
 }
 
 namespace {

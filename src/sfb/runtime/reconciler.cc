@@ -5,6 +5,7 @@
 #include <span>
 
 #include "sfb/core/error.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/timer.h"
 
 namespace sfb::runtime {
@@ -25,7 +26,7 @@ Reconciler::Reconciler(comm::Channel& channel, int workers, int replicas_per_upd
 double Reconciler::reconcile(Matrix& W, int64_t clock) {
   Stopwatch sw;
   // In row blocks of at most 16 MiB (and a sixteenth of W): the consensus never needs a second W.
-  const int64_t per = rows_within(W.rows(), W.cols(), reconcile_block_bytes(4 * W.size()));
+  const int64_t per = reconcile_block_rows(W.rows(), W.cols());
   double spread = 0, norm2 = 0;
   for (int64_t r0 = 0; r0 < W.rows(); r0 += per) {
     const int64_t n = std::min(per, W.rows() - r0);
