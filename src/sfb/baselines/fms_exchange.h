@@ -34,6 +34,7 @@
 
 #include "sfb/baselines/ps_codec.h"
 #include "sfb/core/buffer_pool.h"
+#include "sfb/core/collective_cost.h"
 #include "sfb/runtime/exchange.h"
 
 namespace sfb::baselines {
@@ -53,7 +54,7 @@ class FmsExchange final : public runtime::Exchange {
   // Pushes this worker's dense update of `batch` to the servers, block by block: as many blocks as
   // the window allows now, the rest as pulls come back (on_message).
   void push(const SfBatchPtr& batch);
-  static constexpr int64_t kWindow = 4;
+  static constexpr int64_t kWindow = kPsWindowBlocks;
   bool handles(comm::Tag tag) const override { return tag == comm::kTagPs; }
   bool reads_own_writes() const override { return rmw_; }
   void on_message(comm::Message&& m) override;

@@ -81,5 +81,14 @@ inline constexpr int64_t kPsMinBlockBytes = int64_t{64} << 10;
 inline int64_t ps_block_bytes(int64_t shard_bytes) {
   return std::clamp(std::max<int64_t>(0, shard_bytes) / 8, kPsMinBlockBytes, kPsBlockBytes);
 }
+// A worker keeps at most kPsWindowBlocks blocks per server pushed and not yet pulled back
+// (baselines/fms_exchange.h); a server's shard then goes in ps_rounds windows a clock (at least 1),
+// each of which waits for every worker's pushes of its blocks before their pulls come back.
+inline constexpr int64_t kPsWindowBlocks = 4;
+inline int64_t ps_rounds(int64_t shard_bytes) {
+  const int64_t block = ps_block_bytes(shard_bytes);
+  const int64_t blocks = std::max<int64_t>(1, (std::max<int64_t>(0, shard_bytes) + block - 1) / block);
+  return (blocks + kPsWindowBlocks - 1) / kPsWindowBlocks;
+}
 
 }  // namespace sfb
