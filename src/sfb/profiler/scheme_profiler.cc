@@ -394,6 +394,9 @@ LineFit fit_rounds(const ProfileRequest& r, int64_t top, int per_host, double sh
   return robust_fit(xs);
 }
 
+constexpr int64_t kAllreduceSmallBytes = 4 << 10;
+constexpr int64_t kAllreduceSmallCalls = 32;
+
 // The broadcast's, the incast's and the all-reduce's fits, a third of `share_s` each.
 void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double share_s) {
   auto& t = *r.transport;
@@ -411,26 +414,27 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double sh
   p.incast_b_us_per_byte = in.b;
   comm::TransportChannel ch(t, comm::kTagReduce);
   comm::RankOrderAllreduce ar(ch, P);  // the engines' default cost picks its algorithm, as theirs
-  // At the dense engine's block (its calls: their start-up, A, counts once a block) and at W, each
-  // round W's bytes: the block's round is W / block calls back to back, as the engine makes them,
-  // timed together (one call of a millisecond or two on a fraction of a core moves by up to a CFS
-  // period with the phase it starts at, and the fit's A is that call's time less B M). A block
-  // above a quarter of W (W of 1-4 MiB, or over 256 MiB where W is timed at 32 MiB) is timed at a
-  // quarter instead: two sizes close together leave B and A to the noise.
+  // At the dense engine's block (W / block calls back to back, as the engine makes them, timed
+  // together: one call of a millisecond or two on a fraction of a core moves by up to a CFS period
+  // with the phase it starts at) and at 4 KiB (kAllreduceSmallCalls in a row: a call's start-up, A,
+  // the part that grows with N; its bytes are a tenth of a millisecond or so). A block above a
+  // quarter of W (W of 1-4 MiB) is timed at a quarter (4 calls). The earlier fit's second size, one
+  // call of W, ran slower than W's blocks in a row (0.27 s against 0.23 for 16 MiB on 4 hosts of
+  // 0.125 cores) and left A below 0, where sfb-commbench measures a call's start-up at 4.4 ms.
   const int64_t w_bytes = std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 32 << 20);
   p.allreduce_block_bytes = dense_allreduce_block_bytes(4 * p.J * p.D);
-  const std::array<int64_t, 2> sizes{p.allreduce_block_bytes * 4 <= w_bytes ? p.allreduce_block_bytes : w_bytes / 4,
-                                     w_bytes};
-  const auto calls = [&](size_t i) { return std::max<int64_t>(1, w_bytes / sizes[i]); };
+  const int64_t block = p.allreduce_block_bytes * 4 <= w_bytes ? p.allreduce_block_bytes : w_bytes / 4;
+  const std::array<int64_t, 2> sizes{kAllreduceSmallBytes, block};
+  const std::array<int64_t, 2> calls{kAllreduceSmallCalls, std::max<int64_t>(1, w_bytes / block)};
   std::vector<float> data;
   int64_t id = 0;
   const auto med = timed_rounds(t, r.repeats, sizes.size(), share_s / 3, [&](size_t i) {
     data.resize(static_cast<size_t>(sizes[i] / 4), 1.0f);
-    for (int64_t k = 0; k < calls(i); ++k) ar.run(data, id++);
+    for (int64_t k = 0; k < calls[i]; ++k) ar.run(data, id++);
   });
   std::vector<std::pair<double, double>> ars;
   for (size_t i = 0; i < sizes.size(); ++i)
-    ars.emplace_back(static_cast<double>(sizes[i]), med[i] / static_cast<double>(calls(i)));
+    ars.emplace_back(static_cast<double>(sizes[i]), med[i] / static_cast<double>(calls[i]));
   const auto g = robust_fit(ars);
   p.allreduce_a_us = g.a;
   p.allreduce_b_us_per_byte = g.b;
