@@ -132,19 +132,20 @@ struct SchemeProfile {
   double allreduce_b_us_per_byte = 0.0;
   double allreduce_r2 = 0.0;
   // The dense engine's all-reduce block at the profile's W (dense_allreduce_block_bytes): the fit
-  // was taken at it (W / block calls in a row) and at W (at most 32 MiB), or at W / 4 (4 calls) and
-  // W where the block is not a quarter of W or less, so that A is a call's start-up at about the
-  // size the engines call it with. 0: an earlier build's fit, at W / 4 and W, one call each, whose A
-  // predicts only whole-W calls.
+  // was taken at it (W / block calls in a row; W / 4, 4 calls, where the block is not a quarter of W
+  // or less) and at 4 KiB (32 calls in a row; an earlier build: one call of W), so that A is a
+  // call's start-up in the engine's rhythm. 0: an earlier build's fit, at W / 4 and W, one call
+  // each, whose A predicts only whole-W calls.
   int64_t allreduce_block_bytes = 0;
   // sfb's all-reduce of `bytes` at `nodes` ranks from the fit, in `calls` calls (the engine's:
   // dense_allreduce_cuts, reconcile_calls), seconds. At the profile's own N, A a call and B a byte;
   // at another, A grows as N - 1 (a call's messages: every rank sends each other rank its segments
   // and their sums, and on a fraction of a core each costs CPU time: sfb-commbench on 4 and 8 netns
-  // hosts of 0.125 cores at 1 Gbit/s measured A at 4.6 and 10.1 ms) and B as the bytes a rank
-  // sends, 2 (N - 1) / N M (N - 1 times M where the engine, by its default cost, picks the direct
-  // algorithm for a call's size). A profile without allreduce_block_bytes: one call whatever
-  // `calls`, and A as two steps' start-up at any N (link_cost_from_fit).
+  // hosts of 0.125 cores at 1 Gbit/s measured A at 4.6 and 10.1 ms; the profile's 4 KiB calls in a
+  // row 1.1 and 4.2) and B as the bytes a rank sends, 2 (N - 1) / N M (N - 1 times M where the
+  // engine, by its default cost, picks the direct algorithm for a call's size). A profile without
+  // allreduce_block_bytes: one call whatever `calls`, and A as two steps' start-up at any N
+  // (link_cost_from_fit).
   double allreduce_s(int64_t bytes, int64_t calls, int nodes) const;
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
