@@ -450,10 +450,14 @@ TEST(Halton, EachWorkerAppliesExactlyItsInNeighboursPairs) {
 // The PUSH/PULL block grid: every shard tiled exactly, blocks an eighth of the shard within
 // [64 KiB, 1 MiB] (or one row when a row is larger), workers and servers on the same grid.
 TEST(PsBlocks, TileEveryShardInBlocksOfAnEighthWithinTheLimits) {
-  for (const auto& [J, D, S] : std::vector<std::tuple<int64_t, int64_t, int>>{
-           {1, 1, 1}, {5, 30, 2}, {40, 4096, 1}, {40, 4096, 2}, {8192, 8192, 1}, {8192, 8192, 4}, {7, 1 << 19, 3}}) {
+  const std::vector<std::tuple<int64_t, int64_t, int>> shapes{
+      {1, 1, 1},       {5, 30, 2},      {40, 4096, 1},  {40, 4096, 2},   {8192, 8192, 1},
+      {8192, 8192, 4}, {7, 1 << 19, 3}, {31, 16384, 2}, {64, 100000, 1}, {3, 512, 4}};
+  for (const auto& [J, D, S] : shapes) {
+    int64_t most = 0;  // the busiest shard's blocks: the predictor's window rounds count them
     for (int s = 0; s < S; ++s) {
       const PsBlocks b = ps_blocks(J, D, s, S);
+      most = std::max(most, b.count());
       ASSERT_EQ(b.begin, shard_begin(J, s, S));
       ASSERT_EQ(b.end, shard_begin(J, s + 1, S));
       EXPECT_EQ(b.rows_per_block, ps_block_rows(b.end - b.begin, D));
@@ -475,7 +479,11 @@ TEST(PsBlocks, TileEveryShardInBlocksOfAnEighthWithinTheLimits) {
         EXPECT_GE(b.count(), 2) << J << "x" << D << " S " << S << ": a small shard is still pipelined";
       }
     }
+    EXPECT_EQ(ps_rounds(J, D, S), std::max<int64_t>(1, (most + kPsWindowBlocks - 1) / kPsWindowBlocks))
+        << J << "x" << D << " S " << S;
   }
+  EXPECT_EQ(ps_rounds(31, 16384, 2), 4);            // 15 rows in 15 blocks of 1 row (the 16 rows go in 8 of 2)
+  EXPECT_EQ(ps_rounds(64, 100000, 1), 8);           // 32 blocks of 2 rows (25.6 MB / 1 MiB would say 25)
   EXPECT_EQ(ps_blocks(40, 4096, 0, 1).count(), 8);  // 640 KiB: 80 KiB blocks of 5 rows
 }
 

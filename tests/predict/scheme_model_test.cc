@@ -496,8 +496,8 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
   p.engine_fms_clock_s = 2 * plain;
   p.engine_fms_servers = 1;
   EXPECT_NEAR(predict(p, parse_scheme("fms:1"), here).clock_s, p.engine_fms_clock_s, 1e-12);
-  const int64_t W = 4 * p.J * p.D;  // 1 MiB: one server's shard is 8 blocks of 128 KiB, 2 rounds
-  ASSERT_EQ(ps_rounds(W), 2);
+  // W of 1 MiB: one server's shard is 8 blocks of 128 KiB (64 rows), 2 rounds.
+  ASSERT_EQ(ps_rounds(p.J, p.D, 1), 2);
   const double per_round = plain / 2;
   Target big{8, p.link, 1, true};
   big.shape = p.shape();
@@ -506,13 +506,13 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
     for (const char* name : {"fms:1", "fms:2", "fms:n"}) {
       const Scheme s = parse_scheme(name);
       const Shape sh = target_shape(p, t);
-      const int64_t shard = 4 * sh.J * sh.D / (s.servers > 0 ? s.servers : t.nodes);
+      const int64_t rounds = ps_rounds(sh.J, sh.D, s.servers > 0 ? s.servers : t.nodes);
       const Prediction mine = predict(p, s, t), unmeasured = predict(q, s, t);
-      EXPECT_NEAR(mine.engine_s, per_round * static_cast<double>(ps_rounds(shard)), 1e-12) << name << " " << sh.J;
+      EXPECT_NEAR(mine.engine_s, per_round * static_cast<double>(rounds), 1e-12) << name << " " << sh.J;
       EXPECT_NEAR(mine.clock_s, unmeasured.clock_s + mine.engine_s, 1e-12) << name << " " << sh.J;
     }
-  EXPECT_EQ(ps_rounds(32 * W), 8);
-  EXPECT_EQ(ps_rounds(32 * W / 8), 2);  // fms:n at 8 nodes: 4 MiB shards, 8 blocks of 512 KiB
+  EXPECT_EQ(ps_rounds(big.shape.J, p.D, 1), 8);
+  EXPECT_EQ(ps_rounds(big.shape.J, p.D, 8), 2);  // fms:n at 8 nodes: 4 MiB shards, 8 blocks of 512 KiB
   // Faster than the model: half of it everywhere, no residual.
   p.engine_fms_clock_s = plain / 2;
   for (const Target& t : {Target{8, p.link, 1, true}, big})
@@ -521,8 +521,6 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
       EXPECT_EQ(mine.engine_s, 0.0);
       EXPECT_NEAR(mine.clock_s, predict(q, parse_scheme(name), t).clock_s / 2, 1e-12) << name;
     }
-  // The all-reduce is not FMS: unchanged.
-  EXPECT_DOUBLE_EQ(predict(p, {"allreduce"}, here).clock_s, predict(q, {"allreduce"}, here).clock_s);
 }
 
 // A profile measured at a K cut from the job's (job_K) predicts the job's shape unless told another:

@@ -47,14 +47,11 @@ inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
 
 // PUSH and PULL carry a server's rows in blocks, so a server adds and sends back the first rows of
 // a clock while later ones are still arriving (the pipelined push/pull): block b of server s holds
-// rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for R = ps_block_rows(rows, D).
+// rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for R = ps_block_rows(rows, D)
+// (core/collective_cost.h).
 // A block is an eighth of the shard, between kPsMinBlockBytes and kPsBlockBytes: a small shard is
 // still several blocks in flight (one block would put the push, the sum and the pull in series).
 // Workers and servers derive the same grid from J, D, S.
-inline int64_t ps_block_rows(int64_t shard_rows, int64_t cols) {
-  const int64_t row_bytes = 4 * std::max<int64_t>(1, cols);
-  return std::max<int64_t>(1, ps_block_bytes(std::max<int64_t>(0, shard_rows) * row_bytes) / row_bytes);
-}
 struct PsBlocks {
   int64_t begin = 0, end = 0, rows_per_block = 1;  // the shard's rows and the block height
   int64_t count() const { return (end - begin + rows_per_block - 1) / rows_per_block; }

@@ -119,8 +119,9 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
 // link's one direction (a server's, or a worker's when S >= N), the worker's copy of W in; SF
 // computation, forming and the adds scaled by `a`. On the fitted link a server's link is the
 // profile's incast (every worker pushing into one host).
-Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, double W, int S, const Target& t) {
+Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const Shape& sh, int S, const Target& t) {
   Prediction r;
+  const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
   const double N = t.nodes, add_s = x.add_dense_s * a;
   const double form_s = x.form_dense_s * a;
   const Link in = t.fitted ? p.incast() : t.link;
@@ -134,8 +135,9 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, double 
   // N shards of W / S overlap the push too: the slower of the two, then the last block's adds and
   // the pipeline's fill (a window of 4 blocks of at most 1 MiB per server). Measured with the adds
   // after the push instead: FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
-  const auto block = static_cast<double>(ps_block_bytes(static_cast<int64_t>(W / S)));
-  const double blocks = std::max(1.0, std::ceil(W / S / block));
+  const int64_t rows = ps_max_shard_rows(sh.J, S);  // W's rows as J (a row-major W)
+  const double block = 4.0 * static_cast<double>(ps_block_rows(rows, sh.D) * sh.D);
+  const auto blocks = static_cast<double>(ps_shard_blocks(rows, sh.D));
   const double fill = static_cast<double>(kPsWindowBlocks) * block;
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
   const double adds_s = N / S * add_s;
@@ -155,8 +157,10 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, double 
 // servers on 0.125-core netns hosts at 300 Mbit/s measured 0.206 s a clock at 4 workers and 0.194
 // at 8 where the model alone grows 0.119 -> 0.138; at J = 1024, twice the blocks, 0.41-0.44 where
 // the model alone says 0.27: a residual of 0.08 s carried as seconds predicted 0.35, by rounds
-// 0.44; the earlier ratio on all of FMS 0.23 at 8 workers). Faster than the model (its pieces
-// overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
+// 0.44; the earlier ratio on all of FMS 0.23 at 8 workers). Seconds of the profiled hosts, like the
+// all-reduce's anchor: carried as they are to other cores; the count is BSP's (under SSP the window
+// slides across clocks, and a model whose prox needs whole clocks pushes without one). Faster than
+// the model (its pieces overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
 struct FmsAnchor {
   bool measured = false;
   double ratio = 1.0;
@@ -166,12 +170,11 @@ FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
   if (!(p.engine_fms_clock_s > 0) || p.engine_fms_servers < 1 || p.workers < 1) return {};
   const Target here{p.workers, p.link, p.ranks_on_host, true, p.shape()};
   const Pieces x = pieces_at(p, p.shape(), p.rank_cores(), p.ranks_on_host);
-  const double W = 4.0 * static_cast<double>(p.J) * static_cast<double>(p.D);
-  const Prediction f = fms_pieces(p, 1.0, x, W, p.engine_fms_servers, here);
+  const Prediction f = fms_pieces(p, 1.0, x, p.shape(), p.engine_fms_servers, here);
   const double modelled = f.compute_s + f.comm_s + f.update_s;
   if (!(modelled > 0)) return {};
   const DenseAnchor a = dense_anchor(p.engine_fms_clock_s, modelled);
-  const auto rounds = static_cast<double>(ps_rounds(static_cast<int64_t>(W / p.engine_fms_servers)));
+  const auto rounds = static_cast<double>(ps_rounds(p.J, p.D, p.engine_fms_servers));
   return {true, a.ratio, a.s / rounds};
 }
 
@@ -226,12 +229,11 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     // or a ratio on all of it); else its compute and adds take the all-reduce engine's anchor and
     // its network is the model alone.
     const FmsAnchor m = fms_engine_anchor(p);
-    const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, W, servers, t);
+    const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, sh, servers, t);
     r.compute_s = f.compute_s * m.ratio + ev;
     r.comm_s = f.comm_s * m.ratio;
     r.update_s = f.update_s * m.ratio;
-    r.engine_s =
-        m.measured ? m.s_per_round * static_cast<double>(ps_rounds(static_cast<int64_t>(W / servers))) : an.dense.s;
+    r.engine_s = m.measured ? m.s_per_round * static_cast<double>(ps_rounds(sh.J, sh.D, servers)) : an.dense.s;
     r.servers = f.servers;
     r.link_bytes_per_clock = f.link_bytes_per_clock;
     r.bytes_per_clock = f.bytes_per_clock;

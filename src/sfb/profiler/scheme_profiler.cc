@@ -416,15 +416,20 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double sh
   comm::RankOrderAllreduce ar(ch, P);  // the engines' default cost picks its algorithm, as theirs
   // At the dense engine's block (W / block calls back to back, as the engine makes them, timed
   // together: one call of a millisecond or two on a fraction of a core moves by up to a CFS period
-  // with the phase it starts at) and at 4 KiB (kAllreduceSmallCalls in a row: a call's start-up, A,
-  // the part that grows with N; its bytes are a tenth of a millisecond or so). A block above a
-  // quarter of W (W of 1-4 MiB) is timed at a quarter (4 calls). The earlier fit's second size, one
-  // call of W, ran slower than W's blocks in a row (0.27 s against 0.23 for 16 MiB on 4 hosts of
-  // 0.125 cores) and left A below 0, where sfb-commbench measures a call's start-up at 4.4 ms.
+  // with the phase it starts at) and at 4 KiB or more (kAllreduceSmallCalls in a row: a call's
+  // start-up, A, the part that grows with N), the smallest size that takes the block's algorithm
+  // (at 3 ranks the default cost sends 4 KiB direct, one step, and the block in segments). W is
+  // timed up to 32 MiB, and a block above a quarter of it (W of 1-4 MiB, or over 256 MiB: 8 MiB)
+  // at a quarter (4 calls). The earlier fit's second size, one call of W, ran slower than W's
+  // blocks in a row (0.27 s against 0.23 for 16 MiB on 4 hosts of 0.125 cores) and left A below 0,
+  // where sfb-commbench measures a call's start-up at 4.4-4.6 ms.
   const int64_t w_bytes = std::clamp<int64_t>(4 * p.J * p.D, 1 << 20, 32 << 20);
   p.allreduce_block_bytes = dense_allreduce_block_bytes(4 * p.J * p.D);
   const int64_t block = p.allreduce_block_bytes * 4 <= w_bytes ? p.allreduce_block_bytes : w_bytes / 4;
-  const std::array<int64_t, 2> sizes{kAllreduceSmallBytes, block};
+  int64_t small = kAllreduceSmallBytes;
+  while (small < block / 4 && allreduce_direct(small, P, LinkCost{}) != allreduce_direct(block, P, LinkCost{}))
+    small *= 2;
+  const std::array<int64_t, 2> sizes{small, block};
   const std::array<int64_t, 2> calls{kAllreduceSmallCalls, std::max<int64_t>(1, w_bytes / block)};
   std::vector<float> data;
   int64_t id = 0;
