@@ -25,6 +25,7 @@
 #include "sfb/comm/transport/latency.h"
 #include "sfb/core/error.h"
 #include "sfb/core/hash.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/model_prox.h"

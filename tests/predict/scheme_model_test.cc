@@ -17,7 +17,6 @@
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/sf_codec.h"
-#include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/links.h"

@@ -13,6 +13,7 @@
 
 #include "sfb/comm/transport.h"
 #include "sfb/core/collective_cost.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
 namespace sfb::baselines {
@@ -48,7 +49,7 @@ inline int64_t shard_begin(int64_t J, int s, int S) { return J * s / S; }
 // PUSH and PULL carry a server's rows in blocks, so a server adds and sends back the first rows of
 // a clock while later ones are still arriving (the pipelined push/pull): block b of server s holds
 // rows [shard_begin + b R, min(shard_begin + (b + 1) R, shard end)) for R = ps_block_rows(rows, D)
-// (core/collective_cost.h).
+// (core/row_blocks.h).
 // A block is an eighth of the shard, between kPsMinBlockBytes and kPsBlockBytes: a small shard is
 // still several blocks in flight (one block would put the push, the sum and the pull in series).
 // Workers and servers derive the same grid from J, D, S.

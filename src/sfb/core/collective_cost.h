@@ -81,31 +81,8 @@ inline constexpr int64_t kPsMinBlockBytes = int64_t{64} << 10;
 inline int64_t ps_block_bytes(int64_t shard_bytes) {
   return std::clamp(std::max<int64_t>(0, shard_bytes) / 8, kPsMinBlockBytes, kPsBlockBytes);
 }
-// Blocks are whole rows of W's stored matrix (`cols` floats each): the block height for a shard of
-// `shard_rows` (baselines/ps_codec.h cuts by it), the shard's blocks, and the most rows a server
-// of S holds (server s has rows [J s / S, J (s + 1) / S): floor(J / S) or one more).
-inline int64_t ps_block_rows(int64_t shard_rows, int64_t cols) {
-  const int64_t row_bytes = 4 * std::max<int64_t>(1, cols);
-  return std::max<int64_t>(1, ps_block_bytes(std::max<int64_t>(0, shard_rows) * row_bytes) / row_bytes);
-}
-inline int64_t ps_shard_blocks(int64_t shard_rows, int64_t cols) {
-  const int64_t h = ps_block_rows(shard_rows, cols);
-  return std::max<int64_t>(1, (std::max<int64_t>(0, shard_rows) + h - 1) / h);
-}
-inline int64_t ps_max_shard_rows(int64_t rows, int servers) {
-  const int64_t S = std::max(1, servers);
-  return (std::max<int64_t>(0, rows) + S - 1) / S;
-}
 // A worker keeps at most kPsWindowBlocks blocks per server pushed and not yet pulled back
-// (baselines/fms_exchange.h, without a prox that needs whole clocks); the server with the most
-// blocks then takes ps_rounds windows a clock under BSP (at least 1), each of which waits for every
-// worker's pushes of its blocks before their pulls come back. (A shard of one row fewer can have
-// more blocks: 15 rows go in 15 blocks of 1 where 16 go in 8 of 2.)
+// (baselines/fms_exchange.h, without a prox that needs whole clocks; ps_rounds in row_blocks.h).
 inline constexpr int64_t kPsWindowBlocks = 4;
-inline int64_t ps_rounds(int64_t rows, int64_t cols, int servers) {
-  const int64_t most = ps_max_shard_rows(rows, servers), least = std::max<int64_t>(0, rows) / std::max(1, servers);
-  const int64_t blocks = std::max(ps_shard_blocks(most, cols), least > 0 ? ps_shard_blocks(least, cols) : 1);
-  return (blocks + kPsWindowBlocks - 1) / kPsWindowBlocks;
-}
 
 }  // namespace sfb

@@ -54,6 +54,30 @@ inline int64_t reconcile_calls(int64_t rows, int64_t cols) {
   return (std::max<int64_t>(1, rows) + per - 1) / per + 1;
 }
 
+// FMS's blocks are whole rows of W's stored matrix (`cols` floats each): the block height for a
+// shard of `shard_rows` (baselines/ps_codec.h cuts by it), the shard's blocks, and the most rows a
+// server of S holds (server s has rows [J s / S, J (s + 1) / S): floor(J / S) or one more).
+inline int64_t ps_block_rows(int64_t shard_rows, int64_t cols) {
+  return rows_per_block(cols, ps_block_bytes(std::max<int64_t>(0, shard_rows) * 4 * std::max<int64_t>(1, cols)));
+}
+inline int64_t ps_shard_blocks(int64_t shard_rows, int64_t cols) {
+  const int64_t h = ps_block_rows(shard_rows, cols);
+  return std::max<int64_t>(1, (std::max<int64_t>(0, shard_rows) + h - 1) / h);
+}
+inline int64_t ps_max_shard_rows(int64_t rows, int servers) {
+  const int64_t S = std::max(1, servers);
+  return (std::max<int64_t>(0, rows) + S - 1) / S;
+}
+// The server with the most blocks takes ps_rounds windows of kPsWindowBlocks a clock under BSP (at
+// least 1), each of which waits for every worker's pushes of its blocks before their pulls come
+// back. (A shard of one row fewer can have more blocks: 15 rows go in 15 blocks of 1 where 16 go
+// in 8 of 2.)
+inline int64_t ps_rounds(int64_t rows, int64_t cols, int servers) {
+  const int64_t most = ps_max_shard_rows(rows, servers), least = std::max<int64_t>(0, rows) / std::max(1, servers);
+  const int64_t blocks = std::max(ps_shard_blocks(most, cols), least > 0 ? ps_shard_blocks(least, cols) : 1);
+  return (blocks + kPsWindowBlocks - 1) / kPsWindowBlocks;
+}
+
 // A J x D matrix in file order: read(row_begin, rows, out) writes rows [row_begin, row_begin +
 // rows) into `out` (rows x cols floats, row-major).
 struct RowSource {
