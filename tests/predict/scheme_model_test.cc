@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -17,6 +18,7 @@
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/sf_codec.h"
+#include "sfb/comm/transport/faulty.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
 #include "sfb/core/links.h"
@@ -703,6 +705,70 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
     const double ev = (p.eval_s + p.eval_copy_s + p.eval_sketch_s) / static_cast<double>(p.eval_every);
     const double excess = std::max(0.0, p.engine_fms_eval_clock_s - p.engine_fms_clock_s);
     EXPECT_NEAR(at.clock_s, p.engine_fms_clock_s + excess, 1e-9 * at.clock_s + 1e-12 * ev);
+  }
+}
+
+// sfbd --profile on 3 workers and 1 FMS server in process, worker 2's transport wrapped by
+// FaultyTransport with `fault`: what each rank's profile threw ("" when it returned).
+std::vector<std::string> fms_profile_errors(const Config& cfg, const comm::FaultSpec& fault) {
+  constexpr int kRanks = 4, kWorkers = 3;
+  auto group = comm::make_inproc_group(kRanks);
+  group[2] = std::make_unique<comm::FaultyTransport>(std::move(group[2]), fault);
+  std::vector<std::string> errors(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      const int part = r < kWorkers ? r : 0;
+      try {
+        const auto data = io::load_data(cfg.data, cfg.job.seed, part, kWorkers, false);
+        auto model = models::make_model(cfg, data.train, data.total_train, part, kWorkers);
+        profiler::ProfileRequest req;
+        req.cfg = &cfg;
+        req.transport = group[static_cast<size_t>(r)].get();
+        req.model = model.get();
+        req.train = &data.train;
+        req.workers = kWorkers;
+        profiler::measure_scheme_profile(req);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+// A worker lost in the middle of FMS's profile, once the workers have measured among themselves:
+// dead at its first message to the server (its transport throws from then on), or stopped there
+// (its messages to the server lost without an error). Every rank ends with an error and none
+// returns a profile or waits for ever (the peer timeout; ctest's timeout would catch a hang): the
+// dead worker's own, the other workers' on the engine's peers, and the server's naming the
+// worker whose push it lacks (when worker 0's word of the profile's end comes in the middle of the
+// run). A healthy profile with the same short peer timeout completes: the server's first message
+// may take the workers' own measurements (it failed every server, before, at "nothing for 1 s").
+TEST(SchemeProfiler, AWorkerLostInTheFmsEngineEndsEveryRankWithAnError) {
+  Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
+  cfg.optimizer.minibatch = 32;
+  cfg.comm.scheme = sfb::Scheme::kFms;
+  cfg.fms.servers = 1;
+  cfg.runtime.peer_timeout_s = 1.0;
+  const std::vector<std::string> healthy = fms_profile_errors(cfg, {});
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(healthy[static_cast<size_t>(r)], "") << "rank " << r;
+  comm::FaultSpec dead;
+  dead.tag = comm::kTagPs;
+  dead.kill_at_send = 0;
+  comm::FaultSpec stopped;
+  stopped.tag = comm::kTagPs;
+  stopped.silent_from = 0;
+  for (const auto& [name, fault] : {std::pair{"dead", dead}, std::pair{"stopped", stopped}}) {
+    const std::vector<std::string> errors = fms_profile_errors(cfg, fault);
+    for (int r : {0, 1}) EXPECT_THAT(errors[static_cast<size_t>(r)], HasSubstr("is it alive?")) << name;
+    if (std::string(name) == "dead")
+      EXPECT_THAT(errors[2], HasSubstr("rank 2: injected failure: transport killed at send 0"));
+    else
+      EXPECT_THAT(errors[2], HasSubstr("is it alive?"));
+    EXPECT_THAT(errors[3], HasSubstr("server rank 3: ")) << name;
+    EXPECT_THAT(errors[3], HasSubstr("waiting for workers 2 (block 0 of clock 0)")) << name;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "sfb/baselines/fms_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -54,8 +55,14 @@ std::string FmsServer::missing_pushes() const {
   return fmt::format("workers {} (block {} of clock {})", fmt::join(missing, ", "), block, clock);
 }
 
-void FmsServer::check_timeout() const {
-  if (last_progress_.seconds() <= peer_timeout_s_) return;
+void FmsServer::check_timeout(double limit_s) const {
+  if (last_progress_.seconds() <= limit_s) return;
+  if (version_ < 0)
+    throw CommError(fmt::format(
+        "server rank {}: nothing for {} s ({}) with {} of {} blocks of its initial rows "
+        "in; waiting for worker rank 0's INIT",
+        t_.rank(), limit_s, limit_s > peer_timeout_s_ ? "the first message's limit" : "runtime.peer_timeout_s",
+        init_blocks_, blocks_.count()));
   if (gathering_) {
     std::vector<int> missing;
     const auto got = shards_.find(version_);
@@ -65,10 +72,10 @@ void FmsServer::check_timeout() const {
     throw CommError(
         fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for "
                     "the rows of servers {}",
-                    t_.rank(), peer_timeout_s_, version_, fmt::join(missing, ", ")));
+                    t_.rank(), limit_s, version_, fmt::join(missing, ", ")));
   }
   throw CommError(fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for {}",
-                              t_.rank(), peer_timeout_s_, version_, missing_pushes()));
+                              t_.rank(), limit_s, version_, missing_pushes()));
 }
 
 // Rank 0's initial rows, block by block (each once); the server starts at version h.clock with the last.
@@ -245,7 +252,9 @@ void FmsServer::publish_complete_clocks() {
 
 void FmsServer::handle(comm::Message& m) {
   if (m.tag != comm::kTagPs || m.src >= P_ + S_ || m.src == t_.rank())
-    throw CommError(fmt::format("server rank {}: unexpected message (tag {}) from rank {}", t_.rank(), m.tag, m.src));
+    throw CommError(
+        fmt::format("server rank {}: unexpected message (tag {}) from rank {} at version {}; waiting for {}", t_.rank(),
+                    m.tag, m.src, version_, version_ < 0 ? "worker rank 0's INIT" : missing_pushes()));
   const PsHeader h = decode_ps_header(m.data, m.src);
   if ((m.src >= P_) != (h.type == PsType::kShard))
     throw CommError(fmt::format("server rank {}: message of type {} from {} rank {}", t_.rank(),
@@ -264,9 +273,10 @@ void FmsServer::handle(comm::Message& m) {
   }
 }
 
-ServerStats FmsServer::run() {
+ServerStats FmsServer::run(double first_message_s) {
   bye_.assign(static_cast<size_t>(P_), 0);
   last_progress_.reset();
+  double limit_s = std::max(peer_timeout_s_, first_message_s);
   Backoff backoff;
   while (byes_ < P_) {
     std::optional<comm::Message> m;
@@ -277,7 +287,7 @@ ServerStats FmsServer::run() {
       m = t_.try_recv();
     }
     if (!m) {
-      check_timeout();
+      check_timeout(limit_s);
       // Blocks until a message arrives (a transport that cannot wait is polled): a server has
       // nothing else to wait on, and polling took about half of a 1/8-core host's budget.
       if (!t_.wait_for_message(SteadyClock::now() + std::chrono::milliseconds(50))) backoff.idle();
@@ -285,6 +295,7 @@ ServerStats FmsServer::run() {
     }
     backoff.reset();
     last_progress_.reset();
+    limit_s = peer_timeout_s_;
     handle(*m);
   }
   t_.flush();

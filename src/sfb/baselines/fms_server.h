@@ -9,7 +9,8 @@
 // link carries pushes in and pulls out at once. A model with a general prox needs the whole W of a
 // clock first: its server waits for every block, then proceeds as below and publishes the blocks.
 // It ends when every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server
-// waits is an error naming it.
+// waits is an error naming it (before the run's first message, the longer of that and what run() is
+// given: the workers may have work of their own first, as sfbd --profile's measurements).
 //
 // The proximal step (runtime::ModelProx): a scaling prox (L2-MLR's 1 / (1 + eta lambda)) is
 // row-separable: W <- c (W + dW_p) for each worker p in rank order, as the worker's update thread
@@ -46,7 +47,9 @@ class FmsServer {
   // `prox`: the model's proximal step (runtime::model_prox); empty callbacks for none.
   FmsServer(const FmsConfig& cfg, double peer_timeout_s, comm::Transport& transport, int64_t rows, int64_t cols,
             runtime::ModelProx prox = {});
-  ServerStats run();
+  // Serves until every worker's BYE; the first message may take `first_message_s` (at least the
+  // peer timeout).
+  ServerStats run(double first_message_s = 0);
 
  private:
   void handle(comm::Message& m);
@@ -58,7 +61,7 @@ class FmsServer {
   void publish_block(int64_t version, int64_t b);
   void publish_complete_clocks();
   bool gathered_prox();
-  void check_timeout() const;
+  void check_timeout(double limit_s) const;
   std::string missing_pushes() const;
 
   // The PUSH blocks of one clock: per block, one message per worker (empty until it arrives).

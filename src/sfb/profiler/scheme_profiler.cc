@@ -742,15 +742,20 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
 }
 
 // A server rank's part: serving W's shard to the FMS engine's runs, each until the workers' BYE, a
-// fresh shard for each.
+// fresh shard for each. The first run's INIT comes once the workers have measured among themselves
+// (up to the time budget, and what it does not bound: one evaluation, the applies' pass over W): its
+// first message may take the budget and the peer timeout (a peer timeout shorter than the workers'
+// own measurements failed every server with "nothing for 1 s ... waiting for workers 0, 1, 2").
 void serve(const ProfileRequest& r) {
   auto& model = *r.model;
   const Layout l = model.layout();
+  double first_message_s = r.budget_s + r.cfg->runtime.peer_timeout_s;
   do {
     baselines::FmsServer server(r.cfg->fms, r.cfg->runtime.peer_timeout_s, *r.transport,
                                 stored_rows(l, model.rows(), model.cols()), stored_cols(l, model.rows(), model.cols()),
                                 runtime::model_prox(*r.cfg, model));
-    server.run();
+    server.run(first_message_s);
+    first_message_s = 0;  // the next runs start as the workers' word comes
   } while (another_run_follows(*r.transport));
 }
 

@@ -4,7 +4,8 @@
 //   * drop the N-th send (counted over sends with tag `tag`, or all tags when tag < 0);
 //   * delay every send by delay_ms (the calling thread sleeps first);
 //   * kill: from the N-th call (send or poll) on, every call throws CommError, as if this rank's
-//     network had died;
+//     network had died; or from the N-th send (counted as for drop_send) on: a death at a chosen
+//     point of a protocol (the first push to a parameter server) whatever came before it;
 //   * go silent: from the N-th send on (counted as for drop_send), every send is lost without an
 //     error, as if this rank were stopped (SIGSTOP) or its link cut: its peers must notice.
 // Thread-safety as the wrapped transport; the call counters are atomic.
@@ -16,11 +17,12 @@
 namespace sfb::comm {
 
 struct FaultSpec {
-  Tag tag = -1;              // which sends count for drop_send (-1: all)
-  int64_t drop_send = -1;    // 0-based index of the send to drop (-1: none)
-  double delay_ms = 0.0;     // per send
-  int64_t kill_at = -1;      // 0-based index of the first failing call (-1: never)
-  int64_t silent_from = -1;  // 0-based index of the first lost send; all later ones are lost too (-1: never)
+  Tag tag = -1;               // which sends count for drop_send (-1: all)
+  int64_t drop_send = -1;     // 0-based index of the send to drop (-1: none)
+  double delay_ms = 0.0;      // per send
+  int64_t kill_at = -1;       // 0-based index of the first failing call (-1: never)
+  int64_t silent_from = -1;   // 0-based index of the first lost send; all later ones are lost too (-1: never)
+  int64_t kill_at_send = -1;  // 0-based index of the send (counted as for drop_send) from which every call throws
 };
 
 class FaultyTransport : public Transport {
@@ -48,6 +50,7 @@ class FaultyTransport : public Transport {
   std::unique_ptr<Transport> inner_;
   FaultSpec spec_;
   std::atomic<int64_t> calls_{0}, tagged_sends_{0}, dropped_{0};
+  std::atomic<bool> killed_{false};
 };
 
 }  // namespace sfb::comm
