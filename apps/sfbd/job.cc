@@ -36,8 +36,12 @@ void report_errors(const std::vector<std::string>& errors) {
 
 bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
   std::string error;
+  bool comm = false;
   try {
     step();
+  } catch (const sfb::CommError& e) {
+    error = e.what();
+    comm = true;
   } catch (const sfb::Error& e) {
     error = e.what();
   } catch (const std::bad_alloc&) {
@@ -51,6 +55,7 @@ bool Job::all_ok(const std::string& stage, const std::function<void()>& step) {
     auto guard = waiting_on_peers(stage);
     if (!mpi.any(!error.empty())) return true;
     errors = mpi.gather(sfb::excerpt(error, 4000));
+    comm_failed = mpi.any(comm);
   }
   report_errors(errors);
   return false;

@@ -33,15 +33,19 @@ struct Job {
   bool find_lr = false;     // --find-lr: the learning-rate search only (sfb_job.cc)
   int rank() const { return mpi.rank(); }
   int ranks() const { return mpi.size(); }
-  // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s).
-  [[nodiscard]] Watchdog::Guard waiting_on_peers(std::string stage) {
-    return watchdog.guard(std::move(stage), cfg.runtime.peer_timeout_s);
+  // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s), plus `work_s`
+  // for a stage with bounded work of its own between its waits (the scheme profile's budget).
+  [[nodiscard]] Watchdog::Guard waiting_on_peers(std::string stage, double work_s = 0) {
+    return watchdog.guard(std::move(stage), cfg.runtime.peer_timeout_s + work_s);
   }
   // Runs `step` on every rank. When it throws sfb::Error (or runs out of memory) on any rank,
   // every rank learns it, the lowest failing rank prints its message once (with how many other
-  // ranks failed) and false is returned: the caller exits with kExitBadInput. `stage` names the
+  // ranks failed) and false is returned: the caller exits with failure_exit(). `stage` names the
   // agreement for the watchdog.
   bool all_ok(const std::string& stage, const std::function<void()>& step);
+  // The exit code of the last all_ok that failed: kExitFailed when a rank's error was the network's
+  // (sfb::CommError: a peer died or went silent), else kExitBadInput.
+  int failure_exit() const { return comm_failed ? kExitFailed : kExitBadInput; }
   // Rank 0, before training: claims output.dir (a lock against a second job), removes temporaries a
   // killed job left and proves every file this job will write writable, so no trained model is
   // lost to an output path. Throws InvalidArgument naming the key and path.
@@ -52,6 +56,8 @@ struct Job {
   // key of this run with the overrides applied (`sfbd --config` of it repeats the run). A job
   // refused for bad input leaves nothing behind.
   void record_config() const;
+
+  bool comm_failed = false;  // the last failed all_ok's errors included the network's (failure_exit)
 };
 
 // Rank 0, an output at the end of a run: runs `write`; an sfb::Error (full disk, I/O error) is

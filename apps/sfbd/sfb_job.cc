@@ -408,7 +408,9 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
   req.cores = budget.cores;
   req.cpu_group = budget.group;
   req.allreduce = allreduce_factory(cfg);
-  auto guard = job.waiting_on_peers("profiling the schemes");
+  // Its waits on peers are bounded by the peer timeout, its own work by the budget (a rank may wait
+  // out another's measurement: FMS's servers wait for the workers' own): the watchdog takes both.
+  auto guard = job.waiting_on_peers("profiling the schemes", req.budget_s);
   return sfb::profiler::measure_scheme_profile(req);
 }
 
@@ -484,7 +486,7 @@ int profile_sfb(Job& job, const std::string& path) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
   sfb::predict::SchemeProfile p;
-  if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return kExitBadInput;
+  if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
   if (job.rank() != 0) return kExitOk;
   const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg), p.workers, p.ranks_on_host);
   sfb::Json j = sfb::predict::to_json(p);
@@ -579,7 +581,7 @@ int run_sfb(Job& job) {
     };
   }
   start.objective_rows = &s.data.eval_sample;
-  if (!resolve_auto_scheme(job, s)) return kExitBadInput;
+  if (!resolve_auto_scheme(job, s)) return job.failure_exit();
   if (const auto code = resolve_sfb_lr(job, s, start)) return *code;
   if (job.find_lr) return report_lr_search(job, s.lr_search);
   resolve_reconcile_every(job, s);

@@ -531,6 +531,47 @@ TEST(Fms, AWorkerWhoseServerIsSilentNamesTheServers) {
   for (const auto& e : errors) EXPECT_THAT(e, HasSubstr("through the fms exchange: server ranks 2..2"));
 }
 
+// A server's first message may take what run() is told (the workers may have work of their own
+// first: sfbd --profile's measurements), its later ones the peer timeout: workers that start 2.5 s
+// late train to the end with a server told 6 s, and with one told nothing it names what it waited
+// for (rank 0's INIT) after the 1 s peer timeout.
+TEST(Fms, AServerWaitsForItsFirstMessageAsLongAsItIsTold) {
+  Config cfg = small_config();
+  cfg.comm.scheme = sfb::Scheme::kFms;
+  cfg.fms.servers = 1;
+  cfg.stop.max_clocks = 5;
+  cfg.runtime.peer_timeout_s = 1.0;
+  const int P = 2;
+  for (const double first_s : {6.0, 0.0}) {
+    std::vector<std::string> errors(static_cast<size_t>(P + 1));
+    testing::run_ranks(P + 1, [&](comm::Transport& t) {
+      const int r = t.rank();
+      const int part = r < P ? r : 0;
+      const auto data = io::load_data(cfg.data, cfg.job.seed, part, P, r == 0);
+      auto model = models::make_model(cfg, data.train, data.total_train, part, P);
+      try {
+        if (r >= P) {
+          FmsServer(cfg.fms, cfg.runtime.peer_timeout_s, t, stored_rows(model->layout(), model->rows(), model->cols()),
+                    stored_cols(model->layout(), model->rows(), model->cols()))
+              .run(first_s);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+        auto exchange = make_exchange(cfg, model->has_prox());
+        runtime::Worker(cfg, t, data.train, &data.test, *model, {}, {}, exchange.get()).run();
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+    if (first_s > 0) {
+      for (int r = 0; r <= P; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+      continue;
+    }
+    EXPECT_THAT(errors[2], HasSubstr("server rank 2: nothing for 1 s (runtime.peer_timeout_s) at version -1; waiting "
+                                     "for worker rank 0's INIT (0 of 1 blocks of its initial rows in)"));
+  }
+}
+
 // Read-my-writes under SSP: the worker applies its own batch at once and every version of W it gets
 // from the servers carries its own updates that version does not include yet (formed from the kept
 // factors, block by block).

@@ -55,27 +55,32 @@ std::string FmsServer::missing_pushes() const {
   return fmt::format("workers {} (block {} of clock {})", fmt::join(missing, ", "), block, clock);
 }
 
-void FmsServer::check_timeout(double limit_s) const {
-  if (last_progress_.seconds() <= limit_s) return;
-  if (version_ < 0)
-    throw CommError(fmt::format(
-        "server rank {}: nothing for {} s ({}) with {} of {} blocks of its initial rows "
-        "in; waiting for worker rank 0's INIT",
-        t_.rank(), limit_s, limit_s > peer_timeout_s_ ? "the first message's limit" : "runtime.peer_timeout_s",
-        init_blocks_, blocks_.count()));
+// What the server waits for: rank 0's INIT (and which workers have not said BYE, once some have),
+// the other servers' rows of a general prox's clock, or the oldest pushes.
+std::string FmsServer::waiting_for() const {
+  if (version_ < 0) {
+    std::vector<int> no_bye;
+    for (int p = 0; p < P_; ++p)
+      if (!bye_[static_cast<size_t>(p)]) no_bye.push_back(p);
+    return fmt::format("worker rank 0's INIT ({} of {} blocks of its initial rows in){}", init_blocks_, blocks_.count(),
+                       byes_ > 0 ? fmt::format("; no BYE from workers {}", fmt::join(no_bye, ", ")) : "");
+  }
   if (gathering_) {
     std::vector<int> missing;
     const auto got = shards_.find(version_);
     for (int s = 0; s < S_; ++s)
       if (s != s_ && (got == shards_.end() || got->second.empty() || got->second[static_cast<size_t>(s)].data.empty()))
         missing.push_back(P_ + s);
-    throw CommError(
-        fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for "
-                    "the rows of servers {}",
-                    t_.rank(), limit_s, version_, fmt::join(missing, ", ")));
+    return fmt::format("the rows of servers {}", fmt::join(missing, ", "));
   }
-  throw CommError(fmt::format("server rank {}: nothing for {} s (runtime.peer_timeout_s) at version {}; waiting for {}",
-                              t_.rank(), limit_s, version_, missing_pushes()));
+  return missing_pushes();
+}
+
+void FmsServer::check_timeout(double limit_s) const {
+  if (last_progress_.seconds() <= limit_s) return;
+  throw CommError(fmt::format("server rank {}: nothing for {} s ({}) at version {}; waiting for {}", t_.rank(), limit_s,
+                              limit_s > peer_timeout_s_ ? "the first message's allowance" : "runtime.peer_timeout_s",
+                              version_, waiting_for()));
 }
 
 // Rank 0's initial rows, block by block (each once); the server starts at version h.clock with the last.
@@ -252,9 +257,8 @@ void FmsServer::publish_complete_clocks() {
 
 void FmsServer::handle(comm::Message& m) {
   if (m.tag != comm::kTagPs || m.src >= P_ + S_ || m.src == t_.rank())
-    throw CommError(
-        fmt::format("server rank {}: unexpected message (tag {}) from rank {} at version {}; waiting for {}", t_.rank(),
-                    m.tag, m.src, version_, version_ < 0 ? "worker rank 0's INIT" : missing_pushes()));
+    throw CommError(fmt::format("server rank {}: unexpected message ({}) from rank {} at version {}; waiting for {}",
+                                t_.rank(), comm::tag_name(m.tag), m.src, version_, waiting_for()));
   const PsHeader h = decode_ps_header(m.data, m.src);
   if ((m.src >= P_) != (h.type == PsType::kShard))
     throw CommError(fmt::format("server rank {}: message of type {} from {} rank {}", t_.rank(),

@@ -63,6 +63,7 @@ class FmsServer {
   bool gathered_prox();
   void check_timeout(double limit_s) const;
   std::string missing_pushes() const;
+  std::string waiting_for() const;
 
   // The PUSH blocks of one clock: per block, one message per worker (empty until it arrives).
   struct ClockPushes {

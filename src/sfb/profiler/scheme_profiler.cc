@@ -743,9 +743,9 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
 
 // A server rank's part: serving W's shard to the FMS engine's runs, each until the workers' BYE, a
 // fresh shard for each. The first run's INIT comes once the workers have measured among themselves
-// (up to the time budget, and what it does not bound: one evaluation, the applies' pass over W): its
-// first message may take the budget and the peer timeout (a peer timeout shorter than the workers'
-// own measurements failed every server with "nothing for 1 s ... waiting for workers 0, 1, 2").
+// (up to the time budget, and what it does not bound: one evaluation, the applies' pass over W), so
+// its first message may take the budget and the peer timeout; the peer timeout bounds every later
+// wait.
 void serve(const ProfileRequest& r) {
   auto& model = *r.model;
   const Layout l = model.layout();
@@ -789,8 +789,12 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     // the end of a run (once every worker's is in; a second is ignored), and worker 0's word of none
     // ends the wait after one (a server still in a run that takes the word first fails on it, as
     // "unexpected message", instead of waiting out the peer timeout).
-    baselines::send_bye_to_servers(all, r.workers);
-    tell_servers(all, r.workers, false);
+    try {
+      baselines::send_bye_to_servers(all, r.workers);
+      tell_servers(all, r.workers, false);
+    } catch (const Error&) {
+      // A transport that failed may fail these too: the first error is the one to report.
+    }
     throw;
   }
   p.profile_s = largest(workers, took.seconds(), 1e-3);

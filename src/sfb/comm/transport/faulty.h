@@ -17,12 +17,13 @@
 namespace sfb::comm {
 
 struct FaultSpec {
-  Tag tag = -1;               // which sends count for drop_send (-1: all)
-  int64_t drop_send = -1;     // 0-based index of the send to drop (-1: none)
-  double delay_ms = 0.0;      // per send
-  int64_t kill_at = -1;       // 0-based index of the first failing call (-1: never)
-  int64_t silent_from = -1;   // 0-based index of the first lost send; all later ones are lost too (-1: never)
-  int64_t kill_at_send = -1;  // 0-based index of the send (counted as for drop_send) from which every call throws
+  Tag tag = -1;              // which sends count for drop_send (-1: all)
+  int64_t drop_send = -1;    // 0-based index of the send to drop (-1: none)
+  double delay_ms = 0.0;     // per send
+  int64_t kill_at = -1;      // 0-based index of the first failing call (-1: never)
+  int64_t silent_from = -1;  // 0-based index of the first lost send; all later ones are lost too (-1: never)
+  int64_t kill_at_send =
+      -1;  // 0-based index of the send (counted as drop_send) from which every call throws (-1: never)
 };
 
 class FaultyTransport : public Transport {
