@@ -536,9 +536,7 @@ TEST(Fms, AWorkerWhoseServerIsSilentNamesTheServers) {
 // late train to the end with a server told 6 s, and with one told nothing it names what it waited
 // for (rank 0's INIT) after the 1 s peer timeout.
 TEST(Fms, AServerWaitsForItsFirstMessageAsLongAsItIsTold) {
-  Config cfg = small_config();
-  cfg.comm.scheme = sfb::Scheme::kFms;
-  cfg.fms.servers = 1;
+  Config cfg = with_fms(small_config(), 1);
   cfg.stop.max_clocks = 5;
   cfg.runtime.peer_timeout_s = 1.0;
   const int P = 2;

@@ -18,8 +18,11 @@ void FaultyTransport::count_call() {
   const int64_t n = calls_.fetch_add(1);
   if (spec_.kill_at >= 0 && n >= spec_.kill_at)
     throw CommError(fmt::format("rank {}: injected failure: transport killed at call {}", rank(), spec_.kill_at));
-  if (killed_.load())
-    throw CommError(fmt::format("rank {}: injected failure: transport killed at send {}", rank(), spec_.kill_at_send));
+  if (killed_.load()) throw killed_at_send();
+}
+
+CommError FaultyTransport::killed_at_send() const {
+  return CommError(fmt::format("rank {}: injected failure: transport killed at send {}", rank(), spec_.kill_at_send));
 }
 
 void FaultyTransport::do_send(int dst, Tag tag, SharedBytes data) {
@@ -30,8 +33,7 @@ void FaultyTransport::do_send(int dst, Tag tag, SharedBytes data) {
     const int64_t n = tagged_sends_.fetch_add(1);
     if (spec_.kill_at_send >= 0 && n >= spec_.kill_at_send) {
       killed_.store(true);
-      throw CommError(
-          fmt::format("rank {}: injected failure: transport killed at send {}", rank(), spec_.kill_at_send));
+      throw killed_at_send();
     }
     if (n == spec_.drop_send || (spec_.silent_from >= 0 && n >= spec_.silent_from)) {
       dropped_.fetch_add(1);

@@ -22,8 +22,8 @@ struct FaultSpec {
   double delay_ms = 0.0;     // per send
   int64_t kill_at = -1;      // 0-based index of the first failing call (-1: never)
   int64_t silent_from = -1;  // 0-based index of the first lost send; all later ones are lost too (-1: never)
-  int64_t kill_at_send =
-      -1;  // 0-based index of the send (counted as drop_send) from which every call throws (-1: never)
+  // 0-based index of the send (counted as for drop_send) from which every call throws (-1: never)
+  int64_t kill_at_send = -1;
 };
 
 class FaultyTransport : public Transport {
@@ -48,6 +48,7 @@ class FaultyTransport : public Transport {
 
  private:
   void count_call();
+  CommError killed_at_send() const;
   std::unique_ptr<Transport> inner_;
   FaultSpec spec_;
   std::atomic<int64_t> calls_{0}, tagged_sends_{0}, dropped_{0};
