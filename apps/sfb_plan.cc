@@ -176,10 +176,11 @@ int run(int argc, char** argv) {
   const int per_host = o.one_host ? 0 : 1;
   const Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
   fmt::print(
-      "# sfb-plan: {} ({}), profiled on W {} x {}, K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "
+      "# sfb-plan: {} ({}), profiled on W {} x {} ({}), K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "
       "{} threads each); fitted link {:.0f} us + {:.3f} Gbit/s\n",
-      p.config, p.model, p.J, p.D, p.K, p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense",
-      p.workers, p.ranks_on_host, p.cores, p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+      p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
+      p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
+      p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
   if (p.job_K > 0)
     fmt::print(
         "# the job's K = {} was cut to {} to profile within sfbd's time budget: predicted at K = {} unless "

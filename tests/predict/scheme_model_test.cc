@@ -524,6 +524,66 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
     }
 }
 
+// FMS's shards, blocks and window rounds and the all-reduce's calls are cut from the stored
+// matrix's rows, as the engines cut them: a 10 x 2^20 W (40 MiB) is 10 rows of 4 MiB row-major
+// and 2^20 rows of 40 bytes feature-major (MLR's layout on sparse data).
+TEST(SchemeModel, ShardsAndCallsAreCutFromTheStoredRows) {
+  SchemeProfile p = dense_profile(10, 1 << 20, 8);
+  p.allreduce_a_us = 4000;
+  p.allreduce_b_us_per_byte = 0.012;
+  p.allreduce_block_bytes = 1 << 20;
+  const Target here{p.workers, p.link, 1, true};
+  Target narrow{8, p.link, 1, true};  // W of 10 MiB: 10 x 2^18
+  narrow.shape = p.shape();
+  narrow.shape.D = 1 << 18;
+  std::vector<double> grows, allreduce;
+  for (const Layout l : {Layout::kRowMajor, Layout::kFeatureMajor}) {
+    p.layout = l;
+    p.engine_fms_clock_s = 0;
+    p.engine_fms_clock_s = 2 * predict(p, parse_scheme("fms:4"), here).clock_s;
+    p.engine_fms_servers = 4;
+    const Shape& n = narrow.shape;
+    EXPECT_EQ(p.stored_rows(p.shape()), stored_rows(l, p.J, p.D));
+    EXPECT_EQ(p.stored_cols(n), stored_cols(l, n.J, n.D));
+    // The FMS engine's excess is seconds per window round: it grows by the rounds of the stored rows.
+    const auto rounds = [&](const Shape& s) {
+      return static_cast<double>(ps_rounds(p.stored_rows(s), p.stored_cols(s), 4));
+    };
+    const double at_profile = predict(p, parse_scheme("fms:4"), Target{8, p.link, 1, true}).engine_s;
+    grows.push_back(predict(p, parse_scheme("fms:4"), narrow).engine_s / at_profile);
+    EXPECT_NEAR(grows.back(), rounds(n) / rounds(p.shape()), 1e-12) << layout_name(l);
+    allreduce.push_back(predict(p, {"allreduce"}, narrow).comm_s);
+    EXPECT_NEAR(allreduce.back(),
+                p.allreduce_s(4 * n.J * n.D, dense_allreduce_calls(p.stored_rows(n), p.stored_cols(n)), 8) *
+                    p.anchors().dense.ratio,
+                1e-12)
+        << layout_name(l);
+  }
+  // Row-major: a server's shard is 3 rows (of 4 MiB, then of 1 MiB), a block each, 1 round at
+  // either D. Feature-major: 262,144 rows of 40 bytes (10 MiB, 11 blocks of 1 MiB, 3 rounds), then
+  // 65,536 (2.5 MiB, 8 blocks of 320 KiB, 2 rounds).
+  EXPECT_EQ(ps_rounds(10, 1 << 20, 4), 1);
+  EXPECT_EQ(ps_rounds(10, 1 << 18, 4), 1);
+  EXPECT_EQ(ps_rounds(1 << 20, 10, 4), 3);
+  EXPECT_EQ(ps_rounds(1 << 18, 10, 4), 2);
+  EXPECT_NEAR(grows[0], 1.0, 1e-12);
+  EXPECT_NEAR(grows[1], 2.0 / 3.0, 1e-12);
+  // The all-reduce: 10 calls of a 1 MiB row, or 2^18 rows cut in blocks of 1 MiB (the first an
+  // eighth): more calls, more start-ups.
+  EXPECT_EQ(dense_allreduce_calls(10, 1 << 18), 10);
+  EXPECT_EQ(dense_allreduce_calls(1 << 18, 10), 11);
+  EXPECT_GT(allreduce[1], allreduce[0]);
+  // The layout is kept in the profile; one without (an earlier build's) is row-major.
+  Json j = to_json(p);
+  EXPECT_EQ(j["layout"], "feature-major");
+  EXPECT_EQ(profile_from_json(j, "x.json").layout, Layout::kFeatureMajor);
+  j.erase("layout");
+  EXPECT_EQ(profile_from_json(j, "x.json").layout, Layout::kRowMajor);
+  j["layout"] = "column-major";
+  EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("x.json: \"layout\" = \"column-major\" is not one of")));
+}
+
 // A profile measured at a K cut from the job's (job_K) predicts the job's shape unless told another:
 // what the same profile predicts when asked for K = job_K.
 TEST(SchemeProfile, ACutMinibatchPredictsTheJobsOwn) {
@@ -792,7 +852,8 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.form_dense_s, 0);
   EXPECT_GT(p.link.b_us_per_byte, 0);
   EXPECT_GT(p.allreduce_b_us_per_byte, 0);
-  EXPECT_GE(p.ranks_on_host, 3);  // three threads of this process: one machine
+  EXPECT_GE(p.ranks_on_host, 3);           // three threads of this process: one machine
+  EXPECT_EQ(p.layout, Layout::kRowMajor);  // the model's (MLR on dense data)
   // The engine ran: its clock, compute and apply, and anchors from them.
   EXPECT_GT(p.engine_clock_s, 0);
   EXPECT_GT(p.engine_sf_s, 0);
@@ -822,6 +883,7 @@ TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
     if (servers > 0) {
       cfg.comm.scheme = sfb::Scheme::kFms;
       cfg.fms.servers = servers;
+      cfg.model.layout = "feature-major";  // recorded as the model stores W
     }
     const std::vector<Json> got = profile_in_process(cfg, 3 + servers, 3, 1e-6);
     EXPECT_EQ(got[0], got[2]);
@@ -838,6 +900,7 @@ TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
     EXPECT_EQ(p.sf_fixed_s, 0) << servers;  // K = 1: nothing to tell apart
     EXPECT_GT(p.link.b_us_per_byte, 0) << servers;
     EXPECT_EQ(target_shape(p, {3, p.link, 1, true}).K, 32) << servers;
+    EXPECT_EQ(p.layout, servers > 0 ? Layout::kFeatureMajor : Layout::kRowMajor) << servers;
   }
 }
 

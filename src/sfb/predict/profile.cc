@@ -108,7 +108,7 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
-  const double ar = allreduce_s(wb, dense_allreduce_calls(J, D), workers);
+  const double ar = allreduce_s(wb, dense_allreduce_calls(stored_rows(shape()), stored_cols(shape())), workers);
   a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
@@ -185,6 +185,7 @@ Json to_json(const SchemeProfile& p) {
           {"K", p.K},
           {"job_K", p.job_K},
           {"sparse_v", p.sparse_v},
+          {"layout", std::string(layout_name(p.layout))},
           {"v_nonzeros", sig(p.v_nonzeros, 6)},
           {"batch_bytes", p.batch_bytes},
           {"sf_s", sig(p.sf_s, 6)},
@@ -249,6 +250,13 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
                  source);
   p.sparse_v = j["sparse_v"].get<bool>();
   p.v_nonzeros = num("v_nonzeros", 0, big);
+  // Profiles of earlier builds did not record it: row-major.
+  if (j.contains("layout")) {
+    const std::string l = json_string(j, "layout", source);
+    SFB_CHECK_DATA(l == layout_name(Layout::kRowMajor) || l == layout_name(Layout::kFeatureMajor),
+                   "{}: \"layout\" = \"{}\" is not one of row-major, feature-major", source, l);
+    p.layout = l == layout_name(Layout::kRowMajor) ? Layout::kRowMajor : Layout::kFeatureMajor;
+  }
   p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
   p.sf_s = num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.

@@ -37,6 +37,7 @@
 
 #include "sfb/core/config.h"
 #include "sfb/core/json.h"
+#include "sfb/core/tensor.h"
 
 namespace sfb::predict {
 
@@ -83,6 +84,13 @@ struct SchemeProfile {
   int64_t job_K = 0;
   bool sparse_v = false;
   double v_nonzeros = 0.0;  // mean nonzeros of v per pair (sparse v)
+  // The layout the model stores W in (api::Model::layout: MLR is feature-major on sparse data).
+  // FMS's shards and blocks and the all-reduces' calls are cut from the stored matrix's rows (J of
+  // D floats, or D of J feature-major), so the predictor counts them in it at any shape (a 10 x
+  // 1,000,000 W: 10 rows of 4 MB, or a million of 40 bytes). Profiles of earlier builds: row-major.
+  Layout layout = Layout::kRowMajor;
+  int64_t stored_rows(const Shape& s) const { return sfb::stored_rows(layout, s.J, s.D); }
+  int64_t stored_cols(const Shape& s) const { return sfb::stored_cols(layout, s.J, s.D); }
   int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
   // Seconds, the slowest rank's median (measured on every rank at once):
   double sf_s = 0.0;  // compute_sf of K samples

@@ -109,7 +109,8 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   // W's all-reduce and the drift's one float (runtime/reconciler.h).
   const double sent =
       static_cast<double>(allreduce_bytes_sent(wb, t.nodes, direct) + allreduce_bytes_sent(4, t.nodes, true));
-  r.comm_s += target_allreduce_s(p, wb, reconcile_calls(sh.J, sh.D), t) / static_cast<double>(every);
+  r.comm_s +=
+      target_allreduce_s(p, wb, reconcile_calls(p.stored_rows(sh), p.stored_cols(sh)), t) / static_cast<double>(every);
   r.update_s += x.add_dense_s / static_cast<double>(every);
   r.link_bytes_per_clock += sent / static_cast<double>(every);
   r.bytes_per_clock += N * sent / static_cast<double>(every);
@@ -135,9 +136,9 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   // N shards of W / S overlap the push too: the slower of the two, then the last block's adds and
   // the pipeline's fill (a window of 4 blocks of at most 1 MiB per server). Measured with the adds
   // after the push instead: FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
-  const int64_t rows = ps_max_shard_rows(sh.J, S);  // W's rows as J (a row-major W)
-  const double block = 4.0 * static_cast<double>(ps_block_rows(rows, sh.D) * sh.D);
-  const auto blocks = static_cast<double>(ps_shard_blocks(rows, sh.D));
+  const int64_t cols = p.stored_cols(sh), rows = ps_max_shard_rows(p.stored_rows(sh), S);
+  const double block = 4.0 * static_cast<double>(ps_block_rows(rows, cols) * cols);
+  const auto blocks = static_cast<double>(ps_shard_blocks(rows, cols));
   const double fill = static_cast<double>(kPsWindowBlocks) * block;
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
   const double adds_s = N / S * add_s;
@@ -174,7 +175,8 @@ FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
   const double modelled = f.compute_s + f.comm_s + f.update_s;
   if (!(modelled > 0)) return {};
   const DenseAnchor a = dense_anchor(p.engine_fms_clock_s, modelled);
-  const auto rounds = static_cast<double>(ps_rounds(p.J, p.D, p.engine_fms_servers));
+  const auto rounds =
+      static_cast<double>(ps_rounds(p.stored_rows(p.shape()), p.stored_cols(p.shape()), p.engine_fms_servers));
   return {true, a.ratio, a.s / rounds};
 }
 
@@ -217,7 +219,8 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
     r.compute_s += x.form_dense_s * an.dense.ratio;
-    r.comm_s = target_allreduce_s(p, wb, dense_allreduce_calls(sh.J, sh.D), t) * an.dense.ratio;
+    r.comm_s =
+        target_allreduce_s(p, wb, dense_allreduce_calls(p.stored_rows(sh), p.stored_cols(sh)), t) * an.dense.ratio;
     r.update_s = x.add_dense_s * an.dense.ratio;
     r.engine_s = an.dense.s;
     const double sent =
@@ -233,7 +236,9 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.compute_s = f.compute_s * m.ratio + ev;
     r.comm_s = f.comm_s * m.ratio;
     r.update_s = f.update_s * m.ratio;
-    r.engine_s = m.measured ? m.s_per_round * static_cast<double>(ps_rounds(sh.J, sh.D, servers)) : an.dense.s;
+    r.engine_s = m.measured
+                     ? m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers))
+                     : an.dense.s;
     r.servers = f.servers;
     r.link_bytes_per_clock = f.link_bytes_per_clock;
     r.bytes_per_clock = f.bytes_per_clock;

@@ -618,6 +618,7 @@ predict::SchemeProfile describe(const ProfileRequest& r) {
   p.D = model.cols();
   p.K = cfg.optimizer.minibatch;
   p.sparse_v = model.sparse_v();
+  p.layout = model.layout();
   // The reconciliation partial broadcast would run (runtime::reconcile_mode under sfb.broadcast = "halton").
   p.reconcile = cfg.sfb.reconcile == "auto"  ? (cfg.sfb.staleness == 0 ? "mean" : "")
                 : cfg.sfb.reconcile == "off" ? ""
