@@ -193,10 +193,16 @@ struct EngineClocks {
 // eval_every clocks as in training (the job's objective rows and test set; nothing written) and the
 // steady clock is taken over whole evaluation periods (0 when not one fits after clock 2).
 // `after_run` runs on this rank as soon as its engine has returned, before the ranks gather the
-// clocks (FMS's profile waits there for its servers: await_servers).
+// clocks (FMS's profile waits there for its servers: await_servers). The clocks are sized from the
+// engine's predicted clock, which its own cost can outrun (the all-reduce engine of the sparse
+// 5,000 x 20,000 job on 4 ranks sharing 2 cores: the engines' share of 55 s took 57, the profile
+// 61.6 s), so rank 0 also stops the run once `max_s` has passed (stop.max_seconds, as in
+// training); a run stopped before 4 clocks measures nothing (0, said so).
 EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
-                         int64_t clocks, int64_t eval_every = 0, const std::function<void()>& after_run = {}) {
+                         int64_t clocks, double max_s, int64_t eval_every = 0,
+                         const std::function<void()>& after_run = {}) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
+  cfg.stop.max_seconds = std::max(0.0, max_s);
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
   cfg.sfb.staleness = 0;
@@ -214,10 +220,17 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   const io::Dataset* test = eval_every > 0 ? r.test : nullptr;
   const WorkerResult res = Worker(cfg, run_on, *r.train, test, *r.model, hooks, start, exchange).run();
   if (after_run) after_run();
-  SFB_CHECK(starts.size() >= 4 && computes.size() == starts.size(), "profile: the {} engine ran {} clocks of {}",
-            scheme, starts.size(), cfg.stop.max_clocks);
-  computes.erase(computes.begin(), computes.begin() + 2);
+  SFB_CHECK(computes.size() == starts.size(), "profile: the {} engine committed {} of its {} clocks", scheme,
+            computes.size(), starts.size());
   auto& t = *r.transport;
+  const auto ran = comm::allgather_i64(t, static_cast<int64_t>(starts.size()));
+  if (const int64_t fewest = *std::min_element(ran.begin(), ran.end()); fewest < 4) {
+    if (t.rank() == 0)
+      spdlog::warn("profile: the {} engine ran {} of {} clocks in its {:.1f} s: not measured", scheme, fewest,
+                   cfg.stop.max_clocks, max_s);
+    return {};
+  }
+  computes.erase(computes.begin(), computes.begin() + 2);
   EngineClocks e;
   // Clocks 2 .. last: all of them, or the whole evaluation periods among them.
   const auto last = static_cast<int64_t>(starts.size()) - 1;
@@ -269,9 +282,13 @@ int64_t eval_run_clocks(const ProfileRequest& r, const predict::SchemeProfile& p
 // Clocks of an engine that runs again with the evaluations after (the all-reduce's, FMS's): as many as
 // fit in half of `budget_s`, in all of it when half does not fit 4 (its anchor matters more than
 // the evaluations', which then cost their pieces).
-int64_t engine_clocks_before_evals(const ProfileRequest& r, double clock_s, double budget_s) {
-  const int64_t half = engine_clocks(r, clock_s, budget_s / 2);
-  return half > 0 ? half : engine_clocks(r, clock_s, budget_s);
+struct EngineRun {
+  int64_t clocks = 0;  // 0: not run
+  double max_s = 0;    // the share they were sized for
+};
+EngineRun engine_clocks_before_evals(const ProfileRequest& r, double clock_s, double budget_s) {
+  if (const int64_t half = engine_clocks(r, clock_s, budget_s / 2)) return {half, budget_s / 2};
+  return {engine_clocks(r, clock_s, budget_s), budget_s};
 }
 
 // The engine of `scheme` with the evaluations (eval_run_clocks), on `run_on` with `exchange` and
@@ -283,7 +300,7 @@ double time_engine_with_evals(const ProfileRequest& r, const predict::SchemeProf
                               const std::function<void()>& after_run = {}) {
   const int64_t n = eval_run_clocks(r, p, scheme, clock_s, budget_s);
   if (decided) decided(n > 0);
-  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, p.eval_every, after_run).clock_s : 0.0;
+  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, budget_s, p.eval_every, after_run).clock_s : 0.0;
 }
 
 // What is left of `budget_s` since `took` started, the slowest rank's view (the same on every rank).
@@ -302,7 +319,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 4)) {
-    const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n);
+    const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n, budget_s / 4);
     p.engine_clock_s = sfb.clock_s;
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
@@ -319,9 +336,9 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   Config ar = cfg;
   ar.comm.scheme = sfb::Scheme::kAllreduce;
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
-  if (const int64_t n = engine_clocks_before_evals(r, ar_s, left_s(r, budget_s, took))) {
+  if (const EngineRun n = engine_clocks_before_evals(r, ar_s, left_s(r, budget_s, took)); n.clocks > 0) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n).clock_s;
+    p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n.clocks, n.max_s).clock_s;
     auto again = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
     p.engine_allreduce_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(),
                                                              p.engine_allreduce_clock_s, left_s(r, budget_s, took));
@@ -716,8 +733,8 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const int S = all.size() - w.workers;
   const predict::Target here{w.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
   const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
-  const int64_t n = engine_clocks_before_evals(w, fms_s, budget_s);
-  if (n == 0) {
+  const EngineRun n = engine_clocks_before_evals(w, fms_s, budget_s);
+  if (n.clocks == 0) {
     if (all.rank() == 0)
       spdlog::warn(
           "profile: the FMS engine's 4 clocks would take about {:.0f} s: not run (FMS is predicted from "
@@ -732,7 +749,7 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const ProfileRequest r = at_minibatch(w, at, p.K);
   auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   const auto servers_done = [&] { await_servers(all, w.workers); };
-  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n, 0, servers_done).clock_s;
+  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n.clocks, n.max_s, 0, servers_done).clock_s;
   p.engine_fms_servers = S;
   auto again = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   bool ran = false;
