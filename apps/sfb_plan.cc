@@ -163,6 +163,21 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
   SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
 }
 
+// What the profile was taken on: the header's first lines.
+void print_profiled(const SchemeProfile& p) {
+  fmt::print(
+      "# sfb-plan: {} ({}), profiled on W {} x {} ({}), K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "
+      "{} threads each); fitted link {:.0f} us + {:.3f} Gbit/s\n",
+      p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
+      p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
+      p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  if (p.job_K > 0)
+    fmt::print(
+        "# the job's K = {} was cut to {} to profile within sfbd's time budget: predicted at K = {} unless "
+        "--minibatch says another\n",
+        p.job_K, p.K, p.job_K);
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"sfb-plan: predicts SFB, Halton, FMS and the all-reduce for a matrix model at N nodes"};
   Options o;
@@ -175,17 +190,7 @@ int run(int argc, char** argv) {
   check_options(app, o, p, schemes);
   const int per_host = o.one_host ? 0 : 1;
   const Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
-  fmt::print(
-      "# sfb-plan: {} ({}), profiled on W {} x {} ({}), K = {}, {} v, {} workers ({} ranks sharing {:.3g} cores, "
-      "{} threads each); fitted link {:.0f} us + {:.3f} Gbit/s\n",
-      p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
-      p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
-      p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
-  if (p.job_K > 0)
-    fmt::print(
-        "# the job's K = {} was cut to {} to profile within sfbd's time budget: predicted at K = {} unless "
-        "--minibatch says another\n",
-        p.job_K, p.K, p.job_K);
+  print_profiled(p);
   fmt::print("# compute and update {}, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
              o.one_host ? "scaled to every rank sharing the profiled host's cores" : "at one rank per node",
              sfb::predict::target_rank_cores(p, base), p.rank_cores());

@@ -36,7 +36,10 @@ struct Job {
   // Arms the watchdog for a stage that waits on the peers (runtime.peer_timeout_s), plus `work_s`
   // for a stage with bounded work of its own between its waits (the scheme profile's budget).
   [[nodiscard]] Watchdog::Guard waiting_on_peers(std::string stage, double work_s = 0) {
-    return watchdog.guard(std::move(stage), cfg.runtime.peer_timeout_s + work_s);
+    const double t = cfg.runtime.peer_timeout_s;
+    return watchdog.guard(std::move(stage), t + work_s,
+                          work_s > 0 ? fmt::format("runtime.peer_timeout_s = {} s and {} s of its own work", t, work_s)
+                                     : std::string("runtime.peer_timeout_s"));
   }
   // Runs `step` on every rank. When it throws sfb::Error (or runs out of memory) on any rank,
   // every rank learns it, the lowest failing rank prints its message once (with how many other

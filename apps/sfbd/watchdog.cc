@@ -20,11 +20,12 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-Watchdog::Guard Watchdog::guard(std::string stage, double seconds) {
+Watchdog::Guard Watchdog::guard(std::string stage, double seconds, std::string limit) {
   {
     std::lock_guard lock(mu_);
     armed_ = true;
     stage_ = std::move(stage);
+    limit_ = std::move(limit);
     seconds_ = seconds;
     deadline_ = sfb::deadline_after(seconds);
   }
@@ -47,15 +48,14 @@ void Watchdog::loop() {
     }
     if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && !stop_ &&
         sfb::SteadyClock::now() >= deadline_)
-      expire(stage_, seconds_);
+      expire(stage_, seconds_, limit_);
   }
 }
 
-void Watchdog::expire(const std::string& stage, double seconds) {
+void Watchdog::expire(const std::string& stage, double seconds, const std::string& limit) {
   fmt::print(stderr,
-             "sfbd: rank {}: {} did not finish within {} s (runtime.peer_timeout_s): a peer is stopped or unreachable; "
-             "ending the job\n",
-             mpi_.rank(), stage, seconds);
+             "sfbd: rank {}: {} did not finish within {} s ({}): a peer is stopped or unreachable; ending the job\n",
+             mpi_.rank(), stage, seconds, limit);
   std::fflush(stderr);
   if (stage == "MPI_Finalize") std::_Exit(kExitFailed);
   mpi_.abort(kExitFailed);

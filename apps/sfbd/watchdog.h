@@ -37,19 +37,20 @@ class Watchdog {
    private:
     Watchdog& w_;
   };
-  // `stage` ("agreeing on the config", "MPI_Finalize") must end within `seconds`.
-  [[nodiscard]] Guard guard(std::string stage, double seconds);
+  // `stage` ("agreeing on the config", "MPI_Finalize") must end within `seconds`; `limit` says
+  // where they come from in the message when it does not.
+  [[nodiscard]] Guard guard(std::string stage, double seconds, std::string limit = "runtime.peer_timeout_s");
 
  private:
   void disarm();
   void loop();
-  [[noreturn]] void expire(const std::string& stage, double seconds);
+  [[noreturn]] void expire(const std::string& stage, double seconds, const std::string& limit);
 
   const sfb::comm::MpiSession& mpi_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool armed_ = false, stop_ = false;
-  std::string stage_;
+  std::string stage_, limit_;
   double seconds_ = 0;
   sfb::SteadyClock::time_point deadline_;
   std::thread thread_;

@@ -226,6 +226,19 @@ Json to_json(const SchemeProfile& p) {
           {"eval_rows_per_clock", sig(p.eval_rows_per_clock, 6)}};
 }
 
+namespace {
+
+// The profile's "layout"; profiles of earlier builds did not record it: row-major.
+Layout stored_layout(const Json& j, const std::string& source) {
+  if (!j.contains("layout")) return Layout::kRowMajor;
+  const std::string l = json_string(j, "layout", source);
+  SFB_CHECK_DATA(l == layout_name(Layout::kRowMajor) || l == layout_name(Layout::kFeatureMajor),
+                 "{}: \"layout\" = \"{}\" is not one of row-major, feature-major", source, l);
+  return l == layout_name(Layout::kRowMajor) ? Layout::kRowMajor : Layout::kFeatureMajor;
+}
+
+}  // namespace
+
 SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   SFB_CHECK_DATA(j.is_object() && json_string(j, "format", source) == "sfb-scheme-profile/1",
                  "{}: not an sfb scheme profile (\"format\" must be \"sfb-scheme-profile/1\"; sfbd --profile writes "
@@ -250,13 +263,7 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
                  source);
   p.sparse_v = j["sparse_v"].get<bool>();
   p.v_nonzeros = num("v_nonzeros", 0, big);
-  // Profiles of earlier builds did not record it: row-major.
-  if (j.contains("layout")) {
-    const std::string l = json_string(j, "layout", source);
-    SFB_CHECK_DATA(l == layout_name(Layout::kRowMajor) || l == layout_name(Layout::kFeatureMajor),
-                   "{}: \"layout\" = \"{}\" is not one of row-major, feature-major", source, l);
-    p.layout = l == layout_name(Layout::kRowMajor) ? Layout::kRowMajor : Layout::kFeatureMajor;
-  }
+  p.layout = stored_layout(j, source);
   p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
   p.sf_s = num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
