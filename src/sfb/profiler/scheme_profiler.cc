@@ -208,6 +208,7 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = "off";
   runtime::WorkerStart start;
+  start.evaluate_ends = false;  // nothing is written: only the evaluations every eval_every clocks count
   if (eval_every > 0) {
     cfg.eval.every = eval_every;
     start.objective_rows = r.objective_rows;

@@ -47,8 +47,9 @@ void ObjectiveMonitor::submit(const EvalRequest& r) {
   std::unique_lock lock(hand_mu_);
   hand_cv_.wait(lock, [this] { return aborted_ || (!pending_ && !busy_); });
   if (aborted_) return;
-  // The update thread is W's only writer: W does not change during this copy.
-  if (snapshot_) weights_.copy_materialized(snap_);
+  // The update thread is W's only writer: W does not change during this copy. A request that
+  // neither evaluates nor checkpoints (the end of a run that evaluates no ends) needs none.
+  if (snapshot_ && (r.evaluate || (r.checkpoint && !out_.checkpoint.empty()))) weights_.copy_materialized(snap_);
   pending_ = r;
   const int64_t seq = ++submitted_;
   hand_cv_.notify_all();

@@ -174,7 +174,7 @@ bool UpdateThread::reconcile(int64_t clock) {
 
 // Rank 0 evaluates the starting point too: the first point of every objective-vs-time curve.
 void UpdateThread::submit_start_snapshot() {
-  if (s_.rank != 0 || !s_.monitor) return;
+  if (s_.rank != 0 || !s_.monitor || !s_.evaluate_ends) return;
   EvalRequest q;
   q.record.clock = s_.start_clock;
   s_.fill_traffic_and_times(q.record);
@@ -185,7 +185,7 @@ void UpdateThread::maybe_snapshot(int64_t& next_eval, int64_t& next_ckpt, bool f
   if (s_.rank != 0 || !s_.monitor) return;
   const bool checkpoints = !s_.cfg.checkpoint.path.empty();
   int64_t done = s_.gate->stop_at();
-  bool evaluate = true, checkpoint = checkpoints;
+  bool evaluate = s_.evaluate_ends, checkpoint = checkpoints;
   if (!final) {
     done = s_.gate->applied_by_every_source();
     evaluate = done >= next_eval;

@@ -234,6 +234,7 @@ Worker::Worker(const Config& cfg, comm::Transport& transport, const io::Dataset&
   SFB_CHECK(start.train_rows >= 0 && start.train_rows <= train.n, "train_rows = {} of a partition of {} rows",
             start.train_rows, train.n);
   s.train_rows = start.train_rows > 0 ? start.train_rows : train.n;
+  s.evaluate_ends = start.evaluate_ends;
   s.traffic_at_start = transport.total_counters();
   for (int q = 0; q < transport.size(); ++q) s.peer_traffic_at_start.push_back(transport.counters(q));
   s.sources = s.topo.in[static_cast<size_t>(s.rank)];

@@ -62,6 +62,7 @@ struct WorkerState {
   bool scaling_prox = false;    // the model's prox_scale is not constantly 1
   int64_t start_clock = 0;      // first clock (a resumed run starts at its checkpoint's clock)
   int64_t train_rows = 0;       // the partition's leading rows the minibatches are drawn from
+  bool evaluate_ends = true;    // WorkerStart::evaluate_ends
   int64_t reconcile_every = 0;  // partial broadcast's reconciliation period (0: none)
   // The transport's counters when training started: what set-up moved before (a checkpoint's W
   // broadcast to every replica, comm.scheme = "auto"'s profiling) is not training traffic.
