@@ -47,18 +47,29 @@ struct Setup {
   sfb::MemoryEstimate memory;   // this rank's peak, estimated before training (memory_estimate.h)
 };
 
-// Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W and K; throws DataError
-// naming the file otherwise.
+// Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W, K and layout; throws
+// DataError naming the file otherwise. A profile of an earlier build, which does not say how W was
+// stored, is given this job's layout.
 sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& model) {
+  const std::string name = "comm.auto_profile = " + cfg.comm.auto_profile;
   sfb::Bytes bytes = sfb::read_file(cfg.comm.auto_profile, "comm.auto_profile", int64_t{64} << 20);
-  const auto j = sfb::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                                 "comm.auto_profile = " + cfg.comm.auto_profile);
+  auto j = sfb::parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), name);
+  const auto p = sfb::predict::profile_from_json(j, name);
   // A profile measured at a smaller K than its job's (job_K) is of that job.
-  const auto s = sfb::predict::profile_from_json(j, "comm.auto_profile = " + cfg.comm.auto_profile).job_shape();
+  const auto s = p.job_shape();
   SFB_CHECK_DATA(s.J == model.rows() && s.D == model.cols() && s.K == cfg.optimizer.minibatch,
                  "comm.auto_profile = {}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}",
                  cfg.comm.auto_profile, s.J, s.D, s.K, model.rows(), model.cols(), cfg.optimizer.minibatch);
-  return bytes;
+  const sfb::Layout mine = model.layout();
+  if (j.contains("layout")) {
+    SFB_CHECK_DATA(p.layout == mine, "comm.auto_profile = {}: the profile's W was stored {}, this job's is {}",
+                   cfg.comm.auto_profile, sfb::layout_name(p.layout), sfb::layout_name(mine));
+    return bytes;
+  }
+  j["layout"] = std::string(sfb::layout_name(mine));
+  const std::string text = j.dump();
+  const auto* data = reinterpret_cast<const std::byte*>(text.data());
+  return {data, data + text.size()};
 }
 
 // Rows of `cols` floats that must all be finite on their way to `next` (none: only checked);

@@ -36,6 +36,14 @@ S="$OUT/rec/summary.json"
 grep -q 'scheme = "allreduce"' "$OUT/rec/config.resolved.toml" || fail "resolved config does not name the choice"
 grep -q 'comm.scheme = "auto": allreduce' "$OUT/rec.log" || fail "the log does not give the choice"
 grep -q "predicted  allreduce" "$OUT/rec.log" || fail "the log does not give the predictions"
+# The recorded profile is of an earlier build, which did not say how W was stored: it takes the
+# job's (here told to keep W feature-major).
+sfb_mpirun -np 4 "$SFBD" --config "$BIG" --set data.synthetic_samples=8192 --set stop.max_clocks=3 \
+  --set runtime.threads=1 --set comm.scheme=auto --set 'model.layout="feature-major"' \
+  --set "comm.auto_profile=\"$SRC/tests/data/scheme_profile_mlr512_k1024_4h.json\"" --set "output.dir=\"$OUT/recfm\"" \
+  > "$OUT/recfm.log" 2>&1 || { cat "$OUT/recfm.log"; fail "auto with a recorded profile, feature-major"; }
+[ "$(jq -r .auto.profile.layout "$OUT/recfm/summary.json")" = feature-major ] ||
+  fail "recorded profile of an earlier build: layout $(jq -r .auto.profile.layout "$OUT/recfm/summary.json")"
 
 echo "== measured profile: tiny factors, SFB"
 sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set comm.scheme=auto \
@@ -55,12 +63,20 @@ rc=$?
 sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set comm.scheme=auto --set "output.dir=\"$OUT/bad2\"" \
   --set "comm.auto_profile=\"$OUT/none.json\"" > "$OUT/bad2.log" 2>&1
 rc2=$?
+jq '.layout = "feature-major"' "$SRC/tests/data/scheme_profile_mlr512_k1024_4h.json" > "$OUT/fm.json"
+sfb_mpirun -np 4 "$SFBD" --config "$BIG" --set data.synthetic_samples=8192 --set stop.max_clocks=3 \
+  --set comm.scheme=auto --set "comm.auto_profile=\"$OUT/fm.json\"" --set "output.dir=\"$OUT/bad3\"" \
+  > "$OUT/bad3.log" 2>&1
+rc3=$?
 set -e
 [ "$rc" = 2 ] || { cat "$OUT/bad.log"; fail "another shape's profile: exit $rc"; }
 grep -q "scheme_profile_mlr512_k1024_4h.json: the profile is of W 512 x 512 at K = 1024" "$OUT/bad.log" \
   || { cat "$OUT/bad.log"; fail "message"; }
 [ "$rc2" = 2 ] || { cat "$OUT/bad2.log"; fail "a missing profile: exit $rc2"; }
 grep -q "none.json" "$OUT/bad2.log" || { cat "$OUT/bad2.log"; fail "missing profile message"; }
+[ "$rc3" = 2 ] || { cat "$OUT/bad3.log"; fail "a profile of another layout: exit $rc3"; }
+grep -q "fm.json: the profile's W was stored feature-major, this job's is row-major" "$OUT/bad3.log" \
+  || { cat "$OUT/bad3.log"; fail "layout message"; }
 
 echo "== sfbd --profile claims its file before any work: exit 2 within seconds, nothing replaced"
 mkdir -p "$OUT/prof"

@@ -536,9 +536,17 @@ TEST(SchemeModel, ShardsAndCallsAreCutFromTheStoredRows) {
   Target narrow{8, p.link, 1, true};  // W of 10 MiB: 10 x 2^18
   narrow.shape = p.shape();
   narrow.shape.D = 1 << 18;
-  std::vector<double> grows, allreduce;
+  p.engine_allreduce_clock_s = 1.0;  // its anchor counts the calls at the profile's own W
+  std::vector<double> grows, allreduce, halton;
   for (const Layout l : {Layout::kRowMajor, Layout::kFeatureMajor}) {
     p.layout = l;
+    const int64_t r0 = stored_rows(l, p.J, p.D), c0 = stored_cols(l, p.J, p.D);
+    const DenseAnchor expect =
+        dense_anchor(p.engine_allreduce_clock_s,
+                     p.sf_s + p.form_dense_s + p.allreduce_s(4 * p.J * p.D, dense_allreduce_calls(r0, c0), p.workers) +
+                         p.add_dense_s);
+    EXPECT_DOUBLE_EQ(p.anchors().dense.ratio, expect.ratio) << layout_name(l);
+    EXPECT_DOUBLE_EQ(p.anchors().dense.s, expect.s) << layout_name(l);
     p.engine_fms_clock_s = 0;
     p.engine_fms_clock_s = 2 * predict(p, parse_scheme("fms:4"), here).clock_s;
     p.engine_fms_servers = 4;
@@ -558,7 +566,13 @@ TEST(SchemeModel, ShardsAndCallsAreCutFromTheStoredRows) {
                     p.anchors().dense.ratio,
                 1e-12)
         << layout_name(l);
+    // Halton's reconciliation all-reduces W in blocks of the stored rows too.
+    const Prediction h = predict(p, parse_scheme("halton"), narrow);
+    const int64_t every = auto_reconcile_every(8, h.q, n.K, n.J, n.D, n.v_width());
+    halton.push_back(h.comm_s - p.allreduce_s(4 * n.J * n.D, reconcile_calls(p.stored_rows(n), p.stored_cols(n)), 8) /
+                                    static_cast<double>(every));
   }
+  EXPECT_NEAR(halton[0], halton[1], 1e-12);  // the rest of Halton's network is the layout's alike
   // Row-major: a server's shard is 3 rows (of 4 MiB, then of 1 MiB), a block each, 1 round at
   // either D. Feature-major: 262,144 rows of 40 bytes (10 MiB, 11 blocks of 1 MiB, 3 rounds), then
   // 65,536 (2.5 MiB, 8 blocks of 320 KiB, 2 rounds).

@@ -257,18 +257,21 @@ TEST(Worker, EvaluatesItsEndsUnlessToldNot) {
   Config cfg = small_config();
   cfg.stop.max_clocks = 25;
   cfg.eval.every = 10;
-  cfg.eval.snapshot = Snapshot::kCopy;  // the end's request must not copy W either (it has nothing to evaluate)
   const auto clocks = [](const WorkerResult& r) {
     std::vector<int64_t> c;
     for (const auto& e : r.evals) c.push_back(e.clock);
     return c;
   };
-  EXPECT_EQ(clocks(train(2, cfg)[0]), (std::vector<int64_t>{0, 10, 20, 25}));
-  WorkerStart quiet;
-  quiet.evaluate_ends = false;
-  const auto res = train(2, cfg, {}, quiet);
-  EXPECT_EQ(clocks(res[0]), (std::vector<int64_t>{10, 20}));
-  EXPECT_EQ(res[0].final_clock, 25);
+  // The end's request reads no W either way: a copy skipped, or (in place) handed over at once.
+  for (const Snapshot snap : {Snapshot::kCopy, Snapshot::kInPlace}) {
+    cfg.eval.snapshot = snap;
+    EXPECT_EQ(clocks(train(2, cfg)[0]), (std::vector<int64_t>{0, 10, 20, 25}));
+    WorkerStart quiet;
+    quiet.evaluate_ends = false;
+    const auto res = train(2, cfg, {}, quiet);
+    EXPECT_EQ(clocks(res[0]), (std::vector<int64_t>{10, 20}));
+    EXPECT_EQ(res[0].final_clock, 25);
+  }
 }
 
 TEST(Worker, AspFinishesAndConverges) {

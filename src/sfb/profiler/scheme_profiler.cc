@@ -202,7 +202,7 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
                          int64_t clocks, double max_s, int64_t eval_every = 0,
                          const std::function<void()>& after_run = {}) {
   Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
-  cfg.stop.max_seconds = std::max(0.0, max_s);
+  cfg.stop.max_seconds = std::max(1e-3, max_s);  // 0 would be no limit
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
   cfg.sfb.staleness = 0;
@@ -236,6 +236,9 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   // Clocks 2 .. last: all of them, or the whole evaluation periods among them.
   const auto last = static_cast<int64_t>(starts.size()) - 1;
   const int64_t span = eval_every > 0 ? (last - 2) / eval_every * eval_every : last - 2;
+  if (span <= 0 && t.rank() == 0)
+    spdlog::warn("profile: the {} engine ran {} clocks in its {:.1f} s, no whole evaluation period of {}: not measured",
+                 scheme, starts.size(), max_s, eval_every);
   const double mine = span > 0 ? (starts[static_cast<size_t>(2 + span)] - starts[2]) / static_cast<double>(span) : 0;
   e.clock_s = slowest(t, {mine});
   e.compute_s = slowest(t, computes);
@@ -751,7 +754,7 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   const auto servers_done = [&] { await_servers(all, w.workers); };
   p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n.clocks, n.max_s, 0, servers_done).clock_s;
-  p.engine_fms_servers = S;
+  p.engine_fms_servers = p.engine_fms_clock_s > 0 ? S : 0;  // 0 and 0: not measured
   auto again = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   bool ran = false;
   p.engine_fms_eval_clock_s = time_engine_with_evals(

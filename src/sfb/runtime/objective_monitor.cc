@@ -49,7 +49,7 @@ void ObjectiveMonitor::submit(const EvalRequest& r) {
   if (aborted_) return;
   // The update thread is W's only writer: W does not change during this copy. A request that
   // neither evaluates nor checkpoints (the end of a run that evaluates no ends) needs none.
-  if (snapshot_ && (r.evaluate || (r.checkpoint && !out_.checkpoint.empty()))) weights_.copy_materialized(snap_);
+  if (snapshot_ && needs_weights(r)) weights_.copy_materialized(snap_);
   pending_ = r;
   const int64_t seq = ++submitted_;
   hand_cv_.notify_all();
@@ -270,7 +270,12 @@ void ObjectiveMonitor::loop() {
       pending_.reset();
       busy_ = true;
     }
-    if (snapshot_) {
+    if (!needs_weights(q)) {
+      // Nothing to do with W (the end of a run that evaluates no ends): no view of it.
+      std::lock_guard lock(hand_mu_);
+      ++acquired_;
+      hand_cv_.notify_all();
+    } else if (snapshot_) {
       handle(q,
              {api::Weights{snap_, 1.0f, weights_.layout()}, row_source(snap_, weights_.layout()), snap_.allFinite()});
     } else {
@@ -295,7 +300,6 @@ void ObjectiveMonitor::loop() {
 
 void ObjectiveMonitor::handle(const EvalRequest& q, const View& w) {
   const bool checkpoint = q.checkpoint && !out_.checkpoint.empty();
-  if (!q.evaluate && !checkpoint) return;
   std::optional<EvalRecord> repeat;
   {
     // The final request at the clock of the last evaluation: nothing new to evaluate.

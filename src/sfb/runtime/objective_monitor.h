@@ -93,6 +93,8 @@ class ObjectiveMonitor {
   };
   void loop();
   void handle(const EvalRequest& q, const View& w);
+  // Whether `q` reads W: it evaluates, or it checkpoints where a checkpoint path is set.
+  bool needs_weights(const EvalRequest& q) const { return q.evaluate || (q.checkpoint && !out_.checkpoint.empty()); }
   EvalRecord evaluate(const EvalRecord& base, const View& w);
   void write_checkpoint(int64_t clock, const View& w);
   void commit_checkpoint();
