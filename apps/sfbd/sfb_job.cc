@@ -58,12 +58,12 @@ sfb::Bytes read_recorded_profile(const sfb::Config& cfg, const sfb::api::Model& 
   // A profile measured at a smaller K than its job's (job_K) is of that job.
   const auto s = p.job_shape();
   SFB_CHECK_DATA(s.J == model.rows() && s.D == model.cols() && s.K == cfg.optimizer.minibatch,
-                 "comm.auto_profile = {}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}",
-                 cfg.comm.auto_profile, s.J, s.D, s.K, model.rows(), model.cols(), cfg.optimizer.minibatch);
+                 "{}: the profile is of W {} x {} at K = {}, this job's is {} x {} at K = {}", name, s.J, s.D, s.K,
+                 model.rows(), model.cols(), cfg.optimizer.minibatch);
   const sfb::Layout mine = model.layout();
   if (j.contains("layout")) {
-    SFB_CHECK_DATA(p.layout == mine, "comm.auto_profile = {}: the profile's W was stored {}, this job's is {}",
-                   cfg.comm.auto_profile, sfb::layout_name(p.layout), sfb::layout_name(mine));
+    SFB_CHECK_DATA(p.layout == mine, "{}: the profile's W was stored {}, this job's is {}", name,
+                   sfb::layout_name(p.layout), sfb::layout_name(mine));
     return bytes;
   }
   j["layout"] = std::string(sfb::layout_name(mine));
