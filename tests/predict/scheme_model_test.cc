@@ -122,18 +122,19 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   // FMS with one server: its link carries every worker's W each way, pushes and pulls at once,
   // while the workers form their updates block by block (forming hides that much of the push) and
   // the server adds each block's 8 pushes as later blocks arrive: the slower of push and adds,
-  // then the last of its 8 blocks' adds (W / 8 = 512 KiB blocks) and the pipeline's fill.
+  // then the last of its 8 blocks' adds (W / 8 = 512 KiB blocks) and the pipeline's fill and
+  // drain: every worker's first and last block, 2 x 8 blocks on the server's link.
   const double adds = 8 * 0.01;
   const auto fms = predict(p, {"fms", 0, 1}, {8, l});
   const double push = (l.a_us + 8 * 4.0 * 1024 * 1024 * 8e-4) * 1e-6;
   ASSERT_LT(push, adds);  // at 10 GbE the server's adds decide
-  EXPECT_NEAR(fms.comm_s, adds + adds / 8 + 4 * 512 * 1024 * 8e-4 * 1e-6, 1e-12);
+  EXPECT_NEAR(fms.comm_s, adds + adds / 8 + 16 * 512 * 1024 * 8e-4 * 1e-6, 1e-12);
   // On a link 10x slower the push decides.
   const Link slow{"slow", l.a_us, 8e-3};
   const double slow_push = (slow.a_us + 8 * 4.0 * 1024 * 1024 * 8e-3) * 1e-6;
   ASSERT_GT(slow_push - p.form_dense_s, adds);
   EXPECT_NEAR(predict(p, {"fms", 0, 1}, {8, slow}).comm_s,
-              slow_push - p.form_dense_s + adds / 8 + 4 * 512 * 1024 * 8e-3 * 1e-6, 1e-12);
+              slow_push - p.form_dense_s + adds / 8 + 16 * 512 * 1024 * 8e-3 * 1e-6, 1e-12);
   // Ranks sharing cores: all 8 on the profiled 8-core host changes nothing, 16 double compute.
   const auto shared16 = predict(p, {"sfb"}, {16, l, 0});
   EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {8, l, 0}).compute_s, p.sf_s);
@@ -397,22 +398,29 @@ TEST(RecordedProfiles, PredictionsForShapesNotProfiledStayPut) {
 }
 
 // The profile with 4 FMS servers working: its engine ran 0.08 s a clock beyond FMS's model, which
-// FMS's predictions carry as seconds per window round: the same at 8 workers, twice at J = 1024
-// (twice a shard's blocks); training measured 0.206 s a clock at 4 workers and 0.194 at 8 (the
-// earlier ratio on all of FMS said 0.234 at 8), and 0.41-0.44 at J = 1024.
+// FMS's predictions carry as seconds per window round of the exchange's phase: twice at J = 1024
+// (twice a shard's blocks). With more workers the exchange takes the longer of its model and that
+// phase, not their sum: training measured 0.206 s a clock at 4 workers and 0.194 at 8 (a flat clock
+// at 8 workers in every run so far, where the servers' links carry twice the bytes), and 0.41-0.44
+// at J = 1024.
 TEST(RecordedProfiles, FmsEnginesExcessIsCarriedByWindowRounds) {
   const SchemeProfile p = read_profile(kData + "scheme_profile_mlr512_k1024_4h_fms4_300mbit.json");
   ASSERT_EQ(p.engine_fms_servers, 4);
   const Scheme fms4 = parse_scheme("fms:4");
-  Target at4{4, p.link, 1, true}, at8{8, p.link, 1, true}, wide{8, p.link, 1, true};
-  wide.shape = p.shape();
-  wide.shape.J = 2 * p.J;
-  const Prediction here = predict(p, fms4, at4), more = predict(p, fms4, at8), twice = predict(p, fms4, wide);
+  Target at4{4, p.link, 1, true}, at8{8, p.link, 1, true}, wide4{4, p.link, 1, true}, wide8{8, p.link, 1, true};
+  wide4.shape = wide8.shape = p.shape();
+  wide4.shape.J = wide8.shape.J = 2 * p.J;
+  const Prediction here = predict(p, fms4, at4), more = predict(p, fms4, at8);
+  const Prediction twice4 = predict(p, fms4, wide4), twice8 = predict(p, fms4, wide8);
   EXPECT_NEAR(here.clock_s, p.engine_fms_clock_s, 1e-9);
   EXPECT_GT(here.engine_s, 0.05);
-  EXPECT_DOUBLE_EQ(more.engine_s, here.engine_s);
-  EXPECT_DOUBLE_EQ(twice.engine_s, 2 * here.engine_s);
-  EXPECT_GT(more.clock_s, here.clock_s);  // the servers' links carry twice the bytes
+  EXPECT_DOUBLE_EQ(twice4.engine_s, 2 * here.engine_s);
+  EXPECT_GT(more.comm_s, here.comm_s);  // the servers' links carry twice the bytes
+  for (const auto& [at_p, at_n] : {std::pair{here, more}, std::pair{twice4, twice8}}) {
+    EXPECT_NEAR(at_n.comm_s + at_n.engine_s, std::max(at_n.comm_s, at_p.comm_s + at_p.engine_s), 1e-12);
+    EXPECT_GE(at_n.clock_s, at_p.clock_s);
+  }
+  EXPECT_NEAR(more.clock_s, here.clock_s, 1e-12);  // here the phase at 4 workers still decides
 }
 
 // A profile with its evaluations measured: at the profiled shape SFB's compute is the SF
@@ -486,9 +494,10 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
 }
 
 // FMS's engine measured with its servers anchors every FMS prediction. Slower than the model (here
-// twice), what it leaves is seconds per window round of a server's shard (ps_rounds): the same at any
-// N, as many rounds as the shard has at another shape or server count. Faster (here half), a ratio
-// on all of FMS, at any N, shape and server count.
+// twice), what it leaves is seconds per window round of a server's shard (ps_rounds) in the
+// exchange's phase at the profile's N, as many rounds as the shard has at another shape or server
+// count; with more workers the exchange takes the longer of its model and that phase. Faster (here
+// half), a ratio on all of FMS, at any N, shape and server count.
 TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
   SchemeProfile p = dense_profile(512, 512, 64);
   const SchemeProfile q = p;  // no FMS engine measured
@@ -503,13 +512,22 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
   Target big{8, p.link, 1, true};
   big.shape = p.shape();
   big.shape.J = 32 * p.J;  // 32 MiB: 8 rounds of 4 blocks of 1 MiB on one server, 4 on two
-  for (const Target& t : {Target{8, p.link, 1, true}, big})
+  Target big_here = big;
+  big_here.nodes = p.workers;
+  for (const Target& t : {Target{8, p.link, 1, true}, big, here, big_here})
     for (const char* name : {"fms:1", "fms:2", "fms:n"}) {
       const Scheme s = parse_scheme(name);
       const Shape sh = target_shape(p, t);
-      const int64_t rounds = ps_rounds(sh.J, sh.D, s.servers > 0 ? s.servers : t.nodes);
+      const int servers = s.servers > 0 ? s.servers : t.nodes;
+      const double excess = per_round * static_cast<double>(ps_rounds(sh.J, sh.D, servers));
+      Target profiled = t;
+      profiled.nodes = p.workers;
+      const double phase = predict(q, {"fms", 0, servers}, profiled).comm_s + excess;
       const Prediction mine = predict(p, s, t), unmeasured = predict(q, s, t);
-      EXPECT_NEAR(mine.engine_s, per_round * static_cast<double>(rounds), 1e-12) << name << " " << sh.J;
+      if (t.nodes == p.workers)
+        EXPECT_NEAR(mine.engine_s, excess, 1e-12) << name << " " << sh.J;
+      else
+        EXPECT_NEAR(mine.comm_s + mine.engine_s, std::max(mine.comm_s, phase), 1e-12) << name << " " << sh.J;
       EXPECT_NEAR(mine.clock_s, unmeasured.clock_s + mine.engine_s, 1e-12) << name << " " << sh.J;
     }
   EXPECT_EQ(ps_rounds(big.shape.J, p.D, 1), 8);
@@ -557,8 +575,10 @@ TEST(SchemeModel, ShardsAndCallsAreCutFromTheStoredRows) {
     const auto rounds = [&](const Shape& s) {
       return static_cast<double>(ps_rounds(p.stored_rows(s), p.stored_cols(s), 4));
     };
-    const double at_profile = predict(p, parse_scheme("fms:4"), Target{8, p.link, 1, true}).engine_s;
-    grows.push_back(predict(p, parse_scheme("fms:4"), narrow).engine_s / at_profile);
+    Target narrow_here = narrow;  // at the profile's N (more workers: FmsMeasuredWithItsServersAnchorsFms)
+    narrow_here.nodes = p.workers;
+    const double at_profile = predict(p, parse_scheme("fms:4"), here).engine_s;
+    grows.push_back(predict(p, parse_scheme("fms:4"), narrow_here).engine_s / at_profile);
     EXPECT_NEAR(grows.back(), rounds(n) / rounds(p.shape()), 1e-12) << layout_name(l);
     allreduce.push_back(predict(p, {"allreduce"}, narrow).comm_s);
     EXPECT_NEAR(allreduce.back(),

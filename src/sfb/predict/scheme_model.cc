@@ -134,12 +134,17 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   // block while the earlier blocks travel, so the push waits only for what the link needs beyond
   // the forming. A server adds each block's N pushes while the later blocks arrive, so its adds of
   // N shards of W / S overlap the push too: the slower of the two, then the last block's adds and
-  // the pipeline's fill (a window of 4 blocks of at most 1 MiB per server). Measured with the adds
-  // after the push instead: FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
+  // the pipeline's fill and drain: a server's link takes every worker's first block before it
+  // returns any, and returns every worker's last block after it took them, 2 N blocks of at most
+  // 1 MiB beyond its bytes. The exchange alone (sfb-commbench --ops fms on netns hosts, 2-8
+  // workers, 1 and 4 servers, W of 1 and 16 MiB, 300 Mbit/s and 1 Gbit/s) ran within -6% to +9%
+  // of that; a fill of the window's 4 blocks, the same at every N, was 10% low at 8 workers and 1
+  // server. Measured with the adds after the push instead: FMS with 1 server +35% to +47% on the
+  // 2048 job at 1 Gbit/s.
   const int64_t cols = p.stored_cols(sh), rows = ps_max_shard_rows(p.stored_rows(sh), S);
   const double block = 4.0 * static_cast<double>(ps_block_rows(rows, cols) * cols);
   const auto blocks = static_cast<double>(ps_shard_blocks(rows, cols));
-  const double fill = static_cast<double>(kPsWindowBlocks) * block;
+  const double fill = 2.0 * N * block;  // (with S >= N a worker's link is the busiest: the same fit)
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
   const double adds_s = N / S * add_s;
   r.comm_s = std::max(std::max(0.0, push_s - form_s), adds_s) + adds_s / blocks + fill * in.b_us_per_byte * 1e-6;
@@ -154,11 +159,12 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
 // model, what it leaves is a cost of the exchange's windows (ps_rounds: a clock's blocks go to a
 // server kPsWindowBlocks at a time, and each window waits for every worker's pushes and for the
 // pulls, through every host's share of a core): seconds per window round, so it grows with the
-// blocks of a server's shard (the shape and the server count) and stays put with N (FMS with 4
-// servers on 0.125-core netns hosts at 300 Mbit/s measured 0.206 s a clock at 4 workers and 0.194
-// at 8 where the model alone grows 0.119 -> 0.138; at J = 1024, twice the blocks, 0.41-0.44 where
-// the model alone says 0.27: a residual of 0.08 s carried as seconds predicted 0.35, by rounds
-// 0.44; the earlier ratio on all of FMS 0.23 at 8 workers). Seconds of the profiled hosts, like the
+// blocks of a server's shard (the shape and the server count). It is part of the exchange's phase
+// at the profile's N, not a cost beside it: with more workers the exchange takes the longer of its
+// model and that phase (predict). FMS with 4 servers on the small job, on 0.125-core netns hosts,
+// ran a flat clock from 4 workers to 8 in every run (0.143 / 0.147, 0.206 / 0.194, 0.187 / 0.179,
+// 0.117 / 0.125 s), where its servers' links carry twice the bytes: the sum predicted +17% at 8
+// workers (2026-12-04, 300 Mbit/s), the longer +5%. Seconds of the profiled hosts, like the
 // all-reduce's anchor: carried as they are to other cores; the count is BSP's (under SSP the window
 // slides across clocks, and a model whose prox needs whole clocks pushes without one). Faster than
 // the model (its pieces overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
@@ -236,9 +242,18 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.compute_s = f.compute_s * m.ratio + ev;
     r.comm_s = f.comm_s * m.ratio;
     r.update_s = f.update_s * m.ratio;
-    r.engine_s = m.measured
-                     ? m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers))
-                     : an.dense.s;
+    r.engine_s = an.dense.s;
+    if (m.measured) {
+      // The excess is part of the exchange's phase at the profile's N (its rounds at this shape);
+      // with more workers the exchange is the longer of its modelled seconds and that phase.
+      r.engine_s = m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers));
+      if (t.nodes > p.workers && r.engine_s > 0) {
+        Target profiled = t;
+        profiled.nodes = p.workers;
+        const double phase = fms_pieces(p, 1.0, x, sh, servers, profiled).comm_s + r.engine_s;
+        r.engine_s = std::max(0.0, phase - f.comm_s);
+      }
+    }
     r.servers = f.servers;
     r.link_bytes_per_clock = f.link_bytes_per_clock;
     r.bytes_per_clock = f.bytes_per_clock;
