@@ -401,8 +401,8 @@ TEST(RecordedProfiles, PredictionsForShapesNotProfiledStayPut) {
 // FMS's predictions carry as seconds per window round of the exchange's phase: twice at J = 1024
 // (twice a shard's blocks). With more workers the exchange takes the longer of its model and that
 // phase, not their sum: training measured 0.206 s a clock at 4 workers and 0.194 at 8 (a flat clock
-// at 8 workers in every run so far, where the servers' links carry twice the bytes), and 0.41-0.44
-// at J = 1024.
+// at 8 workers in six runs of seven, where the servers' links carry twice the bytes), and
+// 0.41-0.44 at J = 1024.
 TEST(RecordedProfiles, FmsEnginesExcessIsCarriedByWindowRounds) {
   const SchemeProfile p = read_profile(kData + "scheme_profile_mlr512_k1024_4h_fms4_300mbit.json");
   ASSERT_EQ(p.engine_fms_servers, 4);

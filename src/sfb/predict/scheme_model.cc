@@ -137,14 +137,15 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   // the pipeline's fill and drain: a server's link takes every worker's first block before it
   // returns any, and returns every worker's last block after it took them, 2 N blocks of at most
   // 1 MiB beyond its bytes. The exchange alone (sfb-commbench --ops fms on netns hosts, 2-8
-  // workers, 1 and 4 servers, W of 1 and 16 MiB, 300 Mbit/s and 1 Gbit/s) ran within -6% to +9%
-  // of that; a fill of the window's 4 blocks, the same at every N, was 10% low at 8 workers and 1
-  // server. Measured with the adds after the push instead: FMS with 1 server +35% to +47% on the
-  // 2048 job at 1 Gbit/s.
+  // workers, 1 and 4 servers, 300 Mbit/s and 1 Gbit/s) ran within -7% to +9% of that at W = 16 MiB;
+  // a fill of the window's 4 blocks, the same at every N, was 8-21% low at 8 workers. At 1 MiB,
+  // where start-up counts, and with N <= S, where the fill hides behind the workers' links, 2 N
+  // blocks are high (up to +43%: docs/compare.md). Measured with the adds after the push instead:
+  // FMS with 1 server +35% to +47% on the 2048 job at 1 Gbit/s.
   const int64_t cols = p.stored_cols(sh), rows = ps_max_shard_rows(p.stored_rows(sh), S);
   const double block = 4.0 * static_cast<double>(ps_block_rows(rows, cols) * cols);
   const auto blocks = static_cast<double>(ps_shard_blocks(rows, cols));
-  const double fill = 2.0 * N * block;  // (with S >= N a worker's link is the busiest: the same fit)
+  const double fill = 2.0 * N * block;  // with S >= N a worker's link is the busiest: the same count
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
   const double adds_s = N / S * add_s;
   r.comm_s = std::max(std::max(0.0, push_s - form_s), adds_s) + adds_s / blocks + fill * in.b_us_per_byte * 1e-6;
@@ -162,12 +163,12 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
 // blocks of a server's shard (the shape and the server count). It is part of the exchange's phase
 // at the profile's N, not a cost beside it: with more workers the exchange takes the longer of its
 // model and that phase (predict). FMS with 4 servers on the small job, on 0.125-core netns hosts,
-// ran a flat clock from 4 workers to 8 in every run (0.143 / 0.147, 0.206 / 0.194, 0.187 / 0.179,
-// 0.117 / 0.125 s), where its servers' links carry twice the bytes: the sum predicted +17% at 8
-// workers (2026-12-04, 300 Mbit/s), the longer +5%. Seconds of the profiled hosts, like the
-// all-reduce's anchor: carried as they are to other cores; the count is BSP's (under SSP the window
-// slides across clocks, and a model whose prox needs whole clocks pushes without one). Faster than
-// the model (its pieces overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
+// ran a flat clock from 4 workers to 8 in six runs (0.143 / 0.147, 0.206 / 0.194, 0.187 / 0.179,
+// 0.117 / 0.125 s), where its servers' links carry twice the bytes (a seventh grew 12%, 0.110 /
+// 0.123): the sum predicted +17% at 8 workers (2026-12-04, 300 Mbit/s), the longer +5%. Seconds of the profiled hosts,
+// like the all-reduce's anchor: carried as they are to other cores; the count is BSP's (under SSP the window slides
+// across clocks, and a model whose prox needs whole clocks pushes without one). Faster than the model (its pieces
+// overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
 struct FmsAnchor {
   bool measured = false;
   double ratio = 1.0;
