@@ -162,13 +162,14 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
 // pulls, through every host's share of a core): seconds per window round, so it grows with the
 // blocks of a server's shard (the shape and the server count). It is part of the exchange's phase
 // at the profile's N, not a cost beside it: with more workers the exchange takes the longer of its
-// model and that phase (predict). FMS with 4 servers on the small job, on 0.125-core netns hosts,
-// ran a flat clock from 4 workers to 8 in six runs (0.143 / 0.147, 0.206 / 0.194, 0.187 / 0.179,
-// 0.117 / 0.125 s), where its servers' links carry twice the bytes (a seventh grew 12%, 0.110 /
-// 0.123): the sum predicted +17% at 8 workers (2026-12-04, 300 Mbit/s), the longer +5%. Seconds of the profiled hosts,
-// like the all-reduce's anchor: carried as they are to other cores; the count is BSP's (under SSP the window slides
-// across clocks, and a model whose prox needs whole clocks pushes without one). Faster than the model (its pieces
-// overlap), a ratio on all of FMS. Not measured: ratio 1 and no residual.
+// model and that phase (fms_excess_s). FMS with 4 servers on the small job, on 0.125-core netns
+// hosts, ran a flat clock from 4 workers to 8 in six runs (0.143 / 0.147, 0.206 / 0.194, 0.187 /
+// 0.179, 0.117 / 0.125 s), where its servers' links carry twice the bytes (a seventh grew 12%,
+// 0.110 / 0.123): the sum predicted +17% at 8 workers (2026-12-04, 300 Mbit/s), the longer +5%.
+// Seconds of the profiled hosts, like the all-reduce's anchor: carried as they are to other cores;
+// the count is BSP's (under SSP the window slides across clocks, and a model whose prox needs whole
+// clocks pushes without one). Faster than the model (its pieces overlap), a ratio on all of FMS.
+// Not measured: ratio 1 and no residual.
 struct FmsAnchor {
   bool measured = false;
   double ratio = 1.0;
@@ -185,6 +186,19 @@ FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
   const auto rounds =
       static_cast<double>(ps_rounds(p.stored_rows(p.shape()), p.stored_cols(p.shape()), p.engine_fms_servers));
   return {true, a.ratio, a.s / rounds};
+}
+
+// The FMS engine's excess at the target (FmsAnchor): its window rounds at the target's shape and
+// servers; with more workers than profiled, what the exchange's phase at the profile's N leaves
+// beyond the target's modelled exchange (`comm_s`, fms_pieces' at the target).
+double fms_excess_s(const SchemeProfile& p, const FmsAnchor& m, const Pieces& x, const Shape& sh, int servers,
+                    const Target& t, double comm_s) {
+  const double excess = m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers));
+  if (t.nodes <= p.workers || !(excess > 0)) return excess;
+  Target profiled = t;
+  profiled.nodes = p.workers;
+  const double phase = fms_pieces(p, 1.0, x, sh, servers, profiled).comm_s + excess;
+  return std::max(0.0, phase - comm_s);
 }
 
 // Evaluations per clock: rank 0's measured evaluation (and the snapshot's copy of W when the monitor
@@ -243,18 +257,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.compute_s = f.compute_s * m.ratio + ev;
     r.comm_s = f.comm_s * m.ratio;
     r.update_s = f.update_s * m.ratio;
-    r.engine_s = an.dense.s;
-    if (m.measured) {
-      // The excess is part of the exchange's phase at the profile's N (its rounds at this shape);
-      // with more workers the exchange is the longer of its modelled seconds and that phase.
-      r.engine_s = m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers));
-      if (t.nodes > p.workers && r.engine_s > 0) {
-        Target profiled = t;
-        profiled.nodes = p.workers;
-        const double phase = fms_pieces(p, 1.0, x, sh, servers, profiled).comm_s + r.engine_s;
-        r.engine_s = std::max(0.0, phase - f.comm_s);
-      }
-    }
+    r.engine_s = m.measured ? fms_excess_s(p, m, x, sh, servers, t, f.comm_s) : an.dense.s;
     r.servers = f.servers;
     r.link_bytes_per_clock = f.link_bytes_per_clock;
     r.bytes_per_clock = f.bytes_per_clock;
