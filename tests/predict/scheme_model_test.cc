@@ -532,14 +532,61 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
     }
   EXPECT_EQ(ps_rounds(big.shape.J, p.D, 1), 8);
   EXPECT_EQ(ps_rounds(big.shape.J, p.D, 8), 2);  // fms:n at 8 nodes: 4 MiB shards, 8 blocks of 512 KiB
-  // Faster than the model: half of it everywhere, no residual.
+  // Faster than the model: half of it at any shape and server count where the workers outnumber
+  // the servers, as at the profile's 4 workers and 1 server; with a server per node (N <= S, where a
+  // worker's link is the busiest) the model alone. No residual.
   p.engine_fms_clock_s = plain / 2;
   for (const Target& t : {Target{8, p.link, 1, true}, big})
     for (const char* name : {"fms:1", "fms:2", "fms:n"}) {
       const Prediction mine = predict(p, parse_scheme(name), t);
       EXPECT_EQ(mine.engine_s, 0.0);
-      EXPECT_NEAR(mine.clock_s, predict(q, parse_scheme(name), t).clock_s / 2, 1e-12) << name;
+      const double model = predict(q, parse_scheme(name), t).clock_s;
+      EXPECT_NEAR(mine.clock_s, std::string(name) == "fms:n" ? model : model / 2, 1e-12) << name;
     }
+  // Measured with as many servers as workers: the ratio holds where N <= S only.
+  p.engine_fms_servers = p.workers;
+  const double plain4 = predict(q, parse_scheme("fms:4"), here).clock_s;
+  p.engine_fms_clock_s = plain4 / 2;
+  EXPECT_NEAR(predict(p, parse_scheme("fms:4"), here).clock_s, plain4 / 2, 1e-12);
+  EXPECT_NEAR(predict(p, parse_scheme("fms:n"), big).clock_s, predict(q, parse_scheme("fms:n"), big).clock_s / 2,
+              1e-12);
+  for (const char* name : {"fms:1", "fms:4"})
+    EXPECT_NEAR(predict(p, parse_scheme(name), big).clock_s, predict(q, parse_scheme(name), big).clock_s, 1e-12)
+        << name;
+}
+
+// Rank 0's evaluations delay its own pushes only. With more workers than servers a worker's link
+// idles while a server's carries W N / S, so the evaluations cost FMS what they cost at the profile
+// less the slack the target adds: measured with 4 servers at 4 workers (no slack), at 8 workers they
+// are hidden up to W on the incast link. With a server count not measured, their own time less the
+// slack.
+TEST(RecordedProfiles, FmsEvaluationsHideInAWorkersSlack) {
+  SchemeProfile p = read_profile(kData + "scheme_profile_mlr2048_k16_4h_eval.json");
+  ASSERT_EQ(p.workers, 4);
+  ASSERT_GT(p.eval_s, 0);
+  p.engine_fms_servers = 4;
+  p.engine_fms_clock_s = 0.4;
+  SchemeProfile free = p;  // evaluations measured at no cost
+  free.engine_fms_eval_clock_s = free.engine_fms_clock_s;
+  const Scheme fms4 = parse_scheme("fms:4"), fms2 = parse_scheme("fms:2");
+  const Target at4{4, p.link, 1, true}, at8{8, p.link, 1, true}, at16{16, p.link, 1, true};
+  const double slack = 4.0 * static_cast<double>(p.J * p.D) * p.incast().b_us_per_byte * 1e-6;  // W at 8
+  ASSERT_GT(slack, 0.01);
+  for (const double cost : {slack / 2, 2 * slack}) {
+    p.engine_fms_eval_clock_s = p.engine_fms_clock_s + cost;
+    const auto evals = [&](const Scheme& s, const Target& t) {
+      return predict(p, s, t).compute_s - predict(free, s, t).compute_s;
+    };
+    EXPECT_NEAR(evals(fms4, at4), cost, 1e-12);
+    EXPECT_NEAR(evals(fms4, at8), std::max(0.0, cost - slack), 1e-12) << cost;
+    EXPECT_NEAR(evals(fms4, at16), std::max(0.0, cost - 3 * slack), 1e-12) << cost;
+    // 2 servers, not measured: the evaluations' own time, less the slack (W at 4 workers).
+    const Target at2{2, p.link, 1, true};
+    const Pieces x = pieces_at(p, p.shape(), target_rank_cores(p, at2), 1);
+    const double own = predict(p, fms2, at2).compute_s - (x.sf_s + x.form_dense_s);
+    ASSERT_GT(own, 0);
+    EXPECT_NEAR(predict(p, fms2, at4).compute_s, x.sf_s + x.form_dense_s + std::max(0.0, own - slack), 1e-12);
+  }
 }
 
 // FMS's shards, blocks and window rounds and the all-reduce's calls are cut from the stored
