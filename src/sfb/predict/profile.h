@@ -198,7 +198,8 @@ struct SchemeProfile {
   //          to a W of 4 GB multiplied 2.2-fold. Faster (forming and exchanging W by row blocks
   //          overlap them): that ratio on every piece (0.8-1.0 on the validation's profiles). FMS's
   //          compute and adds take it too, unless its own engine was measured (scheme_model.cc,
-  //          fms_engine_anchor: then FMS's own excess per window round, or its own ratio).
+  //          fms_engine_anchor: then FMS's own excess per window round, or its own ratio on
+  //          the profile's side of N = S, fms_anchor_at).
   //   eval   what the evaluations cost SFB's engine (engine_eval_clock_s - engine_clock_s) over
   //          their pieces at the profile (eval_s, eval_copy_s, eval_sketch_s every eval_every
   //          clocks), at least 0; 1 without a measurement. On a rank whose cores the engine keeps

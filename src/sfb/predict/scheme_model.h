@@ -42,7 +42,10 @@
 // ran faster than its pieces (forming and exchanging W by row blocks overlap them), as that ratio
 // on its pieces instead (dense_anchor). FMS: when the profile was taken with its server ranks
 // (mpirun -np P+S, comm.scheme = "fms"), its engine's clock with S servers against the modelled
-// FMS clock there scales all of FMS (compute, network, adds) at any N, shape and server count;
+// FMS clock there: slower, the excess as seconds per window round, part of the exchange's phase;
+// faster, a ratio on all of FMS (compute, network, adds) on the profile's side of N = S only (the
+// busiest link is a worker's with N <= S, a server's with N > S); rank 0's evaluations cost FMS
+// what they cost at the profile less the slack a worker's link gains beyond it (scheme_model.cc);
 // otherwise its compute and adds take the all-reduce's anchor and its network is its model alone.
 // Shape and cores: every piece at the target's shape and a target rank's cores (profile.h's
 // laws: work ratios, a memory floor, time as 1 / min(threads, cores / ranks sharing them)), with
