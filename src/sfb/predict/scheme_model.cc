@@ -16,6 +16,15 @@ namespace {
 // The link's per-step cost as the all-reduce's algorithm choice sees it.
 LinkCost link_cost(const Link& l) { return LinkCost{l.a_us, l.b_us_per_byte}; }
 
+// W's bytes at a shape.
+double w_bytes(const Shape& sh) { return 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D); }
+
+// The target with the profile's node count (its link, cores and shape kept).
+Target at_profiled_nodes(const SchemeProfile& p, Target t) {
+  t.nodes = p.workers;
+  return t;
+}
+
 }  // namespace
 
 std::string Scheme::label() const {
@@ -104,7 +113,7 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   const int64_t every = p.reconcile_every > 0 && t.nodes == p.workers && same_shape
                             ? p.reconcile_every
                             : auto_reconcile_every(t.nodes, n, sh.K, sh.J, sh.D, sh.v_width());
-  const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D));
+  const auto wb = static_cast<int64_t>(w_bytes(sh));
   const bool direct = allreduce_direct(wb, t.nodes, link_cost(t.link));
   // W's all-reduce and the drift's one float (runtime/reconciler.h).
   const double sent =
@@ -116,16 +125,20 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.bytes_per_clock += N * sent / static_cast<double>(every);
 }
 
+// A server's link in FMS's exchange: on the fitted link the profile's incast (every worker pushing
+// into one host at once).
+Link fms_link(const SchemeProfile& p, const Target& t) { return t.fitted ? p.incast() : t.link; }
+
 // FMS with S servers, its evaluations left out: SF computation and forming the update, the busiest
 // link's one direction (a server's, or a worker's when S >= N), the worker's copy of W in; SF
 // computation, forming and the adds scaled by `a`. On the fitted link a server's link is the
 // profile's incast (every worker pushing into one host).
 Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const Shape& sh, int S, const Target& t) {
   Prediction r;
-  const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
+  const double W = w_bytes(sh);
   const double N = t.nodes, add_s = x.add_dense_s * a;
   const double form_s = x.form_dense_s * a;
-  const Link in = t.fitted ? p.incast() : t.link;
+  const Link in = fms_link(p, t);
   r.servers = S;
   r.compute_s = x.sf_s * a + form_s;
   const double busiest = W * std::max(1.0, N / S);
@@ -205,9 +218,8 @@ FmsAnchor fms_anchor_at(const SchemeProfile& p, int servers, const Target& t) {
 // W N / S each way against a worker's W. Rank 0's evaluation delays its own pushes only; the
 // exchange waits for them only beyond that slack.
 double fms_worker_slack_s(const SchemeProfile& p, const Shape& sh, int servers, const Target& t) {
-  const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
-  const Link in = t.fitted ? p.incast() : t.link;
-  return W * std::max(0.0, static_cast<double>(t.nodes) / servers - 1.0) * in.b_us_per_byte * 1e-6;
+  return w_bytes(sh) * std::max(0.0, static_cast<double>(t.nodes) / servers - 1.0) * fms_link(p, t).b_us_per_byte *
+         1e-6;
 }
 
 // What the evaluations cost FMS at the target: `ev` (measured at the profile's N with its servers,
@@ -217,9 +229,7 @@ double fms_worker_slack_s(const SchemeProfile& p, const Shape& sh, int servers, 
 // where the slack is 0.134 s: this hides them all (0.03 s low), carrying them as measured was 0.05 s
 // high (FMS at 8 workers +18% in the validation, +6% to -4% with the slack).
 double fms_evals_s(const SchemeProfile& p, double ev, bool measured, const Shape& sh, int servers, const Target& t) {
-  Target profiled = t;
-  profiled.nodes = p.workers;
-  const double at_profile = measured && ev > 0 ? fms_worker_slack_s(p, sh, servers, profiled) : 0.0;
+  const double at_profile = measured && ev > 0 ? fms_worker_slack_s(p, sh, servers, at_profiled_nodes(p, t)) : 0.0;
   return std::max(0.0, ev + at_profile - fms_worker_slack_s(p, sh, servers, t));
 }
 
@@ -230,9 +240,7 @@ double fms_excess_s(const SchemeProfile& p, const FmsAnchor& m, const Pieces& x,
                     const Target& t, double comm_s) {
   const double excess = m.s_per_round * static_cast<double>(ps_rounds(p.stored_rows(sh), p.stored_cols(sh), servers));
   if (t.nodes <= p.workers || !(excess > 0)) return excess;
-  Target profiled = t;
-  profiled.nodes = p.workers;
-  const double phase = fms_pieces(p, 1.0, x, sh, servers, profiled).comm_s + excess;
+  const double phase = fms_pieces(p, 1.0, x, sh, servers, at_profiled_nodes(p, t)).comm_s + excess;
   return std::max(0.0, phase - comm_s);
 }
 
@@ -253,7 +261,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   r.nodes = t.nodes;
   const Shape sh = target_shape(p, t);
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
-  const double W = 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D);
+  const double W = w_bytes(sh);
   const SchemeProfile::Anchors an = p.anchors();
   // SF computation, and the evaluations, which every rank waits for under BSP: what they cost the
   // scheme's engine (Anchors::eval, eval_allreduce, eval_fms: rank 0's monitor runs them beside the
