@@ -292,9 +292,9 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.link_bytes_per_clock = sent;
     r.bytes_per_clock = t.nodes * sent;
   } else if (s.name == "fms") {
-    // Anchored by its engine measured with servers (fms_engine_anchor: its window rounds' seconds,
-    // or a ratio on all of it); else its compute and adds take the all-reduce engine's anchor and
-    // its network is the model alone.
+    // Anchored by its engine measured with servers (fms_anchor_at: its window rounds' seconds, or a
+    // ratio on all of it on the profile's side of N = S; the evaluations less a worker's slack); else
+    // its compute and adds take the all-reduce engine's anchor and its network is the model alone.
     const FmsAnchor m = fms_anchor_at(p, servers, t);
     const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, sh, servers, t);
     r.compute_s = f.compute_s * m.ratio + fms_evals_s(p, ev, servers == p.engine_fms_servers, sh, servers, t);
