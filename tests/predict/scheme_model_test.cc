@@ -268,6 +268,7 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   // Every engine's clock, so a key misspelt on either side shows.
   p.engine_clock_s = 0.5;
   p.engine_eval_clock_s = 0.75;
+  p.engine_pair_clock_s = 0.3125;
   p.engine_allreduce_clock_s = 0.25;
   p.engine_allreduce_eval_clock_s = 0.375;
   p.engine_fms_clock_s = 1.5;
@@ -280,7 +281,11 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   EXPECT_EQ(q.engine_allreduce_eval_clock_s, 0.375);
   EXPECT_EQ(q.engine_fms_eval_clock_s, 1.625);
   EXPECT_EQ(q.sf_fixed_s, 0.03);
+  EXPECT_EQ(q.engine_pair_clock_s, 0.3125);
   Json j = to_json(p);
+  j.erase("engine_pair_clock_s");  // an earlier build's profile: no pair run, the excess per clock
+  EXPECT_EQ(profile_from_json(j, "x.json").engine_pair_clock_s, 0);
+  j = to_json(p);
   j.erase("sf_fixed_s");  // an earlier build's profile: all of the SF computation grows with K
   EXPECT_EQ(profile_from_json(j, "x.json").sf_fixed_s, 0);
   j["sf_fixed_s"] = 0.2;  // more than sf_s
@@ -691,6 +696,42 @@ TEST(SchemeProfile, ACutMinibatchPredictsTheJobsOwn) {
 // The all-reduce engine's anchor: slower than its pieces, the difference as seconds per clock, so
 // a larger K (more compute, the same W) or a larger W adds no more of it; faster, the ratio scales
 // every piece.
+// The SFB engine's excess over its pieces at the profile's N, and at two ranks (the pair run): the
+// difference per peer is what each batch received adds, carried to SFB's N - 1 and Halton's Q.
+TEST(SchemeProfile, TheEnginesExcessGrowsWithTheBatchesARankReceives) {
+  SchemeProfile p = dense_profile(100, 50, 8);
+  p.batch_bytes = 0;  // no broadcast: the pieces are SF computation and the apply
+  p.link = Link{"fitted", 0.0, 0.001};
+  const auto pieces = [&p](int n) { return p.sf_s + p.apply_fixed_s + n * p.apply_batch_s; };
+  p.engine_clock_s = pieces(4) + 0.30;       // 0.30 s beyond the pieces at 4 ranks, 3 peers
+  p.engine_pair_clock_s = pieces(2) + 0.10;  // 0.10 at 2 ranks, 1 peer: 0.10 s a peer
+  const auto an = p.anchors();
+  EXPECT_NEAR(an.sfb_s, 0.30, 1e-12);
+  EXPECT_NEAR(an.sfb_per_peer_s, 0.10, 1e-12);
+  const auto engine = [&p](const std::string& scheme, int nodes) {
+    return predict(p, parse_scheme(scheme), Target{nodes, p.link, 1, true, p.shape()}).engine_s;
+  };
+  EXPECT_NEAR(engine("sfb", 4), 0.30, 1e-12);     // as measured
+  EXPECT_NEAR(engine("sfb", 8), 0.70, 1e-12);     // 7 peers
+  EXPECT_NEAR(engine("halton", 8), 0.30, 1e-12);  // Q = 3
+  EXPECT_NEAR(engine("halton", 4), 0.20, 1e-12);  // Q = 2
+  EXPECT_NEAR(engine("sfb", 2), 0.10, 1e-12);     // the pair's own
+  // Slower at the pair than at 4 (noise): no growth, the excess as measured at every N.
+  p.engine_pair_clock_s = pieces(2) + 0.40;
+  EXPECT_EQ(p.anchors().sfb_per_peer_s, 0);
+  EXPECT_NEAR(engine("sfb", 8), 0.30, 1e-12);
+  // Not measured (fewer than 3 workers, an earlier build): the same.
+  p.engine_pair_clock_s = 0;
+  EXPECT_EQ(p.anchors().sfb_per_peer_s, 0);
+  EXPECT_NEAR(engine("halton", 4), 0.30, 1e-12);
+  // Never below 0: the 4-rank excess 0.05, the pair's -0.05 (its clock under its pieces), 0.05 a
+  // peer, at 2 ranks 0.05 - 0.10.
+  p.engine_clock_s = pieces(4) + 0.05;
+  p.engine_pair_clock_s = pieces(2) - 0.05;
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, 0.05, 1e-12);
+  EXPECT_EQ(engine("sfb", 2), 0);
+}
+
 TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
   const DenseAnchor slow = dense_anchor(0.9, 0.5);
   EXPECT_DOUBLE_EQ(slow.ratio, 1.0);
@@ -949,6 +990,7 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.eval_copy_s, 0);
   EXPECT_GT(p.eval_sketch_s, 0);
   EXPECT_GT(p.engine_eval_clock_s, 0);            // the SFB engine again with the monitor evaluating
+  EXPECT_GT(p.engine_pair_clock_s, 0);            // and on two of the three ranks
   EXPECT_GT(p.engine_allreduce_eval_clock_s, 0);  // and the all-reduce's
   EXPECT_GE(p.anchors().sfb_s, 0);
   EXPECT_GT(p.anchors().dense.ratio, 0);

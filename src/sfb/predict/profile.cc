@@ -95,10 +95,18 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
   if (workers < 2) return a;
   // The engines run without the monitor: no evaluation is in their clocks.
-  const double apply = std::max(0.0, apply_fixed_s + workers * apply_batch_s);
-  const double bcast =
-      std::max(0.0, link.a_us + (workers - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
-  if (engine_clock_s > 0) a.sfb_s = std::max(0.0, engine_clock_s - (sf_s + bcast + apply));
+  // The SFB engine's pieces at n ranks: SF computation, the fitted broadcast to n - 1 peers, the
+  // apply of n batches.
+  const auto sfb_pieces = [this](int n) {
+    const double apply = std::max(0.0, apply_fixed_s + n * apply_batch_s);
+    const double bcast =
+        std::max(0.0, link.a_us + (n - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
+    return sf_s + bcast + apply;
+  };
+  const double excess = engine_clock_s - sfb_pieces(workers);
+  if (engine_clock_s > 0) a.sfb_s = std::max(0.0, excess);
+  if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2)
+    a.sfb_per_peer_s = std::max(0.0, (excess - (engine_pair_clock_s - sfb_pieces(2))) / (workers - 2));
   const double ev = evals_per_clock_s();
   // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
   const auto per_piece = [ev](double with_s, double without_s) {
@@ -200,6 +208,7 @@ Json to_json(const SchemeProfile& p) {
           {"engine_comm_s", sig(p.engine_comm_s, 6)},
           {"engine_apply_s", sig(p.engine_apply_s, 6)},
           {"engine_eval_clock_s", sig(p.engine_eval_clock_s, 6)},
+          {"engine_pair_clock_s", sig(p.engine_pair_clock_s, 6)},
           {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
           {"engine_fms_clock_s", sig(p.engine_fms_clock_s, 6)},
           {"engine_fms_servers", p.engine_fms_servers},
@@ -280,6 +289,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.engine_apply_s = num("engine_apply_s", 0, 1e6);
   // Profiles of earlier builds have no engine run with evaluations.
   p.engine_eval_clock_s = j.contains("engine_eval_clock_s") ? num("engine_eval_clock_s", 0, 1e6) : 0.0;
+  // Nor a pair run.
+  p.engine_pair_clock_s = j.contains("engine_pair_clock_s") ? num("engine_pair_clock_s", 0, 1e6) : 0.0;
   p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
   // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
   p.engine_fms_clock_s = j.contains("engine_fms_clock_s") ? num("engine_fms_clock_s", 0, 1e6) : 0.0;

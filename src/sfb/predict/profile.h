@@ -117,6 +117,11 @@ struct SchemeProfile {
   // an earlier build's profile). Its excess over engine_clock_s is what the evaluations cost the
   // clocks (Anchors::eval).
   double engine_eval_clock_s = 0.0;
+  // The SFB engine's steady clock again on the first two ranks alone, one peer each (0: not
+  // measured: fewer than 3 workers, no room in the budget, or an earlier build's profile). Its
+  // excess over its pieces there against engine_clock_s's at `workers` says how the engine's own
+  // cost grows with the batches a rank receives (Anchors::sfb_per_peer_s).
+  double engine_pair_clock_s = 0.0;
   // The engine's steady clock of the all-reduce baseline at `workers` (0: not measured): anchors
   // the all-reduce's network (what the clock leaves of its compute and add).
   double engine_allreduce_clock_s = 0.0;
@@ -189,6 +194,16 @@ struct SchemeProfile {
   //          s) and 0.03-0.04 s on the 2048 x 2048, K = 16 one (clocks of 0.11-0.14 s), the same at 1
   //          Gbit/s and 300 Mbit/s: a cost per clock, not per byte or per flop (as a ratio it
   //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
+  //   sfb_per_peer_s  what each peer's batch a clock adds to sfb_s: (sfb_s's excess at `workers`
+  //          less the pair's, engine_pair_clock_s over its pieces at 2 ranks) / (workers - 2), at
+  //          least 0 (0 unmeasured). A target rank receiving n batches a clock (SFB N - 1, Halton
+  //          Q) carries sfb_s + sfb_per_peer_s (n - (workers - 1)), at least 0. Where the hosts'
+  //          cores are busy with what they receive the excess grows with it: the 512 x 512,
+  //          K = 1024 job on 0.125-core netns hosts at 1 Gbit/s (one profile at each N, the same
+  //          half hour) measured 0.022, 0.109, 0.220 and 0.340 s at 2, 4, 6 and 8 ranks, where the
+  //          4-rank excess carried as it is predicted the 8-host clock 26% low and carried whole to
+  //          Halton's 3 batches at 8 hosts 27% high; on the 2048 x 2048, K = 16 job it held at
+  //          0.03-0.04 s a clock from 4 hosts to 8 (a cost per clock: the slope is then near 0).
   //   dense  the all-reduce engine's clock against its pieces (SF computation, forming the
   //          update, the fitted all-reduce of W, the add; dense_anchor). Slower than them: the
   //          difference as seconds per clock, as sfb_s (the threads' hand-offs): a profile whose K
@@ -218,7 +233,7 @@ struct SchemeProfile {
   //          link); SFB's engine with evaluations exceeded it without by 0.093 s in that profile.
   struct Anchors {
     double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
-    double sfb_s = 0.0;
+    double sfb_s = 0.0, sfb_per_peer_s = 0.0;
     DenseAnchor dense;
   };
   Anchors anchors() const;

@@ -105,7 +105,8 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.q = halton ? n : 0;
   r.comm_s = n > 0 ? (t.link.a_us + n * B * t.link.b_us_per_byte) * 1e-6 : 0.0;
   r.update_s = std::max(0.0, x.apply_fixed_s + (n + 1) * x.apply_batch_s);
-  r.engine_s = an.sfb_s;
+  // The engine's own cost, grown or shrunk by each batch a rank receives beyond the profile's.
+  r.engine_s = std::max(0.0, an.sfb_s + an.sfb_per_peer_s * (n - (p.workers - 1)));
   r.link_bytes_per_clock = n * B;
   r.bytes_per_clock = N * n * B;
   if (!halton || p.reconcile.empty() || n >= t.nodes - 1) return;

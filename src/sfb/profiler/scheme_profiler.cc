@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <span>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -312,12 +314,41 @@ double left_s(const ProfileRequest& r, double budget_s, const Stopwatch& took) {
   return budget_s - largest(*r.transport, took.seconds(), 1e-3);
 }
 
+// The SFB engine on the first two ranks alone (one peer each: engine_pair_clock_s) for as many
+// clocks as fit in `budget_s`, 0 with fewer than 3 workers or when 4 clocks do not fit; the same
+// on every rank. The other ranks send nothing meanwhile (a message of theirs would reach the pair's
+// engine): they wait for rank 0's word of the result, their peer timeout stretched by the share.
+double time_pair_engine(const ProfileRequest& r, const predict::SchemeProfile& p, double budget_s) {
+  auto& all = *r.transport;
+  if (r.workers < 3) return 0.0;
+  const predict::Target two{2, p.link, p.ranks_on_host, true, p.shape()};
+  const int64_t n = engine_clocks(r, predict::predict(p, {"sfb"}, two).clock_s, budget_s);
+  if (n == 0) return 0.0;
+  int64_t pair_ns = 0;
+  const double timeout_s = all.peer_timeout_s();
+  if (all.rank() < 2) {
+    comm::PrefixTransport pair(all, 2);
+    ProfileRequest q = r;
+    q.transport = &pair;
+    q.workers = 2;
+    pair_ns = static_cast<int64_t>(time_engine(q, pair, Scheme::kSfb, nullptr, n, budget_s).clock_s * 1e9);
+  } else {
+    all.set_peer_timeout(timeout_s + budget_s);
+  }
+  const Bytes word = comm::broadcast_bytes(all, 0, std::as_bytes(std::span(&pair_ns, 1)));
+  all.set_peer_timeout(timeout_s);
+  SFB_CHECK(word.size() == sizeof pair_ns, "profile: rank 0's word of the pair's engine has {} bytes", word.size());
+  std::memcpy(&pair_ns, word.data(), sizeof pair_ns);
+  return static_cast<double>(pair_ns) * 1e-9;
+}
+
 // The SFB engine's pieces (the network as what the clock leaves of compute and apply), then the SFB
-// engine with evaluations, and the all-reduce baseline's clock without and with them, each for as
-// many clocks as fit in its share of the time budget (from the pieces' prediction: SFB a quarter,
-// with evaluations up to half, the all-reduce half the rest or all of it when half does not fit 4
-// clocks, with evaluations the remainder); an engine whose 4 clocks would not fit is left out (its
-// anchors stay 1) and said so.
+// engine with evaluations, the SFB engine on two ranks, and the all-reduce baseline's clock without
+// and with evaluations, each for as many clocks as fit in its share of the time budget (from the
+// pieces' prediction: SFB a quarter, with evaluations up to half, on two ranks an eighth up to five
+// eighths, the all-reduce half the rest or all of it when half does not fit 4 clocks, with
+// evaluations the remainder); an engine whose 4 clocks would not fit is left out (its anchors stay
+// 1) and said so.
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
@@ -330,6 +361,8 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
     p.engine_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
                                                    left_s(r, budget_s / 2, took));
+    if (p.engine_clock_s > 0)
+      p.engine_pair_clock_s = time_pair_engine(r, p, std::min(budget_s / 8, left_s(r, budget_s * 5 / 8, took)));
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the SFB engine's 4 clocks would take about {:.0f} s: not run (the prediction adds no engine cost of "

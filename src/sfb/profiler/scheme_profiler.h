@@ -25,14 +25,17 @@
 //   engine        the engine itself (runtime::Worker) for kEngineSteadyS of steady clocks (at least
 //                 repeats + 4 clocks, at most kEngineMaxClocks) of SFB full broadcast, of SFB
 //                 full broadcast again with rank 0's monitor evaluating every eval.every clocks
-//                 (whole periods: engine_eval_clock_s, when one fits in its share), and of the
+//                 (whole periods: engine_eval_clock_s, when one fits in its share), of SFB full
+//                 broadcast on the first two ranks alone (one peer each, with 3 workers or more:
+//                 engine_pair_clock_s; the other ranks wait for rank 0's word), and of the
 //                 all-reduce baseline without and with the evaluations (engine_allreduce_clock_s,
 //                 engine_allreduce_eval_clock_s): the steady clock, the compute thread's
 //                 SF computation and the update thread's apply (the anchors of predict/
 //                 scheme_model.h); as many clocks as the pieces predict to fit in what is left of
-//                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, the
-//                 all-reduce half the rest, or all of it when half does not fit 4 clocks, with
-//                 evaluations the remainder), with a clock for the engine's start and stop, at
+//                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, on two
+//                 ranks an eighth up to five eighths, the all-reduce half the rest, or all of it
+//                 when half does not fit 4 clocks, with evaluations the remainder), with a clock
+//                 for the engine's start and stop, at
 //                 least 4, or none (no anchor: a warning); a run with evaluations is sized at the
 //                 engine's clock plus what they cost SFB's engine (their pieces if more), over
 //                 whole periods, or not run when one does not fit
