@@ -255,19 +255,20 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
                  source);
   SchemeProfile p;
   const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
+  const auto opt = [&](const char* k, double lo, double hi) { return j.contains(k) ? num(k, lo, hi) : 0.0; };
   const auto big = 1e15;
   p.config = json_string(j, "config", source);
   p.model = json_string(j, "model", source);
   p.workers = static_cast<int>(num("workers", 1, 1 << 20));
   p.ranks_on_host = static_cast<int>(num("ranks_on_host", 1, 1 << 20));
   p.cores = num("cores", 0.001, 1 << 20);
-  p.machine_cores = j.contains("machine_cores") ? num("machine_cores", 0, 1 << 20) : 0.0;
+  p.machine_cores = opt("machine_cores", 0, 1 << 20);
   p.threads = static_cast<int>(num("threads", 1, 4096));
   p.J = static_cast<int64_t>(num("J", 1, big));
   p.D = static_cast<int64_t>(num("D", 1, big));
   p.K = static_cast<int64_t>(num("K", 1, big));
   // Profiles of earlier builds measured the job's own K.
-  p.job_K = j.contains("job_K") ? static_cast<int64_t>(num("job_K", 0, big)) : 0;
+  p.job_K = static_cast<int64_t>(opt("job_K", 0, big));
   SFB_CHECK_DATA(j.contains("sparse_v") && j["sparse_v"].is_boolean(), "{}: the profile has no boolean \"sparse_v\"",
                  source);
   p.sparse_v = j["sparse_v"].get<bool>();
@@ -276,48 +277,45 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
   p.sf_s = num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
-  p.sf_fixed_s = j.contains("sf_fixed_s") ? num("sf_fixed_s", 0, p.sf_s) : 0.0;
+  p.sf_fixed_s = opt("sf_fixed_s", 0, p.sf_s);
   p.apply_fixed_s = num("apply_fixed_s", -1e6, 1e6);
   p.apply_batch_s = num("apply_batch_s", 0, 1e6);
   p.form_dense_s = num("form_dense_s", 0, 1e6);
   p.add_dense_s = num("add_dense_s", 0, 1e6);
   // Profiles written before the bandwidth was measured have none: no memory floor then.
-  p.mem_bytes_per_s = j.contains("mem_bytes_per_s") ? num("mem_bytes_per_s", 0, 1e15) : 0.0;
+  p.mem_bytes_per_s = opt("mem_bytes_per_s", 0, 1e15);
   p.engine_clock_s = num("engine_clock_s", 0, 1e6);
   p.engine_sf_s = num("engine_sf_s", 0, 1e6);
   p.engine_comm_s = num("engine_comm_s", 0, 1e6);
   p.engine_apply_s = num("engine_apply_s", 0, 1e6);
-  // Profiles of earlier builds have no engine run with evaluations.
-  p.engine_eval_clock_s = j.contains("engine_eval_clock_s") ? num("engine_eval_clock_s", 0, 1e6) : 0.0;
-  // Nor a pair run.
-  p.engine_pair_clock_s = j.contains("engine_pair_clock_s") ? num("engine_pair_clock_s", 0, 1e6) : 0.0;
+  // Profiles of earlier builds have no engine run with evaluations, nor a pair run.
+  p.engine_eval_clock_s = opt("engine_eval_clock_s", 0, 1e6);
+  p.engine_pair_clock_s = opt("engine_pair_clock_s", 0, 1e6);
   p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
   // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
-  p.engine_fms_clock_s = j.contains("engine_fms_clock_s") ? num("engine_fms_clock_s", 0, 1e6) : 0.0;
-  p.engine_fms_servers = j.contains("engine_fms_servers") ? static_cast<int>(num("engine_fms_servers", 0, 1 << 20)) : 0;
+  p.engine_fms_clock_s = opt("engine_fms_clock_s", 0, 1e6);
+  p.engine_fms_servers = static_cast<int>(opt("engine_fms_servers", 0, 1 << 20));
   SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
                  "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
   // Profiles of earlier builds have no dense engine run with evaluations.
-  p.engine_allreduce_eval_clock_s =
-      j.contains("engine_allreduce_eval_clock_s") ? num("engine_allreduce_eval_clock_s", 0, 1e6) : 0.0;
-  p.engine_fms_eval_clock_s = j.contains("engine_fms_eval_clock_s") ? num("engine_fms_eval_clock_s", 0, 1e6) : 0.0;
+  p.engine_allreduce_eval_clock_s = opt("engine_allreduce_eval_clock_s", 0, 1e6);
+  p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
   p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = num("bcast_r2", -1e9, 1);
   // Profiles written before the incast was measured have none: the broadcast's link stands in.
-  p.incast_a_us = j.contains("incast_a_us") ? num("incast_a_us", 0, 1e9) : 0.0;
-  p.incast_b_us_per_byte = j.contains("incast_b_us_per_byte") ? num("incast_b_us_per_byte", 0, 1e6) : 0.0;
+  p.incast_a_us = opt("incast_a_us", 0, 1e9);
+  p.incast_b_us_per_byte = opt("incast_b_us_per_byte", 0, 1e6);
   p.allreduce_a_us = num("allreduce_a_us", -1e9, 1e9);
   p.allreduce_b_us_per_byte = num("allreduce_b_us_per_byte", 0, 1e6);
   p.allreduce_r2 = num("allreduce_r2", -1e9, 1);
   // Profiles of earlier builds fitted the all-reduce at W / 4 and W.
-  p.allreduce_block_bytes =
-      j.contains("allreduce_block_bytes") ? static_cast<int64_t>(num("allreduce_block_bytes", 0, big)) : 0;
+  p.allreduce_block_bytes = static_cast<int64_t>(opt("allreduce_block_bytes", 0, big));
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
-  p.profile_s = j.contains("profile_s") ? num("profile_s", 0, 1e9) : 0.0;
+  p.profile_s = opt("profile_s", 0, 1e9);
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
-  p.eval_rows_per_clock = j.contains("eval_rows_per_clock") ? num("eval_rows_per_clock", 0, 1e15) : 0.0;
+  p.eval_rows_per_clock = opt("eval_rows_per_clock", 0, 1e15);
   if (j.contains("eval_every")) {
     p.eval_every = static_cast<int64_t>(num("eval_every", 0, big));
     p.eval_s = num("eval_s", 0, 1e6);
