@@ -35,10 +35,10 @@
 //                 ProfileRequest::budget_s (SFB a quarter, with evaluations up to half, on two
 //                 ranks an eighth up to five eighths, the all-reduce half the rest, or all of it
 //                 when half does not fit 4 clocks, with evaluations the remainder), with a clock
-//                 for the engine's start and stop, at
-//                 least 4, or none (no anchor: a warning); a run with evaluations is sized at the
-//                 engine's clock plus what they cost SFB's engine (their pieces if more), over
-//                 whole periods, or not run when one does not fit
+//                 for the engine's start and stop, at least 4, or none (no anchor: a warning); a
+//                 run with evaluations is sized at the engine's clock plus what they cost SFB's
+//                 engine (their pieces if more), over whole periods, or not run when one does not
+//                 fit
 //   allreduce     sfb's all-reduce (comm/allreduce.h) of 4 J D / 4 and 4 J D bytes (4 J D at least
 //                 1 MiB, at most 32 MiB): T(M) = A + B M
 //   fms engine    only when the job was launched with FMS's server ranks (comm.scheme = "fms",
