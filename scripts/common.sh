@@ -6,10 +6,13 @@ sfb_deps() {
   "$SFB_ROOT/scripts/install-deps.sh"
 }
 
-# sfb_build [targets...]: configure (once) and build with ninja -j2.
+# sfb_build [targets...]: configure (once) and build with ninja -j2. SFB_CMAKE_FLAGS (environment,
+# space-separated) adds cmake arguments to the first configure, e.g. -DSFB_LINE_TABLES_ONLY=ON.
 sfb_build() {
   if [ ! -f "$SFB_BUILD/build.ninja" ]; then
-    cmake -S "$SFB_ROOT" -B "$SFB_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${SFB_CMAKE_ARGS[@]}"
+    local extra=()
+    read -r -a extra <<< "${SFB_CMAKE_FLAGS:-}"
+    cmake -S "$SFB_ROOT" -B "$SFB_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]}"
   fi
   cmake --build "$SFB_BUILD" -j "${SFB_JOBS:-2}" ${1:+--target "$@"}
 }
