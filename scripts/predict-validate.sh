@@ -28,7 +28,10 @@
 # count, each with C cores: keep their product within the machine's cores. About 80 minutes on 2
 # cores with the defaults. Writes DIR/<rate>/<config>[@<variant>]-<hosts>h/ (sfb-compare's output,
 # FMS with other server counts in ...-fmsS/), DIR/<rate>/<config>-profile.json, the profiles with S
-# FMS servers DIR/<rate>/<config>-profile-fmsS.json, and DIR/validation.md.
+# FMS servers DIR/<rate>/<config>-profile-fmsS.json, and DIR/validation.md. Each row of the table
+# also says how much of the machine's CPU time a hypervisor gave to other guests while the profile
+# that predicts it and its runs were timed (cpu_steal_share: "profile / runs", runs as the median
+# of the repeats; - where unknown): on a virtual machine the neighbours' load is in every time.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 hosts_list="4 8" rates="1gbit 300mbit" cpus=0.125 servers_list="1 4" repeats=3 table_only=0
@@ -164,10 +167,11 @@ predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV
   cat "$tmp"
   rm -f "$tmp"
 }
+pct() { awk -v x="$1" 'BEGIN { if (x == "-" || x == "") print "-"; else printf "%.3g", 100 * x }'; }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
-  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose | cpu steal %: profile / runs |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for rate in $rates; do
     for h in "${hosts_arr[@]}"; do
       for c in $configs; do
@@ -189,7 +193,7 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
           for run in sfb halton allreduce fms; do rows+=("$run|$dir/table.md|$run-s0"); done
           for S in "${servers_arr[@]:1}"; do rows+=("fms:$S|$dir-fms$S/table.md|fms-s0"); done
           best_m="" best_ms="" best_p="" best_ps=""
-          lines=()
+          lines=() steals=()
           for row in "${rows[@]}"; do
             IFS='|' read -r label table run <<< "$row"
             [ -f "$table" ] || continue
@@ -205,12 +209,17 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             med=${meas%% *}
             inplace=-  # sfb-compare predicts its own runs from its own profile; other FMS runs have none
             [[ $label == fms:* && $label != "fms:$s1" ]] || inplace=$(col "$table" "$run" "predicted s/clock")
+            # The hypervisor's steal while the predicting profile and these runs were timed.
+            src_prof=$prof
+            [[ $label == fms:* ]] && [ -f "$fprof" ] && src_prof=$fprof
+            steal="$(pct "$(jq -r '.cpu_steal_share // "-"' "$src_prof")") / $(col "$table" "$run" "cpu steal %")"
             lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
+            steals+=("${steal% / }")
             if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi
             if [ -n "$pred" ] && { [ -z "$best_ps" ] || awk -v a="$pred" -v b="$best_ps" 'BEGIN { exit !(a < b) }'; }; then best_p=$label best_ps=$pred; fi
           done
           chose=$(jq -r '.auto.chosen // "-"' "$dir-auto/summary.json" 2>/dev/null || echo "-")
-          for l in "${lines[@]}"; do echo "$l $best_m | $best_p | $chose |"; done
+          for i in "${!lines[@]}"; do echo "${lines[$i]} $best_m | $best_p | $chose | ${steals[$i]:--} |"; done
         done
       done
     done
@@ -223,4 +232,12 @@ if [ -n "$errs" ]; then
   n=$(echo "$errs" | wc -l)
   med=$(echo "$errs" | awk -v n="$n" '{ v[NR] = $1 } END { print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }')
   echo -e "\nheld-out predictions: $n rows, |error| median $med%, max $(echo "$errs" | tail -1)%" | tee -a "$out/validation.md"
+fi
+# The hypervisor's steal while the rows' runs were timed (each row's median repeat; rows of an
+# earlier build's runs have none): a row timed under a large one measured the neighbours too.
+steals=$(awk -F'|' 'NR > 2 && $14 ~ /\// { split($14, a, "/"); v = a[2]; sub(/^ +/, "", v); sub(/ .*/, "", v)
+                                         if (v != "-" && v != "") print v + 0 }' "$out/validation.md" | sort -g)
+if [ -n "$steals" ]; then
+  echo "$steals" | awk '{ v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the machine'"'"'s CPU time, %d rows\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR }' |
+    tee -a "$out/validation.md"
 fi

@@ -207,8 +207,8 @@ fi
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
   awk -v t="$target" '$3 <= t { print $1; found = 1; exit } END { if (!found) print "-" }' "$1"
 }
-stats() {  # values on stdin ("-" ignored): "median min max", or "- - -"
-  grep -v '^-$' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "- - -"; else print v[int((NR + 1) / 2)], v[1], v[NR] }'
+stats() {  # values on stdin ("-" ignored): "median min max", or "- - -" (every value "-": grep finds none)
+  { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "- - -"; else print v[int((NR + 1) / 2)], v[1], v[NR] }'
 }
 range() {  # "median min max" -> "median" or "median (min-max)"
   awk -v r="$repeats" '{ if ($1 == "-") print "-"; else if (r > 1) printf "%.3g (%.3g-%.3g)\n", $1, $2, $3; else printf "%.3g\n", $1 }'
@@ -223,11 +223,15 @@ steady() {  # <run dir>: seconds per clock in the steady state, between the eval
 }
 
 # Per run: the median repeat (by seconds per clock) gives the curve and the other columns.
-declare -A row_ttt row_spc row_dir
+declare -A row_ttt row_spc row_dir row_steal
 for r in "${runs[@]}"; do
   mapfile -t dirs < <(repeat_dirs "$r")
   row_ttt[$r]=$(for d in "${dirs[@]}"; do ttt "$d/curve.dat"; done | stats)
   row_spc[$r]=$(for d in "${dirs[@]}"; do steady "$d"; done | stats)
+  # The hypervisor's steal during each repeat, in % (null: unknown, or an earlier build's summary).
+  row_steal[$r]=$(for d in "${dirs[@]}"; do
+                    jq -r '.cpu_steal_share // "-" | if . == "-" then . else . * 100 end' "$d/summary.json"
+                  done | stats)
   med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
   row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done |
     awk -v m="$med" '$1 == m { sub(/^[^ ]* /, ""); print; exit }')
@@ -295,9 +299,10 @@ base_ttt=""
   echo "s/clock: steady seconds per clock, between the evaluations after clock 0 and before the last (wall / clocks with fewer than two); predicted: sfb-plan from the profile sfbd measured on the same ranks first (BSP; none for static Halton), error = (predicted - measured) / measured."
   echo
   echo "replica drift: the last measured relative distance of the workers' W from their mean (0 under full-broadcast BSP)."
+  echo "cpu steal %: the share of the machine's CPU time a hypervisor gave to other guests while the run trained (/proc/stat; - unknown): a run's times are slower by about that much, whatever sfb did."
   echo
-  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | wait s | other s | wall s | update s | s/clock | predicted s/clock | error | replica drift |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | wait s | other s | wall s | update s | s/clock | predicted s/clock | error | replica drift | cpu steal % |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for r in "${runs[@]}"; do
     sum="${row_dir[$r]}/summary.json"
     t=$(echo "${row_ttt[$r]}" | awk '{ print $1 }')
@@ -315,10 +320,11 @@ base_ttt=""
     err=$(awk -v p="$pred" -v m="$(echo "${row_spc[$r]}" | awk '{ print $1 }')" \
       'BEGIN { if (p == "-" || m == "-" || m <= 0) print "-"; else printf "%+.1f%%", 100 * (p - m) / m }')
     tshow=$(echo "${row_ttt[$r]}" | range)
-    printf '| %s | %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.2f | %.2f | %s | %.2f | %.2f | %s | %s | %s | %s |\n' "$r" \
+    steal=$(echo "${row_steal[$r]}" | range)
+    printf '| %s | %s | %s | %s | %s | %.0f | %s | %.3f | %s | %.2f | %.2f | %s | %.2f | %.2f | %s | %s | %s | %s | %s |\n' "$r" \
       "$(field final_clock "$sum")" "$tshow" "$ratio" "$(field final_objective "$sum")" "$(field samples_per_s "$sum")" \
       "$mb" "$(awk -v x="$th" 'BEGIN{print x/1e6}')" "$mr" "$comp" "$wait" "$other" "$wall" \
-      "$(field update_s_mean "$sum")" "$spc" "$( [ "$pred" = - ] && echo - || printf '%.3g' "$pred")" "$err" "${drift:--}"
+      "$(field update_s_mean "$sum")" "$spc" "$( [ "$pred" = - ] && echo - || printf '%.3g' "$pred")" "$err" "${drift:--}" "$steal"
   done
   echo
   verdict

@@ -19,6 +19,7 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/machine.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/sampler.h"
 #include "sfb/mgwfbp/profile.h"
@@ -211,7 +212,7 @@ int run_cnn(Job& job) {
   if (!set_up(job, s)) return kExitBadInput;
   share(job, s.has_init, s.init, "model.init = " + cfg.model.init);
   share(job, s.has_checkpoint, s.checkpoint, job.resume_path);
-  const sfb::Json contended = contention(job);
+  sfb::Json contended = contention(job);
   sfb::cnn::ExecutorStart start;
   if (s.has_checkpoint) {
     start.checkpoint = &s.checkpoint;
@@ -243,7 +244,10 @@ int run_cnn(Job& job) {
     hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
     sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank(), start);
+    const auto ticks = sfb::cpu_ticks();
     r = ex.run();
+    const double steal = sfb::steal_share(ticks, sfb::cpu_ticks());
+    contended["cpu_steal_share"] = steal >= 0 ? sfb::Json(std::round(steal * 1e4) / 1e4) : sfb::Json(nullptr);
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

@@ -272,7 +272,8 @@ int run_server(Job& job, const Setup& s) {
 // Rank 0's outputs at the end; false when one could not be written (full disk, I/O error): each
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
-bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory) {
+bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory,
+                   double cpu_steal_share) {
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -299,7 +300,8 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.model->layout(),
                    s.auto_choice,
                    s.lr_search,
-                   std::move(memory)};
+                   std::move(memory),
+                   cpu_steal_share};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -493,12 +495,24 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   return true;
 }
 
+// A profile taken while the hypervisor stole this share of the CPU or more says so: on a netns
+// cluster of 0.125-core hosts a profile under 7.6% steal predicted its own hosts' clocks 23-32% slow
+// (runs under 1-3%; docs/compare.md "How repeatable the testbed is").
+constexpr double kStealWarnShare = 0.05;
+
 int profile_sfb(Job& job, const std::string& path) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
   sfb::predict::SchemeProfile p;
+  const auto ticks = sfb::cpu_ticks();
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
   if (job.rank() != 0) return kExitOk;
+  p.cpu_steal_share = sfb::steal_share(ticks, sfb::cpu_ticks());
+  if (p.cpu_steal_share >= kStealWarnShare)
+    spdlog::warn(
+        "the hypervisor gave {:.1f}% of this machine's CPU time to other guests while it profiled: the profile's "
+        "times measure the neighbours too; profile again when the machine is quieter (cpu_steal_share in {})",
+        100.0 * p.cpu_steal_share, path);
   const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg), p.workers, p.ranks_on_host);
   sfb::Json j = sfb::predict::to_json(p);
   j["predictions"] = predictions_json(ranked, fms_prediction(job.cfg, p, p.workers, p.ranks_on_host));
@@ -608,13 +622,15 @@ int run_sfb(Job& job) {
   auto exchange = sfb::baselines::make_exchange(cfg, s.model->has_prox(), allreduce_factory(cfg));
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
+  const auto ticks = sfb::cpu_ticks();
   const sfb::runtime::WorkerResult result = worker.run();
+  const double steal = sfb::steal_share(ticks, sfb::cpu_ticks());
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory));
+    const bool written = write_outputs(job, s, result, std::move(memory), steal);
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

@@ -84,4 +84,31 @@ CpuBudget cpu_budget() {
   return b;
 }
 
+CpuTicks parse_cpu_ticks(const std::string& line) {
+  std::istringstream in(line);
+  std::string name;
+  in >> name;
+  CpuTicks t;
+  if (name != "cpu") return t;
+  // user nice system idle iowait irq softirq steal guest guest_nice: guest time is already in
+  // user and nice, so the total is the first eight.
+  double v = 0;
+  int fields = 0;
+  for (; fields < 8 && in >> v; ++fields) {
+    if (v < 0) return {};
+    t.total += v;
+    if (fields == 7) t.steal = v;
+  }
+  t.known = fields >= 4;
+  return t.known ? t : CpuTicks{};
+}
+
+CpuTicks cpu_ticks() { return parse_cpu_ticks(first_line("/proc/stat")); }
+
+double steal_share(const CpuTicks& before, const CpuTicks& after) {
+  const double total = after.total - before.total, steal = after.steal - before.steal;
+  if (!before.known || !after.known || !(total > 0) || steal < 0) return -1;
+  return std::min(1.0, steal / total);
+}
+
 }  // namespace sfb

@@ -14,4 +14,21 @@ struct CpuBudget {
 };
 CpuBudget cpu_budget();
 
+// The machine's CPU time so far, from the "cpu" line of /proc/stat (clock ticks, every CPU): all
+// of it, and the steal, the time the hypervisor of a virtual machine gave to other guests while
+// this one had work. A run timed while a tenth of the CPU time was stolen ran slower by about that
+// much, whatever the code did: timings taken on a virtual machine (benchmarks, profiles, the
+// validation's runs) carry the share stolen while they ran.
+struct CpuTicks {
+  double total = 0, steal = 0;
+  bool known = false;  // false: /proc/stat unreadable or not in the kernel's format
+};
+CpuTicks cpu_ticks();
+// The ticks of one /proc/stat "cpu" line ("cpu  user nice system idle iowait irq softirq steal
+// ..."; kernels before 2.6.11 have no steal field: steal 0).
+CpuTicks parse_cpu_ticks(const std::string& line);
+// The share of the CPU time between two readings that was stolen, in [0, 1]; -1 when either is
+// unknown or no time passed.
+double steal_share(const CpuTicks& before, const CpuTicks& after);
+
 }  // namespace sfb

@@ -227,6 +227,7 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
+          {"cpu_steal_share", p.cpu_steal_share >= 0 ? Json(sig(p.cpu_steal_share, 4)) : Json(nullptr)},
           {"eval_every", p.eval_every},
           {"eval_s", sig(p.eval_s, 6)},
           {"eval_copy_s", sig(p.eval_copy_s, 6)},
@@ -244,6 +245,19 @@ Layout stored_layout(const Json& j, const std::string& source) {
   SFB_CHECK_DATA(l == layout_name(Layout::kRowMajor) || l == layout_name(Layout::kFeatureMajor),
                  "{}: \"layout\" = \"{}\" is not one of row-major, feature-major", source, l);
   return l == layout_name(Layout::kRowMajor) ? Layout::kRowMajor : Layout::kFeatureMajor;
+}
+
+// The evaluations' keys (eval_every and what one costs).
+void read_evals(const Json& j, const std::string& source, SchemeProfile& p) {
+  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
+  p.eval_every = static_cast<int64_t>(num("eval_every", 0, 1e15));
+  p.eval_s = num("eval_s", 0, 1e6);
+  p.eval_copy_s = num("eval_copy_s", 0, 1e6);
+  p.eval_sketch_s = num("eval_sketch_s", 0, 1e6);
+  const std::string snap = json_string(j, "eval_snapshot", source);
+  const auto mode = choice_named<Snapshot>(snap);
+  SFB_CHECK_DATA(mode.has_value(), "{}: \"eval_snapshot\" = \"{}\" is not one of auto, copy, in_place", source, snap);
+  p.eval_snapshot = *mode;
 }
 
 }  // namespace
@@ -313,19 +327,12 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   p.profile_s = opt("profile_s", 0, 1e9);
+  p.cpu_steal_share =
+      j.contains("cpu_steal_share") && !j["cpu_steal_share"].is_null() ? num("cpu_steal_share", 0, 1) : -1;
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
   p.eval_rows_per_clock = opt("eval_rows_per_clock", 0, 1e15);
-  if (j.contains("eval_every")) {
-    p.eval_every = static_cast<int64_t>(num("eval_every", 0, big));
-    p.eval_s = num("eval_s", 0, 1e6);
-    p.eval_copy_s = num("eval_copy_s", 0, 1e6);
-    p.eval_sketch_s = num("eval_sketch_s", 0, 1e6);
-    const std::string snap = json_string(j, "eval_snapshot", source);
-    const auto mode = choice_named<Snapshot>(snap);
-    SFB_CHECK_DATA(mode.has_value(), "{}: \"eval_snapshot\" = \"{}\" is not one of auto, copy, in_place", source, snap);
-    p.eval_snapshot = *mode;
-  }
+  if (j.contains("eval_every")) read_evals(j, source, p);
   return p;
 }
 

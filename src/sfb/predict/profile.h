@@ -163,6 +163,10 @@ struct SchemeProfile {
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)
+  // The share of the machine's CPU time a hypervisor gave to other guests while it was measured
+  // (core/machine.h steal_share; -1: unknown or not recorded). Not used by the predictions: it
+  // says how far the machine's neighbours may have slowed what the profile timed.
+  double cpu_steal_share = -1.0;
   // Evaluations, every eval_every clocks (0: none): under BSP every rank waits for what they take
   // of rank 0's cores, and for its own sketch, so they add to the clocks. eval_s: one evaluation
   // as rank 0's monitor runs it (the objective on eval.train_sample rows, the accuracy on the test
