@@ -742,6 +742,35 @@ TEST(SchemeProfile, TheEnginesExcessGrowsWithTheBatchesARankReceives) {
   EXPECT_EQ(engine("sfb", 2), 0);
 }
 
+// Ranks sharing one machine's cores: the pair runs on ranks 0 and 1 while the others idle, so the
+// two compute with the cores the idle ranks leave them, and the pair's pieces are the measured
+// ones at those cores. Taken at the profile's own cores, a pair that ran exactly as its pieces at
+// a core each would show a slope of what the halved pieces save, per peer.
+TEST(SchemeProfile, ThePairsPiecesAreAtTheCoresTheIdleRanksLeaveIt) {
+  SchemeProfile p = dense_profile(100, 50, 8);
+  p.batch_bytes = 0;
+  p.link = Link{"fitted", 0.0, 0.001};
+  p.ranks_on_host = 4;  // mpirun -np 4 on a machine of 2 cores: half a core a rank
+  p.cores = 2;
+  p.threads = 1;
+  const auto pieces = [&p](int n, double per_core) {
+    return (p.sf_s + p.apply_fixed_s + n * p.apply_batch_s) * per_core;
+  };
+  p.engine_clock_s = pieces(4, 1.0) + 0.30;
+  p.engine_pair_clock_s = pieces(2, 0.5) + 0.10;  // a core each: its pieces take half as long
+  EXPECT_NEAR(p.anchors().sfb_s, 0.30, 1e-12);
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, 0.10, 1e-12);
+  // Two ranks to a host of their own each (the netns cluster): the pair had what every rank had.
+  p.ranks_on_host = 1;
+  p.cores = 0.5;
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, (0.30 - 0.10 + pieces(2, 0.5)) / 2, 1e-12);
+  // Two threads a rank on 2 cores shared by 4 ranks: still half a core each at 4, a core at the pair.
+  p.ranks_on_host = 4;
+  p.cores = 2;
+  p.threads = 2;
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, 0.10, 1e-12);
+}
+
 TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
   const DenseAnchor slow = dense_anchor(0.9, 0.5);
   EXPECT_DOUBLE_EQ(slow.ratio, 1.0);

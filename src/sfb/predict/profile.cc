@@ -95,18 +95,36 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
   if (workers < 2) return a;
   // The engines run without the monitor: no evaluation is in their clocks.
-  // The SFB engine's pieces at n ranks: SF computation, the fitted broadcast to n - 1 peers, the
-  // apply of n batches.
-  const auto sfb_pieces = [this](int n) {
-    const double apply = std::max(0.0, apply_fixed_s + n * apply_batch_s);
+  // The SFB engine's pieces at n ranks computing with pieces x: SF computation, the fitted
+  // broadcast to n - 1 peers, the apply of n batches.
+  const auto sfb_pieces = [this](int n, const Pieces& x) {
+    const double apply = std::max(0.0, x.apply_fixed_s + n * x.apply_batch_s);
     const double bcast =
         std::max(0.0, link.a_us + (n - 1) * static_cast<double>(batch_bytes) * link.b_us_per_byte) * 1e-6;
-    return sf_s + bcast + apply;
+    return x.sf_s + bcast + apply;
   };
-  const double excess = engine_clock_s - sfb_pieces(workers);
+  Pieces measured;
+  measured.sf_s = sf_s;
+  measured.apply_fixed_s = apply_fixed_s;
+  measured.apply_batch_s = apply_batch_s;
+  const double excess = engine_clock_s - sfb_pieces(workers, measured);
   if (engine_clock_s > 0) a.sfb_s = std::max(0.0, excess);
-  if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2)
-    a.sfb_per_peer_s = std::max(0.0, (excess - (engine_pair_clock_s - sfb_pieces(2))) / (workers - 2));
+  if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
+    // The pair ran on ranks 0 and 1 while the others waited idle, so where ranks share a host's
+    // cores (mpirun -np 4 on one machine) the two computed with the cores the idle ranks left them:
+    // its pieces are the measured ones at those cores. At the profile's own cores (what every
+    // rank computed with, all at once) they put the pair's excess far below the N-rank one, as if
+    // every peer cost the engine that much: the sparse 5,000 x 20,000 job on 4 ranks sharing 2
+    // cores (three profiles) measured the pair at 0.109-0.119 s a clock, its pieces at half a core
+    // 0.16-0.19, so its excess -0.04 to -0.07 s and the slope 0.059-0.085 s a peer (at 64 nodes
+    // 3.6 s of SFB's 15.1 s a clock). At a core each the pair's excess is 0.018-0.037 s (2 ranks
+    // profiled alone, a core each: 0.058) and the slope 0.016-0.040. Hosts of their own (the
+    // netns cluster: ranks_on_host 1) are unchanged.
+    const int pair_sharing = std::min(2, std::max(1, ranks_on_host));
+    const double pair_cores = std::min(static_cast<double>(threads), cores / pair_sharing);
+    const double pair_excess = engine_pair_clock_s - sfb_pieces(2, pieces_at(*this, shape(), pair_cores, pair_sharing));
+    a.sfb_per_peer_s = std::max(0.0, (excess - pair_excess) / (workers - 2));
+  }
   const double ev = evals_per_clock_s();
   // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
   const auto per_piece = [ev](double with_s, double without_s) {

@@ -200,14 +200,17 @@ struct SchemeProfile {
   //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
   //   sfb_per_peer_s  what each peer's batch a clock adds to sfb_s: (sfb_s's excess at `workers`
   //          less the pair's, engine_pair_clock_s over its pieces at 2 ranks) / (workers - 2), at
-  //          least 0 (0 unmeasured). A target rank receiving n batches a clock (SFB N - 1, Halton
-  //          Q) carries sfb_s + sfb_per_peer_s (n - (workers - 1)), at least 0. Where the hosts'
-  //          cores are busy with what they receive the excess grows with it: the 512 x 512,
-  //          K = 1024 job on 0.125-core netns hosts at 1 Gbit/s (one profile at each N, the same
-  //          half hour) measured 0.022, 0.109, 0.220 and 0.340 s at 2, 4, 6 and 8 ranks, where the
-  //          4-rank excess carried as it is predicted the 8-host clock 26% low and carried whole to
-  //          Halton's 3 batches at 8 hosts 27% high; on the 2048 x 2048, K = 16 job it held at
-  //          0.03-0.04 s a clock from 4 hosts to 8 (a cost per clock: the slope is then near 0).
+  //          least 0 (0 unmeasured). The pair's pieces are at the cores the pair had: where ranks
+  //          share a host (ranks_on_host > 1) the idle ranks leave ranks 0 and 1 cores / 2 each (at
+  //          most `threads`), not cores / ranks_on_host. A target rank receiving n batches a clock
+  //          (SFB N - 1, Halton Q) carries sfb_s + sfb_per_peer_s (n - (workers - 1)), at least 0.
+  //          Where the hosts' cores are busy with what they receive the excess grows with it: the
+  //          512 x 512, K = 1024 job on 0.125-core netns hosts at 1 Gbit/s (one profile at each N,
+  //          the same half hour) measured 0.022, 0.109, 0.220 and 0.340 s at 2, 4, 6 and 8 ranks,
+  //          where the 4-rank excess carried as it is predicted the 8-host clock 26% low and
+  //          carried whole to Halton's 3 batches at 8 hosts 27% high; on the 2048 x 2048, K = 16
+  //          job it held at 0.03-0.04 s a clock from 4 hosts to 8 (a cost per clock: the slope is
+  //          then near 0).
   //   dense  the all-reduce engine's clock against its pieces (SF computation, forming the
   //          update, the fitted all-reduce of W, the add; dense_anchor). Slower than them: the
   //          difference as seconds per clock, as sfb_s (the threads' hand-offs): a profile whose K

@@ -321,7 +321,8 @@ double left_s(const ProfileRequest& r, double budget_s, const Stopwatch& took) {
 double time_pair_engine(const ProfileRequest& r, const predict::SchemeProfile& p, double budget_s) {
   auto& all = *r.transport;
   if (r.workers < 3) return 0.0;
-  const predict::Target two{2, p.link, p.ranks_on_host, true, p.shape()};
+  // Ranks 0 and 1, with the cores the idle ranks leave them (SchemeProfile::anchors).
+  const predict::Target two{2, p.link, std::min(2, p.ranks_on_host), true, p.shape()};
   const int64_t n = engine_clocks(r, predict::predict(p, {"sfb"}, two).clock_s, budget_s);
   if (n == 0) return 0.0;
   int64_t pair_ns = 0;
