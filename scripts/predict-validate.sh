@@ -29,9 +29,10 @@
 # cores with the defaults. Writes DIR/<rate>/<config>[@<variant>]-<hosts>h/ (sfb-compare's output,
 # FMS with other server counts in ...-fmsS/), DIR/<rate>/<config>-profile.json, the profiles with S
 # FMS servers DIR/<rate>/<config>-profile-fmsS.json, and DIR/validation.md. Each row of the table
-# also says how much of the machine's CPU time a hypervisor gave to other guests while the profile
-# that predicts it and its runs were timed (cpu_steal_share: "profile / runs", runs as the median
-# of the repeats; - where unknown): on a virtual machine the neighbours' load is in every time.
+# also says how much of the CPU time the machine wanted a hypervisor gave to other guests while the
+# profile that predicts it and its runs were timed (cpu_stolen_share: "profile / runs", runs as the
+# median of the repeats; - where unknown, or an earlier build's files, which recorded a share of all
+# the CPU time): on a virtual machine the neighbours' load is in every time.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 hosts_list="4 8" rates="1gbit 300mbit" cpus=0.125 servers_list="1 4" repeats=3 table_only=0
@@ -212,7 +213,7 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             # The hypervisor's steal while the predicting profile and these runs were timed.
             src_prof=$prof
             [[ $label == fms:* ]] && [ -f "$fprof" ] && src_prof=$fprof
-            steal="$(pct "$(jq -r '.cpu_steal_share // "-"' "$src_prof")") / $(col "$table" "$run" "cpu steal %")"
+            steal="$(pct "$(jq -r '.cpu_stolen_share // "-"' "$src_prof")") / $(col "$table" "$run" "cpu steal %")"
             lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
             steals+=("${steal% / }")
             if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi
@@ -238,6 +239,6 @@ fi
 steals=$(awk -F'|' 'NR > 2 && $14 ~ /\// { split($14, a, "/"); v = a[2]; sub(/^ +/, "", v); sub(/ .*/, "", v)
                                          if (v != "-" && v != "") print v + 0 }' "$out/validation.md" | sort -g)
 if [ -n "$steals" ]; then
-  echo "$steals" | awk '{ v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the machine'"'"'s CPU time, %d rows\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR }' |
+  echo "$steals" | awk '{ v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR }' |
     tee -a "$out/validation.md"
 fi

@@ -230,7 +230,7 @@ for r in "${runs[@]}"; do
   row_spc[$r]=$(for d in "${dirs[@]}"; do steady "$d"; done | stats)
   # The hypervisor's steal during each repeat, in % (null: unknown, or an earlier build's summary).
   row_steal[$r]=$(for d in "${dirs[@]}"; do
-                    jq -r '.cpu_steal_share // "-" | if . == "-" then . else . * 100 end' "$d/summary.json"
+                    jq -r '.cpu_stolen_share // "-" | if . == "-" then . else . * 100 end' "$d/summary.json"
                   done | stats)
   med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
   row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done |
@@ -299,7 +299,7 @@ base_ttt=""
   echo "s/clock: steady seconds per clock, between the evaluations after clock 0 and before the last (wall / clocks with fewer than two); predicted: sfb-plan from the profile sfbd measured on the same ranks first (BSP; none for static Halton), error = (predicted - measured) / measured."
   echo
   echo "replica drift: the last measured relative distance of the workers' W from their mean (0 under full-broadcast BSP)."
-  echo "cpu steal %: the share of the machine's CPU time a hypervisor gave to other guests while the run trained (/proc/stat; - unknown): a run's times are slower by about that much, whatever sfb did."
+  echo "cpu steal %: of the CPU time the machine wanted while the run trained (its CPUs busy or stolen; idle left out), the share a hypervisor gave to other guests (/proc/stat; - unknown or an earlier build's summary): a run's times are slower by about that much, whatever sfb did."
   echo
   echo "| run | clocks | time to target (s) | vs first | final objective | samples/s | MB/clock measured | MB/clock theory | measured/theory | compute s | wait s | other s | wall s | update s | s/clock | predicted s/clock | error | replica drift | cpu steal % |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -247,7 +247,7 @@ int run_cnn(Job& job) {
     const auto ticks = sfb::cpu_ticks();
     r = ex.run();
     const double steal = sfb::steal_share(ticks, sfb::cpu_ticks());
-    contended["cpu_steal_share"] = steal >= 0 ? sfb::Json(sfb::fixed(steal, 4)) : sfb::Json(nullptr);
+    contended["cpu_stolen_share"] = steal >= 0 ? sfb::Json(sfb::fixed(steal, 4)) : sfb::Json(nullptr);
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

@@ -192,7 +192,7 @@ Json sfb_summary(const SfbRun& run) {
           {"final_accuracy", fixed(last.accuracy, 6)},
           {"final_metrics", metrics},
           {"samples_per_s", fixed(samples_per_s(run), 3)},
-          {"cpu_steal_share", run.cpu_steal_share >= 0 ? Json(fixed(run.cpu_steal_share, 4)) : Json(nullptr)},
+          {"cpu_stolen_share", run.cpu_stolen_share >= 0 ? Json(fixed(run.cpu_stolen_share, 4)) : Json(nullptr)},
           {"checksums_equal", equal},
           {"rank_checksums", sums},
           {"per_rank", ranks},
@@ -226,9 +226,10 @@ void print_sfb_table(const SfbRun& run) {
   if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));
-  if (run.cpu_steal_share >= 0.01)
-    fmt::print("  cpu steal        {:.1f} % of the machine's CPU time went to other guests of the hypervisor\n",
-               100.0 * run.cpu_steal_share);
+  if (run.cpu_stolen_share >= 0.01)
+    fmt::print(
+        "  cpu steal        {:.1f} % of the CPU time the machine wanted went to other guests of the hypervisor\n",
+        100.0 * run.cpu_stolen_share);
   if (!bytes_counted(cfg))
     fmt::print("  network          not counted (Open MPI's MPI_Allreduce moves the all-reduce's bytes)\n");
   else if (r.final_clock > r.start_clock)

@@ -27,10 +27,10 @@ struct SfbRun {
   sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
   sfb::Json lr_search = nullptr;                // optimizer.lr = "auto": the candidates and the choice
   RankMemory memory;
-  // The share of the machine's CPU time the hypervisor gave to other guests during training
-  // (core/machine.h steal_share; -1: unknown): the timing of a run with a large one is the
+  // Of the CPU time the machine wanted during training, the share the hypervisor gave to other
+  // guests (core/machine.h steal_share; -1: unknown): the timing of a run with a large one is the
   // neighbours' as much as sfb's.
-  double cpu_steal_share = -1;
+  double cpu_stolen_share = -1;
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

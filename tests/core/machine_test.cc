@@ -10,22 +10,29 @@ TEST(CpuTicks, ParsesTheCpuLineWithItsSteal) {
   const auto t = parse_cpu_ticks("cpu  1000 10 300 5000 40 0 50 600 70 0");
   ASSERT_TRUE(t.known);
   EXPECT_DOUBLE_EQ(t.total, 1000 + 10 + 300 + 5000 + 40 + 0 + 50 + 600);
+  EXPECT_DOUBLE_EQ(t.idle, 5000 + 40);
   EXPECT_DOUBLE_EQ(t.steal, 600);
   // A kernel without the steal field (before 2.6.11): known, nothing stolen.
   const auto old = parse_cpu_ticks("cpu 10 0 5 100");
   ASSERT_TRUE(old.known);
   EXPECT_DOUBLE_EQ(old.total, 115);
+  EXPECT_DOUBLE_EQ(old.idle, 100);
   EXPECT_DOUBLE_EQ(old.steal, 0);
   // Not the machine's line, too short, or not numbers: unknown.
   for (const char* bad : {"cpu0 1 2 3 4 5 6 7 8", "cpu 1 2", "intr 5 6 7 8", "", "cpu a b c d", "cpu 1 2 -3 4"})
     EXPECT_FALSE(parse_cpu_ticks(bad).known) << bad;
 }
 
-TEST(CpuTicks, StealShareIsTheStolenPartOfTheTimeBetweenTwoReadings) {
+TEST(CpuTicks, StealShareIsTheStolenPartOfTheTimeTheMachineWanted) {
   const auto a = parse_cpu_ticks("cpu 1000 0 0 1000 0 0 0 100");
-  const auto b = parse_cpu_ticks("cpu 1700 0 100 1100 0 0 0 200");  // 1000 ticks later, 100 stolen
-  EXPECT_DOUBLE_EQ(steal_share(a, b), 0.1);
-  EXPECT_EQ(steal_share(a, a), -1);  // no time passed
+  // 1000 ticks later: 700 user, 100 system, 100 idle, 100 stolen: 100 of the 900 wanted.
+  const auto b = parse_cpu_ticks("cpu 1700 0 100 1100 0 0 0 200");
+  EXPECT_DOUBLE_EQ(steal_share(a, b), 100.0 / 900);
+  // Mostly idle: the same 100 stolen of 200 wanted (idle and iowait 800) is half, not a tenth.
+  EXPECT_DOUBLE_EQ(steal_share(a, parse_cpu_ticks("cpu 1100 0 0 1700 100 0 0 200")), 0.5);
+  EXPECT_EQ(steal_share(a, parse_cpu_ticks("cpu 1000 0 0 2000 0 0 0 100")), 0);  // all idle
+  EXPECT_EQ(steal_share(a, parse_cpu_ticks("cpu 900 0 0 2000 0 0 0 200")), -1);  // a counter went back
+  EXPECT_EQ(steal_share(a, a), -1);                                              // no time passed
   EXPECT_EQ(steal_share(a, CpuTicks{}), -1);
   EXPECT_EQ(steal_share(b, a), -1);  // readings out of order
   // This machine's /proc/stat reads (Linux): a share in [0, 1] across a moment of work.

@@ -59,14 +59,14 @@ for run in sfb-s0 halton-s0 fms-s0 allreduce-s0; do
   [ -s "$OUT/cmp/$run/metrics.jsonl" ] || fail "no metrics for $run"
   # The hypervisor's steal while it trained: this Linux's /proc/stat has it, a share in [0, 1],
   # shown in % in the table's last column.
-  jq -e '.cpu_steal_share | type == "number" and . >= 0 and . <= 1' "$OUT/cmp/$run/summary.json" > /dev/null ||
-    fail "$run: cpu_steal_share $(jq -c .cpu_steal_share "$OUT/cmp/$run/summary.json")"
+  jq -e '.cpu_stolen_share | type == "number" and . >= 0 and . <= 1' "$OUT/cmp/$run/summary.json" > /dev/null ||
+    fail "$run: cpu_stolen_share $(jq -c .cpu_stolen_share "$OUT/cmp/$run/summary.json")"
   steal=$(echo "$row" | awk -F'|' '{ gsub(/ /, "", $(NF - 1)); print $(NF - 1) }')
-  awk -v s="$steal" -v x="$(jq .cpu_steal_share "$OUT/cmp/$run/summary.json")" 'BEGIN { exit !(s != "" && (s - 100 * x)^2 < 1e-4 + (0.01 * s)^2) }' ||
-    fail "$run: the table's cpu steal % is '$steal', the summary's share $(jq .cpu_steal_share "$OUT/cmp/$run/summary.json")"
+  awk -v s="$steal" -v x="$(jq .cpu_stolen_share "$OUT/cmp/$run/summary.json")" 'BEGIN { exit !(s != "" && (s - 100 * x)^2 < 1e-4 + (0.01 * s)^2) }' ||
+    fail "$run: the table's cpu steal % is '$steal', the summary's share $(jq .cpu_stolen_share "$OUT/cmp/$run/summary.json")"
 done
-jq -e '.cpu_steal_share | type == "number" and . >= 0 and . <= 1' "$OUT/cmp/profile.json" > /dev/null ||
-  fail "the profile's cpu_steal_share: $(jq -c .cpu_steal_share "$OUT/cmp/profile.json")"
+jq -e '.cpu_stolen_share | type == "number" and . >= 0 and . <= 1' "$OUT/cmp/profile.json" > /dev/null ||
+  fail "the profile's cpu_stolen_share: $(jq -c .cpu_stolen_share "$OUT/cmp/profile.json")"
 # FMS among the schemes: the profile was taken with its server launched, so it has FMS's engine.
 jq -e '.engine_fms_servers == 1 and .engine_fms_clock_s > 0 and .workers == 3' "$OUT/cmp/profile.json" > /dev/null \
   || fail "the profile has no FMS engine with its server: $(jq -c '{workers, engine_fms_servers, engine_fms_clock_s}' "$OUT/cmp/profile.json")"

@@ -275,7 +275,7 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   p.engine_fms_servers = 2;
   p.engine_fms_eval_clock_s = 1.625;
   p.sf_fixed_s = 0.03;
-  p.cpu_steal_share = 0.0625;
+  p.cpu_stolen_share = 0.0625;
   const SchemeProfile q = profile_from_json(to_json(p), "mem");
   EXPECT_EQ(to_json(q), to_json(p));
   EXPECT_EQ(q.job_K, 64);
@@ -283,15 +283,18 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   EXPECT_EQ(q.engine_fms_eval_clock_s, 1.625);
   EXPECT_EQ(q.sf_fixed_s, 0.03);
   EXPECT_EQ(q.engine_pair_clock_s, 0.3125);
-  EXPECT_EQ(q.cpu_steal_share, 0.0625);
+  EXPECT_EQ(q.cpu_stolen_share, 0.0625);
   Json j = to_json(p);
-  j["cpu_steal_share"] = nullptr;  // not readable where it was taken
-  EXPECT_EQ(profile_from_json(j, "x.json").cpu_steal_share, -1);
-  j.erase("cpu_steal_share");  // an earlier build's profile
-  EXPECT_EQ(profile_from_json(j, "x.json").cpu_steal_share, -1);
-  j["cpu_steal_share"] = 1.5;
+  j["cpu_stolen_share"] = nullptr;  // not readable where it was taken
+  EXPECT_EQ(profile_from_json(j, "x.json").cpu_stolen_share, -1);
+  j.erase("cpu_stolen_share");  // an earlier build's profile
+  EXPECT_EQ(profile_from_json(j, "x.json").cpu_stolen_share, -1);
+  j["cpu_steal_share"] = 0.05;  // the build before's: a share of all the CPU time, idle included
+  EXPECT_EQ(profile_from_json(j, "x.json").cpu_stolen_share, -1);
+  j.erase("cpu_steal_share");
+  j["cpu_stolen_share"] = 1.5;
   EXPECT_THAT([&] { profile_from_json(j, "x.json"); },
-              ::testing::ThrowsMessage<DataError>(HasSubstr("\"cpu_steal_share\" = 1.5 is outside [0, 1]")));
+              ::testing::ThrowsMessage<DataError>(HasSubstr("\"cpu_stolen_share\" = 1.5 is outside [0, 1]")));
   j = to_json(p);
   j.erase("engine_pair_clock_s");  // an earlier build's profile: no pair run, the excess per clock
   EXPECT_EQ(profile_from_json(j, "x.json").engine_pair_clock_s, 0);

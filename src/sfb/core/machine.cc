@@ -97,6 +97,7 @@ CpuTicks parse_cpu_ticks(const std::string& line) {
   for (; fields < 8 && in >> v; ++fields) {
     if (v < 0) return {};
     t.total += v;
+    if (fields == 3 || fields == 4) t.idle += v;
     if (fields == 7) t.steal = v;
   }
   t.known = fields >= 4;
@@ -107,8 +108,9 @@ CpuTicks cpu_ticks() { return parse_cpu_ticks(first_line("/proc/stat")); }
 
 double steal_share(const CpuTicks& before, const CpuTicks& after) {
   const double total = after.total - before.total, steal = after.steal - before.steal;
-  if (!before.known || !after.known || !(total > 0) || steal < 0) return -1;
-  return std::min(1.0, steal / total);
+  const double wanted = total - (after.idle - before.idle);
+  if (!before.known || !after.known || !(total > 0) || steal < 0 || wanted < steal) return -1;
+  return wanted > 0 ? std::min(1.0, steal / wanted) : 0.0;
 }
 
 }  // namespace sfb

@@ -245,7 +245,7 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
-          {"cpu_steal_share", p.cpu_steal_share >= 0 ? Json(sig(p.cpu_steal_share, 4)) : Json(nullptr)},
+          {"cpu_stolen_share", p.cpu_stolen_share >= 0 ? Json(sig(p.cpu_stolen_share, 4)) : Json(nullptr)},
           {"eval_every", p.eval_every},
           {"eval_s", sig(p.eval_s, 6)},
           {"eval_copy_s", sig(p.eval_copy_s, 6)},
@@ -345,8 +345,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
   p.profile_s = opt("profile_s", 0, 1e9);
-  p.cpu_steal_share =
-      j.contains("cpu_steal_share") && !j["cpu_steal_share"].is_null() ? num("cpu_steal_share", 0, 1) : -1;
+  p.cpu_stolen_share =
+      j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? num("cpu_stolen_share", 0, 1) : -1;
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
   p.eval_rows_per_clock = opt("eval_rows_per_clock", 0, 1e15);

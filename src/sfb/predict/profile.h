@@ -163,10 +163,11 @@ struct SchemeProfile {
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)
-  // The share of the machine's CPU time a hypervisor gave to other guests while it was measured
-  // (core/machine.h steal_share; -1: unknown or not recorded). Not used by the predictions: it
-  // says how far the machine's neighbours may have slowed what the profile timed.
-  double cpu_steal_share = -1.0;
+  // Of the CPU time the machine wanted while it was measured, the share a hypervisor gave to other
+  // guests (core/machine.h steal_share; -1: unknown or not recorded: an earlier build's profile had
+  // cpu_steal_share, a share of all the CPU time, idle included, which is not read). Not used by
+  // the predictions: it says how far the machine's neighbours may have slowed what the profile timed.
+  double cpu_stolen_share = -1.0;
   // Evaluations, every eval_every clocks (0: none): under BSP every rank waits for what they take
   // of rank 0's cores, and for its own sketch, so they add to the clocks. eval_s: one evaluation
   // as rank 0's monitor runs it (the objective on eval.train_sample rows, the accuracy on the test
