@@ -169,6 +169,18 @@ predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV
   rm -f "$tmp"
 }
 pct() { awk -v x="$1" 'BEGIN { if (x == "-" || x == "") print "-"; else printf "%.3g", 100 * x }'; }
+# The hypervisor's steal while a run's repeats trained, from their summaries (not sfb-compare's
+# table, which --table-only does not rebuild: an earlier build's table has a share of all the CPU
+# time there): median (min-max) in %, - where no summary has cpu_stolen_share.
+runs_steal() {  # <sfb-compare dir> <run>
+  local s vals
+  vals=$(for s in "$1/$2"-r*/summary.json; do
+           if [ -f "$s" ]; then jq -r '.cpu_stolen_share // empty | . * 100' "$s"; fi
+         done | sort -g)
+  if [ -z "$vals" ]; then echo -; return; fi
+  echo "$vals" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                                           printf "%.3g (%.3g-%.3g)\n", m, v[1], v[NR] }'
+}
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
   echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose | cpu steal %: profile / runs |"
@@ -213,7 +225,7 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             # The hypervisor's steal while the predicting profile and these runs were timed.
             src_prof=$prof
             [[ $label == fms:* ]] && [ -f "$fprof" ] && src_prof=$fprof
-            steal="$(pct "$(jq -r '.cpu_stolen_share // "-"' "$src_prof")") / $(col "$table" "$run" "cpu steal %")"
+            steal="$(pct "$(jq -r '.cpu_stolen_share // "-"' "$src_prof")") / $(runs_steal "$(dirname "$table")" "$run")"
             lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
             steals+=("${steal% / }")
             if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi

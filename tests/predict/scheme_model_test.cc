@@ -772,6 +772,15 @@ TEST(SchemeProfile, ThePairsPiecesAreAtTheCoresTheIdleRanksLeaveIt) {
   p.cores = 2;
   p.threads = 2;
   EXPECT_NEAR(p.anchors().sfb_per_peer_s, 0.10, 1e-12);
+  // Capped by the threads: 4 ranks of 1 thread on 4 cores compute with a core each, the pair too.
+  const double unchanged = (0.30 - 0.10 + pieces(2, 0.5)) / 2;
+  p.cores = 4;
+  p.threads = 1;
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, unchanged, 1e-12);
+  // Two ranks a host, a core each: the pair is the host's two ranks, as at every N.
+  p.ranks_on_host = 2;
+  p.cores = 2;
+  EXPECT_NEAR(p.anchors().sfb_per_peer_s, unchanged, 1e-12);
 }
 
 TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {

@@ -32,7 +32,7 @@ CpuTicks parse_cpu_ticks(const std::string& line);
 // from it: all but idle), the share stolen, in [0, 1]; 0 when nothing was wanted; -1 when either
 // reading is unknown, out of order, or no time passed. Not the share of all CPU time: steal accrues
 // only while a CPU has work, so on a machine mostly idle that share hides how much a run lost (the
-// validation's netns hosts keep 2 vCPUs 50-70% idle: 7.6% of all the time was 18% of the wanted).
+// validation's netns hosts kept 2 vCPUs 27-69% busy: 7.6% of all the time was 18% of the wanted).
 double steal_share(const CpuTicks& before, const CpuTicks& after);
 
 }  // namespace sfb
