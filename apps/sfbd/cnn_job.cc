@@ -244,10 +244,11 @@ int run_cnn(Job& job) {
     hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
     sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank(), start);
-    const auto ticks = sfb::cpu_ticks();
+    const sfb::MachineWatch watch;
     r = ex.run();
-    const double steal = sfb::steal_share(ticks, sfb::cpu_ticks());
-    contended["cpu_stolen_share"] = steal >= 0 ? sfb::Json(sfb::fixed(steal, 4)) : sfb::Json(nullptr);
+    const sfb::MachineSpan m = watch.stop();
+    contended["cpu_stolen_share"] = m.stolen_share >= 0 ? sfb::Json(sfb::fixed(m.stolen_share, 4)) : sfb::Json(nullptr);
+    contended["cpu_speed"] = m.speed > 0 ? sfb::Json(sfb::sig(m.speed, 4)) : sfb::Json(nullptr);
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

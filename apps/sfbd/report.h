@@ -5,6 +5,7 @@
 #include "sfb/cnn/executor.h"
 #include "sfb/core/config.h"
 #include "sfb/core/json.h"
+#include "sfb/core/machine.h"
 #include "sfb/runtime/worker.h"
 
 namespace sfbd {
@@ -27,10 +28,11 @@ struct SfbRun {
   sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
   sfb::Json lr_search = nullptr;                // optimizer.lr = "auto": the candidates and the choice
   RankMemory memory;
-  // Of the CPU time the machine wanted during training, the share the hypervisor gave to other
-  // guests (core/machine.h steal_share; -1: unknown): the timing of a run with a large one is the
-  // neighbours' as much as sfb's.
-  double cpu_stolen_share = -1;
+  // The machine while it trained (core/machine.h): of the CPU time it wanted, the share the
+  // hypervisor gave to other guests (the timing of a run with a large one is the neighbours' as
+  // much as sfb's), and how fast rank 0's core computed (cpu_speed: a ratio between runs on one
+  // machine says how much of a difference in their times is the machine's).
+  sfb::MachineSpan machine;
 };
 
 sfb::Json sfb_summary(const SfbRun& run);

@@ -273,7 +273,7 @@ int run_server(Job& job, const Setup& s) {
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
 bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory,
-                   double cpu_stolen_share) {
+                   sfb::MachineSpan machine) {
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -301,7 +301,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.auto_choice,
                    s.lr_search,
                    std::move(memory),
-                   cpu_stolen_share};
+                   machine};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -505,10 +505,12 @@ int profile_sfb(Job& job, const std::string& path) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
   sfb::predict::SchemeProfile p;
-  const auto ticks = sfb::cpu_ticks();
+  const sfb::MachineWatch watch;
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
   if (job.rank() != 0) return kExitOk;
-  p.cpu_stolen_share = sfb::steal_share(ticks, sfb::cpu_ticks());
+  const sfb::MachineSpan machine = watch.stop();
+  p.cpu_stolen_share = machine.stolen_share;
+  p.cpu_speed = machine.speed;
   if (p.cpu_stolen_share >= kStealWarnShare)
     spdlog::warn(
         "the hypervisor gave {:.1f}% of the CPU time this machine wanted to other guests while it profiled: "
@@ -624,15 +626,15 @@ int run_sfb(Job& job) {
   auto exchange = sfb::baselines::make_exchange(cfg, s.model->has_prox(), allreduce_factory(cfg));
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
-  const auto ticks = sfb::cpu_ticks();
+  const sfb::MachineWatch watch;
   const sfb::runtime::WorkerResult result = worker.run();
-  const double steal = sfb::steal_share(ticks, sfb::cpu_ticks());
+  const sfb::MachineSpan machine = watch.stop();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory), steal);
+    const bool written = write_outputs(job, s, result, std::move(memory), machine);
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

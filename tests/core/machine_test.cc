@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
+#include <thread>
+
 namespace sfb {
 namespace {
 
@@ -44,6 +48,24 @@ TEST(CpuTicks, StealShareIsTheStolenPartOfTheTimeTheMachineWanted) {
   if (share != -1) {
     EXPECT_GE(share, 0);
     EXPECT_LE(share, 1);
+  }
+}
+
+// The canary: a finite rate on this machine, and a watch over a stretch of work has one (the mean
+// of its start's and its end's) and a steal share in [0, 1] or unknown.
+TEST(CpuSpeed, TheCanaryAndTheWatchGiveARate) {
+  const double a = cpu_speed();
+  ASSERT_GT(a, 0);
+  EXPECT_TRUE(std::isfinite(a));
+  EXPECT_GT(a, 10);  // at least 10 million multiply-adds a CPU second: any core of this century
+  const MachineWatch watch;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const MachineSpan m = watch.stop();
+  EXPECT_GT(m.speed, 0);
+  EXPECT_TRUE(std::isfinite(m.speed));
+  if (m.stolen_share != -1) {
+    EXPECT_GE(m.stolen_share, 0);
+    EXPECT_LE(m.stolen_share, 1);
   }
 }
 
