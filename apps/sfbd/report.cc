@@ -149,56 +149,56 @@ Json sfb_summary(const SfbRun& run) {
   // Open MPI's MPI_Allreduce moves the dense baseline's bytes outside sfb's transport counters: the
   // measured bytes are then null (not a misleading 0) and bytes_counted says why.
   const bool counted = bytes_counted(cfg);
-  return {
-      {"config", cfg.source},
-      {"overrides", cfg.overrides},
-      {"settings", settings_json(cfg)},
-      {"sfb_version", SFB_VERSION},
-      {"git_revision", SFB_GIT_REVISION},
-      {"scheme", scheme_name(cfg)},
-      {"auto", run.auto_choice},
-      {"lr_search", run.lr_search},
-      {"transport", cfg.comm.transport},
-      {"collectives", cfg.comm.collectives},
-      {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
-      {"J", run.J},
-      {"D", run.D},
-      {"w_layout", std::string(sfb::layout_name(run.layout))},
-      {"network_bytes", network_bytes(r)},
-      {"bytes_per_clock", counted ? Json(fixed(measured, 1)) : Json(nullptr)},
-      {"bytes_counted", counted},
-      {"theory_bytes_per_clock", fixed(theory, 1)},
-      {"compute_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::compute_s), 6)},
-      {"update_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::update_s), 6)},
-      {"wait_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::wait_s), 6)},
-      {"model", run.model_name},
-      {"ranks", run.workers},
-      {"threads_per_rank", cfg.runtime.threads},
-      {"consistency", cfg.sfb.consistency_name()},
-      {"broadcast", cfg.sfb.broadcast},
-      // The peers each worker sends a clock's factors to (sfb.halton_q resolved: 0 means P/2 or so).
-      {"receivers_per_clock", cfg.comm.scheme == sfb::Scheme::kSfb
-                                  ? sfb::Json(sfb::runtime::make_topology(cfg, run.workers).receivers_per_clock())
-                                  : sfb::Json(nullptr)},
-      {"minibatch", cfg.optimizer.minibatch},
-      {"stop_reason", r.stop_reason},
-      {"partition", cfg.data.partition},
-      {"objective_rows", run.objective_rows},
-      {"replica_drift", drift_json(cfg, r)},
-      {"convergence_warning", r.convergence_warning.empty() ? Json(nullptr) : Json(r.convergence_warning)},
-      {"reconcile", reconcile_json(r)},
-      {"final_clock", r.final_clock},
-      {"seconds", fixed(r.seconds, 6)},
-      {"final_objective", sig(last.objective, 8)},
-      {"final_accuracy", fixed(last.accuracy, 6)},
-      {"final_metrics", metrics},
-      {"samples_per_s", fixed(samples_per_s(run), 3)},
-      {"cpu_stolen_share", run.machine.stolen_share >= 0 ? Json(fixed(run.machine.stolen_share, 4)) : Json(nullptr)},
-      {"cpu_speed", run.machine.speed > 0 ? Json(sig(run.machine.speed, 4)) : Json(nullptr)},
-      {"checksums_equal", equal},
-      {"rank_checksums", sums},
-      {"per_rank", ranks},
-      {"memory", memory_json(run)}};
+  const sfb::MachineSpan& m = run.machine;
+  return {{"config", cfg.source},
+          {"overrides", cfg.overrides},
+          {"settings", settings_json(cfg)},
+          {"sfb_version", SFB_VERSION},
+          {"git_revision", SFB_GIT_REVISION},
+          {"scheme", scheme_name(cfg)},
+          {"auto", run.auto_choice},
+          {"lr_search", run.lr_search},
+          {"transport", cfg.comm.transport},
+          {"collectives", cfg.comm.collectives},
+          {"staleness", cfg.sfb.asp() ? Json("inf") : Json(cfg.sfb.staleness)},
+          {"J", run.J},
+          {"D", run.D},
+          {"w_layout", std::string(sfb::layout_name(run.layout))},
+          {"network_bytes", network_bytes(r)},
+          {"bytes_per_clock", counted ? Json(fixed(measured, 1)) : Json(nullptr)},
+          {"bytes_counted", counted},
+          {"theory_bytes_per_clock", fixed(theory, 1)},
+          {"compute_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::compute_s), 6)},
+          {"update_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::update_s), 6)},
+          {"wait_s_mean", fixed(mean_of(r, &sfb::runtime::RankStats::wait_s), 6)},
+          {"model", run.model_name},
+          {"ranks", run.workers},
+          {"threads_per_rank", cfg.runtime.threads},
+          {"consistency", cfg.sfb.consistency_name()},
+          {"broadcast", cfg.sfb.broadcast},
+          // The peers each worker sends a clock's factors to (sfb.halton_q resolved: 0 means P/2 or so).
+          {"receivers_per_clock", cfg.comm.scheme == sfb::Scheme::kSfb
+                                      ? sfb::Json(sfb::runtime::make_topology(cfg, run.workers).receivers_per_clock())
+                                      : sfb::Json(nullptr)},
+          {"minibatch", cfg.optimizer.minibatch},
+          {"stop_reason", r.stop_reason},
+          {"partition", cfg.data.partition},
+          {"objective_rows", run.objective_rows},
+          {"replica_drift", drift_json(cfg, r)},
+          {"convergence_warning", r.convergence_warning.empty() ? Json(nullptr) : Json(r.convergence_warning)},
+          {"reconcile", reconcile_json(r)},
+          {"final_clock", r.final_clock},
+          {"seconds", fixed(r.seconds, 6)},
+          {"final_objective", sig(last.objective, 8)},
+          {"final_accuracy", fixed(last.accuracy, 6)},
+          {"final_metrics", metrics},
+          {"samples_per_s", fixed(samples_per_s(run), 3)},
+          {"cpu_stolen_share", m.stolen_share >= 0 ? Json(fixed(m.stolen_share, 4)) : Json(nullptr)},
+          {"cpu_speed", m.speed > 0 ? Json(sig(m.speed, 4)) : Json(nullptr)},
+          {"checksums_equal", equal},
+          {"rank_checksums", sums},
+          {"per_rank", ranks},
+          {"memory", memory_json(run)}};
 }
 
 void print_sfb_table(const SfbRun& run) {
@@ -229,9 +229,8 @@ void print_sfb_table(const SfbRun& run) {
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));
   if (run.machine.stolen_share >= 0.01)
-    fmt::print(
-        "  cpu steal        {:.1f} % of the CPU time the machine wanted went to other guests of the hypervisor\n",
-        100.0 * run.machine.stolen_share);
+    fmt::print("  cpu steal        {:.1f} % of the CPU time the machine wanted went to other guests\n",
+               100.0 * run.machine.stolen_share);
   if (!bytes_counted(cfg))
     fmt::print("  network          not counted (Open MPI's MPI_Allreduce moves the all-reduce's bytes)\n");
   else if (r.final_clock > r.start_clock)
