@@ -74,7 +74,11 @@ expect too-many-refused 1 30 "More processors requested than permitted" -- sbatc
 expect overcommit-runs 0 180 "" -- sbatch --wait --overcommit -n 10 --output="$OUT/over.log" \
   "$SRC/examples/slurm/sfb-nodes.sbatch" "$C" "${BSP[@]}" --set output.dir="$OUT/over"
 s=$(sum "$OUT/over")
-[[ $s =~ ^[0-9a-f]{16}$ ]] && ok "10 ranks overcommitted: every replica $s" || fail "overcommitted: $s"
+if [[ $s =~ ^[0-9a-f]{16}$ ]]; then ok "10 ranks overcommitted: every replica $s"
+else
+  tail -25 "$OUT/over.log" 2> /dev/null  # the job's own output: which rank stopped, and how
+  fail "overcommitted: $s"
+fi
 
 echo "== 5. a rank killed: exit 3 within runtime.peer_timeout_s (10 s)"
 (timeout 120 srun --mpi=pmix -N 2 -n 4 "$SFBD" --config "$C" --set sfb.staleness=0 --set stop.max_clocks=1000000 \
