@@ -172,28 +172,30 @@ pct() { awk -v x="$1" 'BEGIN { if (x == "-" || x == "") print "-"; else printf "
 # The hypervisor's steal while a run's repeats trained, from their summaries (not sfb-compare's
 # table, which --table-only does not rebuild: an earlier build's table has a share of all the CPU
 # time there): median (min-max) in %, - where no summary has cpu_stolen_share.
+# The median of sorted values on stdin, one a line (awk: v[1..NR] filled by the caller's rule).
+median_awk='function median() { return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+repeat_values() {  # <sfb-compare dir> <run> <summary key>: each repeat's value, sorted (none where missing)
+  local s
+  for s in "$1/$2"-r*/summary.json; do
+    if [ -f "$s" ]; then jq -r --arg k "$3" '.[$k] // empty' "$s"; fi
+  done | sort -g
+}
 runs_steal() {  # <sfb-compare dir> <run>
-  local s vals
-  vals=$(for s in "$1/$2"-r*/summary.json; do
-           if [ -f "$s" ]; then jq -r '.cpu_stolen_share // empty | . * 100' "$s"; fi
-         done | sort -g)
+  local vals
+  vals=$(repeat_values "$1" "$2" cpu_stolen_share)
   if [ -z "$vals" ]; then echo -; return; fi
-  echo "$vals" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                                           printf "%.3g (%.3g-%.3g)\n", m, v[1], v[NR] }'
+  echo "$vals" | awk "$median_awk"' { v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)\n", 100 * median(), 100 * v[1], 100 * v[NR] }'
 }
 # How fast the cores computed in a run's repeats against the profile that predicts it (cpu_speed:
 # core/machine.h, rank 0's fixed-work canary on its CPU time): the median repeat's over the
 # profile's, - where either has none. Above 1 the runs had faster cores than the profile measured
 # its pieces with: a prediction that is high by about that much measured the machine, not the model.
 speed_ratio() {  # <profile.json> <sfb-compare dir> <run>
-  local s vals prof
+  local vals prof
   prof=$(jq -r '.cpu_speed // empty' "$1")
-  vals=$(for s in "$2/$3"-r*/summary.json; do
-           if [ -f "$s" ]; then jq -r '.cpu_speed // empty' "$s"; fi
-         done | sort -g)
+  vals=$(repeat_values "$2" "$3" cpu_speed)
   if [ -z "$vals" ] || [ -z "$prof" ]; then echo -; return; fi
-  echo "$vals" | awk -v p="$prof" '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-                                                         printf "%.2f\n", m / p }'
+  echo "$vals" | awk -v p="$prof" "$median_awk"' { v[NR] = $1 } END { printf "%.2f\n", median() / p }'
 }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
@@ -257,7 +259,7 @@ cat "$out/validation.md"
 errs=$(awk -F'|' 'NR > 2 && $8 ~ /%/ { e = $8; gsub(/[ %+]/, "", e); if (e < 0) e = -e; print e }' "$out/validation.md" | sort -g)
 if [ -n "$errs" ]; then
   n=$(echo "$errs" | wc -l)
-  med=$(echo "$errs" | awk -v n="$n" '{ v[NR] = $1 } END { print (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) }')
+  med=$(echo "$errs" | awk "$median_awk"' { v[NR] = $1 } END { print median() }')
   echo -e "\nheld-out predictions: $n rows, |error| median $med%, max $(echo "$errs" | tail -1)%" | tee -a "$out/validation.md"
 fi
 # The hypervisor's steal while the rows' runs were timed (each row's median repeat; rows of an
@@ -265,12 +267,12 @@ fi
 steals=$(awk -F'|' 'NR > 2 && $14 ~ /\// { split($14, a, "/"); v = a[2]; sub(/^ +/, "", v); sub(/ .*/, "", v)
                                          if (v != "-" && v != "") print v + 0 }' "$out/validation.md" | sort -g)
 if [ -n "$steals" ]; then
-  echo "$steals" | awk '{ v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR], NR }' |
+  echo "$steals" | awk "$median_awk"' { v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", median(), v[NR], NR }' |
     tee -a "$out/validation.md"
 fi
 # The runs' core speed over their profile's (rows with both): how far the machine moved between them.
 speeds=$(awk -F'|' 'NR > 2 && $15 ~ /[0-9]/ { v = $15; gsub(/ /, "", v); print v + 0 }' "$out/validation.md" | sort -g)
 if [ -n "$speeds" ]; then
-  echo "$speeds" | awk '{ v[NR] = $1 } END { printf "cpu speed of the rows'"'"' runs over their profile'"'"'s (cpu_speed): median %.2f, min %.2f, max %.2f, %d rows\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR], NR }' |
+  echo "$speeds" | awk "$median_awk"' { v[NR] = $1 } END { printf "cpu speed of the rows'"'"' runs over their profile'"'"'s (cpu_speed): median %.2f, min %.2f, max %.2f, %d rows\n", median(), v[1], v[NR], NR }' |
     tee -a "$out/validation.md"
 fi

@@ -244,11 +244,11 @@ int run_cnn(Job& job) {
     hooks.stop_signal = [] { return sfb::runtime::stop_signal(); };
     sfb::cnn::Executor ex(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, std::move(hooks),
                           job.mpi.local_rank(), start);
-    const sfb::MachineWatch watch;
+    const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the summary
     r = ex.run();
     const sfb::MachineSpan m = watch.stop();
-    contended["cpu_stolen_share"] = m.stolen_share >= 0 ? sfb::Json(sfb::fixed(m.stolen_share, 4)) : sfb::Json(nullptr);
-    contended["cpu_speed"] = m.speed > 0 ? sfb::Json(sfb::sig(m.speed, 4)) : sfb::Json(nullptr);
+    contended["cpu_stolen_share"] = stolen_share_json(m);
+    contended["cpu_speed"] = cpu_speed_json(m);
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

@@ -125,6 +125,12 @@ Json memory_json(const SfbRun& run) {
 }
 }  // namespace
 
+Json stolen_share_json(const sfb::MachineSpan& m) {
+  return m.stolen_share >= 0 ? Json(fixed(m.stolen_share, 4)) : Json(nullptr);
+}
+
+Json cpu_speed_json(const sfb::MachineSpan& m) { return m.speed > 0 ? Json(sig(m.speed, 4)) : Json(nullptr); }
+
 Json sfb_summary(const SfbRun& run) {
   const auto& cfg = run.cfg;
   const auto& r = run.result;
@@ -149,7 +155,6 @@ Json sfb_summary(const SfbRun& run) {
   // Open MPI's MPI_Allreduce moves the dense baseline's bytes outside sfb's transport counters: the
   // measured bytes are then null (not a misleading 0) and bytes_counted says why.
   const bool counted = bytes_counted(cfg);
-  const sfb::MachineSpan& m = run.machine;
   return {{"config", cfg.source},
           {"overrides", cfg.overrides},
           {"settings", settings_json(cfg)},
@@ -193,8 +198,8 @@ Json sfb_summary(const SfbRun& run) {
           {"final_accuracy", fixed(last.accuracy, 6)},
           {"final_metrics", metrics},
           {"samples_per_s", fixed(samples_per_s(run), 3)},
-          {"cpu_stolen_share", m.stolen_share >= 0 ? Json(fixed(m.stolen_share, 4)) : Json(nullptr)},
-          {"cpu_speed", m.speed > 0 ? Json(sig(m.speed, 4)) : Json(nullptr)},
+          {"cpu_stolen_share", stolen_share_json(run.machine)},
+          {"cpu_speed", cpu_speed_json(run.machine)},
           {"checksums_equal", equal},
           {"rank_checksums", sums},
           {"per_rank", ranks},

@@ -35,6 +35,11 @@ struct SfbRun {
   sfb::MachineSpan machine;
 };
 
+// A run's machine as summary.json has it (SFB's top level, the CNN mode's contention), null where
+// unknown: cpu_stolen_share to 4 decimals, cpu_speed to 4 significant digits.
+sfb::Json stolen_share_json(const sfb::MachineSpan& m);
+sfb::Json cpu_speed_json(const sfb::MachineSpan& m);
+
 sfb::Json sfb_summary(const SfbRun& run);
 void print_sfb_table(const SfbRun& run);
 

@@ -505,7 +505,7 @@ int profile_sfb(Job& job, const std::string& path) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
   sfb::predict::SchemeProfile p;
-  const sfb::MachineWatch watch;
+  const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the profile
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
   if (job.rank() != 0) return kExitOk;
   const sfb::MachineSpan machine = watch.stop();
@@ -626,7 +626,7 @@ int run_sfb(Job& job) {
   auto exchange = sfb::baselines::make_exchange(cfg, s.model->has_prox(), allreduce_factory(cfg));
   sfb::runtime::Worker worker(cfg, *job.transport, s.data.train, job.rank() == 0 ? &s.data.test : nullptr, *s.model,
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
-  const sfb::MachineWatch watch;
+  const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the summary
   const sfb::runtime::WorkerResult result = worker.run();
   const sfb::MachineSpan machine = watch.stop();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,

@@ -67,6 +67,10 @@ TEST(CpuSpeed, TheCanaryAndTheWatchGiveARate) {
     EXPECT_GE(m.stolen_share, 0);
     EXPECT_LE(m.stolen_share, 1);
   }
+  // A watch that measures nothing (a rank that writes no summary) says unknown.
+  const MachineSpan none = MachineWatch(false).stop();
+  EXPECT_EQ(none.speed, 0);
+  EXPECT_EQ(none.stolen_share, -1);
 }
 
 }  // namespace

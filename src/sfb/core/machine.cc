@@ -145,10 +145,12 @@ double cpu_speed() {
   return rates[kTries / 2];
 }
 
-MachineWatch::MachineWatch() : ticks_(cpu_ticks()), speed_(cpu_speed()) {}
+MachineWatch::MachineWatch(bool measure)
+    : measure_(measure), ticks_(measure ? cpu_ticks() : CpuTicks{}), speed_(measure ? cpu_speed() : 0) {}
 
 MachineSpan MachineWatch::stop() const {
   MachineSpan m;
+  if (!measure_) return m;
   m.stolen_share = steal_share(ticks_, cpu_ticks());
   const double end = cpu_speed();
   m.speed = speed_ > 0 && end > 0 ? (speed_ + end) / 2 : 0;

@@ -52,10 +52,13 @@ struct MachineSpan {
 };
 class MachineWatch {
  public:
-  MachineWatch();  // reads /proc/stat and times cpu_speed: the work starts after
+  // Reads /proc/stat and times cpu_speed (the work starts after); with `measure` false reads
+  // nothing and stop() says unknown (the ranks that write no summary spend no canary).
+  explicit MachineWatch(bool measure = true);
   MachineSpan stop() const;
 
  private:
+  bool measure_;
   CpuTicks ticks_;
   double speed_ = 0;
 };
