@@ -186,21 +186,10 @@ runs_steal() {  # <sfb-compare dir> <run>
   if [ -z "$vals" ]; then echo -; return; fi
   echo "$vals" | awk "$median_awk"' { v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)\n", 100 * median(), 100 * v[1], 100 * v[NR] }'
 }
-# How fast the cores computed in a run's repeats against the profile that predicts it (cpu_speed:
-# core/machine.h, rank 0's fixed-work canary on its CPU time): the median repeat's over the
-# profile's, - where either has none. Above 1 the runs had faster cores than the profile measured
-# its pieces with: a prediction that is high by about that much measured the machine, not the model.
-speed_ratio() {  # <profile.json> <sfb-compare dir> <run>
-  local vals prof
-  prof=$(jq -r '.cpu_speed // empty' "$1")
-  vals=$(repeat_values "$2" "$3" cpu_speed)
-  if [ -z "$vals" ] || [ -z "$prof" ]; then echo -; return; fi
-  echo "$vals" | awk -v p="$prof" "$median_awk"' { v[NR] = $1 } END { printf "%.2f\n", median() / p }'
-}
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
-  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose | cpu steal %: profile / runs | cpu speed: runs / profile |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| link | hosts | config (shape) | scheme | measured s/clock: median (min-max) | predicted from the ${first}-host profile (FMS: with its servers) | error | predicted in place (same hosts, same shape) | error | measured winner | predicted winner | auto chose | cpu steal %: profile / runs |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for rate in $rates; do
     for h in "${hosts_arr[@]}"; do
       for c in $configs; do
@@ -243,7 +232,7 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             [[ $label == fms:* ]] && [ -f "$fprof" ] && src_prof=$fprof
             steal="$(pct "$(jq -r '.cpu_stolen_share // "-"' "$src_prof")") / $(runs_steal "$(dirname "$table")" "$run")"
             lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
-            steals+=("${steal% / } | $(speed_ratio "$src_prof" "$(dirname "$table")" "$run")")
+            steals+=("${steal% / }")
             if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi
             if [ -n "$pred" ] && { [ -z "$best_ps" ] || awk -v a="$pred" -v b="$best_ps" 'BEGIN { exit !(a < b) }'; }; then best_p=$label best_ps=$pred; fi
           done
@@ -268,11 +257,5 @@ steals=$(awk -F'|' 'NR > 2 && $14 ~ /\// { split($14, a, "/"); v = a[2]; sub(/^ 
                                          if (v != "-" && v != "") print v + 0 }' "$out/validation.md" | sort -g)
 if [ -n "$steals" ]; then
   echo "$steals" | awk "$median_awk"' { v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", median(), v[NR], NR }' |
-    tee -a "$out/validation.md"
-fi
-# The runs' core speed over their profile's (rows with both): how far the machine moved between them.
-speeds=$(awk -F'|' 'NR > 2 && $15 ~ /[0-9]/ { v = $15; gsub(/ /, "", v); print v + 0 }' "$out/validation.md" | sort -g)
-if [ -n "$speeds" ]; then
-  echo "$speeds" | awk "$median_awk"' { v[NR] = $1 } END { printf "cpu speed of the rows'"'"' runs over their profile'"'"'s (cpu_speed): median %.2f, min %.2f, max %.2f, %d rows\n", median(), v[1], v[NR], NR }' |
     tee -a "$out/validation.md"
 fi

@@ -248,7 +248,6 @@ int run_cnn(Job& job) {
     r = ex.run();
     const sfb::MachineSpan m = watch.stop();
     contended["cpu_stolen_share"] = stolen_share_json(m);
-    contended["cpu_speed"] = cpu_speed_json(m);
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

@@ -129,8 +129,6 @@ Json stolen_share_json(const sfb::MachineSpan& m) {
   return m.stolen_share >= 0 ? Json(fixed(m.stolen_share, 4)) : Json(nullptr);
 }
 
-Json cpu_speed_json(const sfb::MachineSpan& m) { return m.speed > 0 ? Json(sig(m.speed, 4)) : Json(nullptr); }
-
 Json sfb_summary(const SfbRun& run) {
   const auto& cfg = run.cfg;
   const auto& r = run.result;
@@ -199,7 +197,6 @@ Json sfb_summary(const SfbRun& run) {
           {"final_metrics", metrics},
           {"samples_per_s", fixed(samples_per_s(run), 3)},
           {"cpu_stolen_share", stolen_share_json(run.machine)},
-          {"cpu_speed", cpu_speed_json(run.machine)},
           {"checksums_equal", equal},
           {"rank_checksums", sums},
           {"per_rank", ranks},

@@ -30,15 +30,13 @@ struct SfbRun {
   RankMemory memory;
   // The machine while it trained (core/machine.h): of the CPU time it wanted, the share the
   // hypervisor gave to other guests (the timing of a run with a large one is the neighbours' as
-  // much as sfb's), and how fast rank 0's core computed (cpu_speed: a ratio between runs on one
-  // machine says how much of a difference in their times is the machine's).
+  // much as sfb's).
   sfb::MachineSpan machine;
 };
 
-// A run's machine as summary.json has it (SFB's top level, the CNN mode's contention), null where
-// unknown: cpu_stolen_share to 4 decimals, cpu_speed to 4 significant digits.
+// A run's steal share as summary.json has it (SFB's top level, the CNN mode's contention): 4
+// decimals, null where unknown.
 sfb::Json stolen_share_json(const sfb::MachineSpan& m);
-sfb::Json cpu_speed_json(const sfb::MachineSpan& m);
 
 sfb::Json sfb_summary(const SfbRun& run);
 void print_sfb_table(const SfbRun& run);

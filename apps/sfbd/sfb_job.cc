@@ -510,7 +510,6 @@ int profile_sfb(Job& job, const std::string& path) {
   if (job.rank() != 0) return kExitOk;
   const sfb::MachineSpan machine = watch.stop();
   p.cpu_stolen_share = machine.stolen_share;
-  p.cpu_speed = machine.speed;
   if (p.cpu_stolen_share >= kStealWarnShare)
     spdlog::warn(
         "the hypervisor gave {:.1f}% of the CPU time this machine wanted to other guests while it profiled: "

@@ -1,9 +1,6 @@
 #include "sfb/core/machine.h"
 
-#include <time.h>
-
 #include <algorithm>
-#include <array>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -116,44 +113,12 @@ double steal_share(const CpuTicks& before, const CpuTicks& after) {
   return wanted > 0 ? std::min(1.0, steal / wanted) : 0.0;
 }
 
-namespace {
-
-double thread_cpu_s() {
-  timespec ts{};
-  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-}  // namespace
-
-double cpu_speed() {
-  constexpr int kFloats = 4096, kReps = 2000, kTries = 5;
-  std::vector<float> x(kFloats, 1.0F), y(kFloats, 0.5F);
-  const float a = 0.999F;  // y converges to x / (1 - a): no overflow, no denormals
-  std::array<double, kTries> rates{};
-  for (double& rate : rates) {
-    const double t0 = thread_cpu_s();
-    for (int r = 0; r < kReps; ++r)
-      for (int i = 0; i < kFloats; ++i) y[i] = a * y[i] + x[i];
-    const double s = thread_cpu_s() - t0;
-    if (t0 < 0 || !(s > 0)) return 0;
-    rate = 1e-6 * kFloats * static_cast<double>(kReps) / s;
-  }
-  volatile float sink = y[kFloats / 2];  // the loop's result is used
-  (void)sink;
-  std::nth_element(rates.begin(), rates.begin() + kTries / 2, rates.end());
-  return rates[kTries / 2];
-}
-
-MachineWatch::MachineWatch(bool measure)
-    : measure_(measure), ticks_(measure ? cpu_ticks() : CpuTicks{}), speed_(measure ? cpu_speed() : 0) {}
+MachineWatch::MachineWatch(bool measure) : measure_(measure), ticks_(measure ? cpu_ticks() : CpuTicks{}) {}
 
 MachineSpan MachineWatch::stop() const {
   MachineSpan m;
   if (!measure_) return m;
   m.stolen_share = steal_share(ticks_, cpu_ticks());
-  const double end = cpu_speed();
-  m.speed = speed_ > 0 && end > 0 ? (speed_ + end) / 2 : 0;
   return m;
 }
 

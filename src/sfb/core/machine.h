@@ -35,32 +35,25 @@ CpuTicks parse_cpu_ticks(const std::string& line);
 // validation's netns hosts kept 2 vCPUs 27-69% busy: 7.6% of all the time was 18% of the wanted).
 double steal_share(const CpuTicks& before, const CpuTicks& after);
 
-// How fast this thread's core computes now: a fixed piece of arithmetic in L1 cache (multiply-adds
-// over 16 KiB of floats, about 2 ms), timed on the thread's own CPU time, so a CPU quota's waits and
-// the hypervisor's steal are left out; millions of multiply-adds per CPU second, the median of 5
-// tries; 0 when the thread's CPU clock cannot be read. What it catches that steal does not: a vCPU
-// slowed while it runs (its SMT sibling busy, the host's memory traffic, its clock rate), which a
-// CPU budget in time (netns-cluster.sh --cpus) turns into slower clocks. Only ratios on one machine
-// mean anything (it is a build's own loop, not a benchmark).
-double cpu_speed();
-
 // The machine over a stretch of timed work (a training run, a profile): the steal's share of the
-// CPU time wanted (steal_share) and the mean of cpu_speed at its start and its end.
+// CPU time wanted (steal_share). No reading of the cores' speed: a fixed-work canary timed on rank
+// 0's CPU time at the start and the end (tried, 2026-12-05) spread 30% between repeats of one run
+// whose times spread 11%, and dividing the validation's predictions by its runs-over-profile ratio
+// took their median error from 10% to 17% (docs/compare.md): it read the moment's neighbours of
+// its 2 ms, not the run's.
 struct MachineSpan {
   double stolen_share = -1;  // -1: unknown
-  double speed = 0;          // 0: unknown
 };
 class MachineWatch {
  public:
-  // Reads /proc/stat and times cpu_speed (the work starts after); with `measure` false reads
-  // nothing and stop() says unknown (the ranks that write no summary spend no canary).
+  // Reads /proc/stat; with `measure` false reads nothing and stop() says unknown (the ranks that
+  // write no summary).
   explicit MachineWatch(bool measure = true);
   MachineSpan stop() const;
 
  private:
   bool measure_;
   CpuTicks ticks_;
-  double speed_ = 0;
 };
 
 }  // namespace sfb

@@ -248,7 +248,6 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
           {"cpu_stolen_share", p.cpu_stolen_share >= 0 ? Json(sig(p.cpu_stolen_share, 4)) : Json(nullptr)},
-          {"cpu_speed", p.cpu_speed > 0 ? Json(sig(p.cpu_speed, 4)) : Json(nullptr)},
           {"eval_every", p.eval_every},
           {"eval_s", sig(p.eval_s, 6)},
           {"eval_copy_s", sig(p.eval_copy_s, 6)},
@@ -350,7 +349,6 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.profile_s = opt("profile_s", 0, 1e9);
   p.cpu_stolen_share =
       j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? num("cpu_stolen_share", 0, 1) : -1;
-  p.cpu_speed = j.contains("cpu_speed") && !j["cpu_speed"].is_null() ? num("cpu_speed", 1e-3, 1e9) : 0;
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
   p.eval_rows_per_clock = opt("eval_rows_per_clock", 0, 1e15);

@@ -168,10 +168,6 @@ struct SchemeProfile {
   // cpu_steal_share, a share of all the CPU time, idle included, which is not read). Not used by
   // the predictions: it says how far the machine's neighbours may have slowed what the profile timed.
   double cpu_stolen_share = -1.0;
-  // How fast rank 0's core computed while it was measured (core/machine.h cpu_speed, millions of
-  // multiply-adds per CPU second; 0: not recorded). Not used by the predictions: against a run's
-  // summary.json cpu_speed on the same machine, it says how much faster or slower the cores were.
-  double cpu_speed = 0.0;
   // Evaluations, every eval_every clocks (0: none): under BSP every rank waits for what they take
   // of rank 0's cores, and for its own sketch, so they add to the clocks. eval_s: one evaluation
   // as rank 0's monitor runs it (the objective on eval.train_sample rows, the accuracy on the test
