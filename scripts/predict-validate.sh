@@ -232,7 +232,7 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") print
             [[ $label == fms:* ]] && [ -f "$fprof" ] && src_prof=$fprof
             steal="$(pct "$(jq -r '.cpu_stolen_share // "-"' "$src_prof")") / $(runs_steal "$(dirname "$table")" "$run")"
             lines+=("| $rate | $h | $v | $label | $meas | $pred | $(err "$pred" "$med") | $inplace | $(err "$inplace" "$med") |")
-            steals+=("${steal% / }")
+            steals+=("$steal")
             if [ -z "$best_ms" ] || awk -v a="$med" -v b="$best_ms" 'BEGIN { exit !(a < b) }'; then best_m=$label best_ms=$med; fi
             if [ -n "$pred" ] && { [ -z "$best_ps" ] || awk -v a="$pred" -v b="$best_ps" 'BEGIN { exit !(a < b) }'; }; then best_p=$label best_ps=$pred; fi
           done
