@@ -169,20 +169,16 @@ predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV
   rm -f "$tmp"
 }
 pct() { awk -v x="$1" 'BEGIN { if (x == "-" || x == "") print "-"; else printf "%.3g", 100 * x }'; }
+# The median of sorted values on stdin, one a line (awk: v[1..NR] filled by the caller's rule).
+median_awk='function median() { return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 # The hypervisor's steal while a run's repeats trained, from their summaries (not sfb-compare's
 # table, which --table-only does not rebuild: an earlier build's table has a share of all the CPU
 # time there): median (min-max) in %, - where no summary has cpu_stolen_share.
-# The median of sorted values on stdin, one a line (awk: v[1..NR] filled by the caller's rule).
-median_awk='function median() { return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-repeat_values() {  # <sfb-compare dir> <run> <summary key>: each repeat's value, sorted (none where missing)
-  local s
-  for s in "$1/$2"-r*/summary.json; do
-    if [ -f "$s" ]; then jq -r --arg k "$3" '.[$k] // empty' "$s"; fi
-  done | sort -g
-}
 runs_steal() {  # <sfb-compare dir> <run>
-  local vals
-  vals=$(repeat_values "$1" "$2" cpu_stolen_share)
+  local s vals
+  vals=$(for s in "$1/$2"-r*/summary.json; do
+           if [ -f "$s" ]; then jq -r '.cpu_stolen_share // empty' "$s"; fi
+         done | sort -g)
   if [ -z "$vals" ]; then echo -; return; fi
   echo "$vals" | awk "$median_awk"' { v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)\n", 100 * median(), 100 * v[1], 100 * v[NR] }'
 }

@@ -246,8 +246,7 @@ int run_cnn(Job& job) {
                           job.mpi.local_rank(), start);
     const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the summary
     r = ex.run();
-    const sfb::MachineSpan m = watch.stop();
-    contended["cpu_stolen_share"] = stolen_share_json(m);
+    contended["cpu_stolen_share"] = stolen_share_json(watch.stolen_share());
   } catch (const sfb::InvalidArgument& e) {
     // Raised alike on every rank before training (network spec, shapes).
     if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());

@@ -125,9 +125,7 @@ Json memory_json(const SfbRun& run) {
 }
 }  // namespace
 
-Json stolen_share_json(const sfb::MachineSpan& m) {
-  return m.stolen_share >= 0 ? Json(fixed(m.stolen_share, 4)) : Json(nullptr);
-}
+Json stolen_share_json(double share) { return share >= 0 ? Json(fixed(share, 4)) : Json(nullptr); }
 
 Json sfb_summary(const SfbRun& run) {
   const auto& cfg = run.cfg;
@@ -196,7 +194,7 @@ Json sfb_summary(const SfbRun& run) {
           {"final_accuracy", fixed(last.accuracy, 6)},
           {"final_metrics", metrics},
           {"samples_per_s", fixed(samples_per_s(run), 3)},
-          {"cpu_stolen_share", stolen_share_json(run.machine)},
+          {"cpu_stolen_share", stolen_share_json(run.cpu_stolen_share)},
           {"checksums_equal", equal},
           {"rank_checksums", sums},
           {"per_rank", ranks},
@@ -230,9 +228,9 @@ void print_sfb_table(const SfbRun& run) {
   if (last.accuracy >= 0) fmt::print("  test accuracy    {:.2f} %\n", 100.0 * last.accuracy);
   for (const auto& [k, v] : last.extra) fmt::print("  {:<16} {:.5g}\n", k, v);
   fmt::print("  throughput       {:.0f} samples/s\n", samples_per_s(run));
-  if (run.machine.stolen_share >= 0.01)
+  if (run.cpu_stolen_share >= 0.01)
     fmt::print("  cpu steal        {:.1f} % of the CPU time the machine wanted went to other guests\n",
-               100.0 * run.machine.stolen_share);
+               100.0 * run.cpu_stolen_share);
   if (!bytes_counted(cfg))
     fmt::print("  network          not counted (Open MPI's MPI_Allreduce moves the all-reduce's bytes)\n");
   else if (r.final_clock > r.start_clock)

@@ -5,7 +5,6 @@
 #include "sfb/cnn/executor.h"
 #include "sfb/core/config.h"
 #include "sfb/core/json.h"
-#include "sfb/core/machine.h"
 #include "sfb/runtime/worker.h"
 
 namespace sfbd {
@@ -28,15 +27,15 @@ struct SfbRun {
   sfb::Json auto_choice = nullptr;              // comm.scheme = "auto": the predictions and the choice
   sfb::Json lr_search = nullptr;                // optimizer.lr = "auto": the candidates and the choice
   RankMemory memory;
-  // The machine while it trained (core/machine.h): of the CPU time it wanted, the share the
-  // hypervisor gave to other guests (the timing of a run with a large one is the neighbours' as
-  // much as sfb's).
-  sfb::MachineSpan machine;
+  // Of the CPU time the machine wanted during training, the share the hypervisor gave to other
+  // guests (core/machine.h MachineWatch; -1: unknown): the timing of a run with a large one is the
+  // neighbours' as much as sfb's.
+  double cpu_stolen_share = -1;
 };
 
 // A run's steal share as summary.json has it (SFB's top level, the CNN mode's contention): 4
 // decimals, null where unknown.
-sfb::Json stolen_share_json(const sfb::MachineSpan& m);
+sfb::Json stolen_share_json(double share);
 
 sfb::Json sfb_summary(const SfbRun& run);
 void print_sfb_table(const SfbRun& run);

@@ -273,7 +273,7 @@ int run_server(Job& job, const Setup& s) {
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
 bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory,
-                   sfb::MachineSpan machine) {
+                   double cpu_stolen_share) {
   const auto& cfg = job.cfg;
   bool ok = true;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -301,7 +301,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
                    s.auto_choice,
                    s.lr_search,
                    std::move(memory),
-                   machine};
+                   cpu_stolen_share};
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -508,8 +508,7 @@ int profile_sfb(Job& job, const std::string& path) {
   const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the profile
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
   if (job.rank() != 0) return kExitOk;
-  const sfb::MachineSpan machine = watch.stop();
-  p.cpu_stolen_share = machine.stolen_share;
+  p.cpu_stolen_share = watch.stolen_share();
   if (p.cpu_stolen_share >= kStealWarnShare)
     spdlog::warn(
         "the hypervisor gave {:.1f}% of the CPU time this machine wanted to other guests while it profiled: "
@@ -627,13 +626,13 @@ int run_sfb(Job& job) {
                               sfb::runtime::with_study_hooks(cfg.runtime, job.rank()), start, exchange.get());
   const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the summary
   const sfb::runtime::WorkerResult result = worker.run();
-  const sfb::MachineSpan machine = watch.stop();
+  const double steal = watch.stolen_share();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory), machine);
+    const bool written = write_outputs(job, s, result, std::move(memory), steal);
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

@@ -115,11 +115,6 @@ double steal_share(const CpuTicks& before, const CpuTicks& after) {
 
 MachineWatch::MachineWatch(bool measure) : measure_(measure), ticks_(measure ? cpu_ticks() : CpuTicks{}) {}
 
-MachineSpan MachineWatch::stop() const {
-  MachineSpan m;
-  if (!measure_) return m;
-  m.stolen_share = steal_share(ticks_, cpu_ticks());
-  return m;
-}
+double MachineWatch::stolen_share() const { return measure_ ? steal_share(ticks_, cpu_ticks()) : -1.0; }
 
 }  // namespace sfb

@@ -41,15 +41,13 @@ double steal_share(const CpuTicks& before, const CpuTicks& after);
 // whose times spread 11%, and dividing the validation's predictions by its runs-over-profile ratio
 // took their median error from 10% to 17% (docs/compare.md): it read the moment's neighbours of
 // its 10 ms (5 tries of 2 ms), not the run's.
-struct MachineSpan {
-  double stolen_share = -1;  // -1: unknown
-};
 class MachineWatch {
  public:
   // Reads /proc/stat; with `measure` false reads nothing and stop() says unknown (the ranks that
   // write no summary).
   explicit MachineWatch(bool measure = true);
-  MachineSpan stop() const;
+  // The steal's share since construction (steal_share), -1 when unknown.
+  double stolen_share() const;
 
  private:
   bool measure_;
