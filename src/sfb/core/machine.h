@@ -43,7 +43,7 @@ double steal_share(const CpuTicks& before, const CpuTicks& after);
 // its 10 ms (5 tries of 2 ms), not the run's.
 class MachineWatch {
  public:
-  // Reads /proc/stat; with `measure` false reads nothing and stop() says unknown (the ranks that
+  // Reads /proc/stat; with `measure` false reads nothing and stolen_share() says unknown (the ranks that
   // write no summary).
   explicit MachineWatch(bool measure = true);
   // The steal's share since construction (steal_share), -1 when unknown.
