@@ -171,6 +171,11 @@ void print_profiled(const SchemeProfile& p) {
       p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
       p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
       p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  if (p.bcast_cpu_ns_per_byte > 0)
+    fmt::print(
+        "# the broadcast's CPU: {:.3g} ns a byte sent or received (on a rank of less than a core, SFB's and Halton's "
+        "clock is at least its SF computation, evaluations, apply and this CPU at its cores)\n",
+        p.bcast_cpu_ns_per_byte);
   if (p.job_K > 0)
     fmt::print(
         "# the job's K = {} was cut to {} to profile within sfbd's time budget: predicted at K = {} unless "

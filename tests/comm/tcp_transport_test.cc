@@ -37,8 +37,10 @@ Bytes pattern(size_t n, int seed) {
 
 TEST(TcpTransport, LargeMessagesCrossBothWaysAtOnceIntact) {
   // Every rank sends 24 MiB to every other at the same time: nothing deadlocks, every byte arrives.
+  // The I/O thread that moved them has spent CPU time (own_threads_cpu_seconds; in-process: none).
   const size_t n = size_t{24} << 20;
   testing::run_tcp_ranks(3, [&](Transport& t) {
+    const double io_before = t.own_threads_cpu_seconds();
     auto mine = std::make_shared<const Bytes>(pattern(n, t.rank()));
     for (int q = 0; q < t.size(); ++q)
       if (q != t.rank()) t.send_shared(q, kTagReduce, mine);
@@ -47,7 +49,9 @@ TEST(TcpTransport, LargeMessagesCrossBothWaysAtOnceIntact) {
       EXPECT_TRUE(m.data == pattern(n, m.src)) << "from rank " << m.src;
     }
     t.flush();
+    EXPECT_GT(t.own_threads_cpu_seconds(), io_before);
   });
+  EXPECT_EQ(make_inproc_group(2)[0]->own_threads_cpu_seconds(), 0);
 }
 
 TEST(TcpTransport, ASmallMessageIsNotHeldUpByAnotherRanksLargeOne) {

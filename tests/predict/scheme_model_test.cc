@@ -276,9 +276,17 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   p.engine_fms_eval_clock_s = 1.625;
   p.sf_fixed_s = 0.03;
   p.cpu_stolen_share = 0.0625;
+  p.bcast_cpu_ns_per_byte = 0.75;
   const SchemeProfile q = profile_from_json(to_json(p), "mem");
   EXPECT_EQ(to_json(q), to_json(p));
   EXPECT_EQ(q.job_K, 64);
+  EXPECT_EQ(q.bcast_cpu_ns_per_byte, 0.75);
+  Json earlier = to_json(p);
+  earlier.erase("bcast_cpu_ns_per_byte");  // an earlier build's: not measured
+  EXPECT_EQ(profile_from_json(earlier, "x.json").bcast_cpu_ns_per_byte, 0);
+  earlier["bcast_cpu_ns_per_byte"] = -1;
+  EXPECT_THAT([&] { profile_from_json(earlier, "x.json"); },
+              ::testing::ThrowsMessage<DataError>(HasSubstr("bcast_cpu_ns_per_byte")));
   EXPECT_EQ(q.engine_allreduce_eval_clock_s, 0.375);
   EXPECT_EQ(q.engine_fms_eval_clock_s, 1.625);
   EXPECT_EQ(q.sf_fixed_s, 0.03);
@@ -749,6 +757,65 @@ TEST(SchemeProfile, TheEnginesExcessGrowsWithTheBatchesARankReceives) {
   EXPECT_EQ(engine("sfb", 2), 0);
 }
 
+// On a rank of less than a core the clock is at least its SF computation, evaluations, apply and the
+// broadcast's CPU for the 2 n B bytes it sends and receives, at its cores: where that is longer than
+// the anchored sum, the CPU replaces the link's time and the engine's excess. The anchor stays
+// exact at the profiled N; a core or more a rank, or a profile of an earlier build (no CPU
+// measured), predicts as before.
+TEST(SchemeProfile, ARankOfLessThanACoreIsBusyWithItsBroadcastsCpu) {
+  SchemeProfile p = dense_profile(512, 512, 1024);
+  p.reconcile = "";
+  const double B = 1024 * (512 + 512) * 4;  // u and v of K pairs (no header)
+  p.batch_bytes = static_cast<int64_t>(B);
+  p.link = Link{"fitted", 0.0, 0.008};
+  p.cores = 0.125;  // a host of an eighth of a core, one rank
+  p.threads = 1;
+  p.bcast_cpu_ns_per_byte = 0.75;
+  const double wire = B * 8e-9;                // a batch to a peer on the wire
+  const double cpu = 2 * B * 0.75e-9 / 0.125;  // a batch sent and one received, at an eighth of a core
+  p.engine_clock_s = p.sf_s + p.apply_fixed_s + 4 * p.apply_batch_s + 3 * wire + 0.06;  // 0.06 s of excess
+  const auto at = [&p](const std::string& scheme, int nodes, double cores) {
+    Target t{nodes, p.link, 1, true, p.shape()};
+    t.cores = cores;
+    return predict(p, parse_scheme(scheme), t);
+  };
+  EXPECT_NEAR(p.anchors().sfb_s, 0.06, 1e-9);
+  // The profile's 4 ranks: 3 peers' CPU (0.151 s) under the wire's and the excess (0.161 s). As measured.
+  ASSERT_LT(3 * cpu, 3 * wire + 0.06);
+  EXPECT_NEAR(at("sfb", 4, 0.125).clock_s, p.engine_clock_s, 1e-9);
+  EXPECT_NEAR(at("sfb", 4, 0.125).engine_s, 0.06, 1e-9);
+  // 8 ranks: 7 peers' CPU (0.352 s) over the wire's and the excess (0.295 s).
+  const Prediction busy = at("sfb", 8, 0.125);
+  EXPECT_NEAR(busy.comm_s, 7 * cpu, 1e-9);
+  EXPECT_EQ(busy.engine_s, 0);
+  EXPECT_NEAR(busy.clock_s, busy.compute_s + busy.update_s + 7 * cpu, 1e-9);
+  EXPECT_NEAR(at("halton", 8, 0.125).comm_s, 3 * wire, 1e-9);  // Q = 3: as at 4 ranks
+  // A quarter of a core: half the CPU's time, under the anchored sum.
+  EXPECT_NEAR(at("sfb", 8, 0.25).comm_s, 7 * wire, 1e-9);
+  EXPECT_NEAR(at("sfb", 8, 0.25).engine_s, 0.06, 1e-9);
+  // Nodes of 16 cores: the rank's threads have cores of their own, no floor.
+  EXPECT_NEAR(at("sfb", 8, 16).comm_s, 7 * wire, 1e-9);
+  // An engine faster than the floor at the profiled N (the CPU seconds overstate the cores'
+  // share; 0.01 s beyond its pieces): the floor is divided by their ratio, and the profile's own N
+  // is predicted as measured.
+  const double pieces4 = p.sf_s + p.apply_fixed_s + 4 * p.apply_batch_s;
+  p.engine_clock_s = pieces4 + 3 * wire + 0.01;
+  const double k = (pieces4 + 3 * cpu) / p.engine_clock_s;
+  ASSERT_GT(k, 1);
+  EXPECT_NEAR(p.anchors().cpu_floor, k, 1e-9);
+  EXPECT_NEAR(at("sfb", 4, 0.125).clock_s, p.engine_clock_s, 1e-9);
+  const Prediction scaled = at("sfb", 8, 0.125);
+  EXPECT_NEAR(scaled.clock_s, (scaled.compute_s + scaled.update_s + 7 * cpu) / k, 1e-9);
+  EXPECT_GT(scaled.clock_s, scaled.compute_s + scaled.update_s + 7 * wire + 0.01);  // the floor is the longer
+  EXPECT_EQ(scaled.engine_s, 0);
+  // An earlier build's profile: the anchored sum alone.
+  p.engine_clock_s = p.sf_s + p.apply_fixed_s + 4 * p.apply_batch_s + 3 * wire + 0.06;
+  p.bcast_cpu_ns_per_byte = 0;
+  EXPECT_EQ(p.anchors().cpu_floor, 1);
+  EXPECT_NEAR(at("sfb", 8, 0.125).comm_s, 7 * wire, 1e-9);
+  EXPECT_NEAR(at("sfb", 8, 0.125).engine_s, 0.06, 1e-9);
+}
+
 // Ranks sharing one machine's cores: the pair runs on ranks 0 and 1 while the others idle, so the
 // two compute with the cores the idle ranks leave them, and the pair's pieces are the measured
 // ones at those cores. Taken at the profile's own cores, a pair that ran exactly as its pieces at
@@ -1028,6 +1095,7 @@ TEST(SchemeProfiler, MeasuresOnTheInProcessTransport) {
   EXPECT_GT(p.apply_fixed_s + p.apply_batch_s, 0);
   EXPECT_GT(p.form_dense_s, 0);
   EXPECT_GT(p.link.b_us_per_byte, 0);
+  EXPECT_EQ(p.bcast_cpu_ns_per_byte, 0);  // the in-process transport cannot wait: the engine polled, unknown
   EXPECT_GT(p.allreduce_b_us_per_byte, 0);
   EXPECT_GE(p.ranks_on_host, 3);           // three threads of this process: one machine
   EXPECT_EQ(p.layout, Layout::kRowMajor);  // the model's (MLR on dense data)

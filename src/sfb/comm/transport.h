@@ -84,6 +84,10 @@ class Transport {
   // thread that also waits on work of its own (the communication thread's queues), whose producers
   // call it. Any thread; a transport that cannot wait ignores it.
   virtual void wake() {}
+  // CPU seconds so far of the threads the transport runs itself (TCP's I/O thread, which makes the
+  // socket calls and so is charged the kernel's work on them); 0 for one that runs none (in-process,
+  // MPI: its sends and receives run on the calling threads). Any thread.
+  virtual double own_threads_cpu_seconds() const { return 0.0; }
 
   PeerCounters counters(int peer) const;
   PeerCounters total_counters() const;

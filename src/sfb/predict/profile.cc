@@ -135,6 +135,11 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
   a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
+  // The floor at the profiled N, the broadcast's CPU as pieces_at gives it at the profile's cores.
+  const double cpu_per_byte = pieces_at(*this, shape(), rank_cores(), ranks_on_host).bcast_cpu_s_per_byte;
+  const double floor = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
+                       2.0 * (workers - 1) * static_cast<double>(batch_bytes) * cpu_per_byte;
+  if (engine_clock_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor / engine_clock_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
   const double ar = allreduce_s(wb, dense_allreduce_calls(stored_rows(shape()), stored_cols(shape())), workers);
   a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
@@ -180,6 +185,7 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   out.eval_sketch_s = roof(p.eval_sketch_s, rW, 4 * JD0, 4 * JD);
   const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
   out.batch_bytes = batch_payload_bytes(s) + header;
+  out.bcast_cpu_s_per_byte = e < 1.0 ? p.bcast_cpu_ns_per_byte * 1e-9 / e : 0.0;
   return out;
 }
 
@@ -238,6 +244,7 @@ Json to_json(const SchemeProfile& p) {
           {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
           {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
           {"bcast_r2", sig(p.bcast_r2, 4)},
+          {"bcast_cpu_ns_per_byte", sig(p.bcast_cpu_ns_per_byte, 4)},
           {"incast_a_us", sig(p.incast_a_us, 6)},
           {"incast_b_us_per_byte", sig(p.incast_b_us_per_byte, 6)},
           {"allreduce_a_us", sig(p.allreduce_a_us, 6)},
@@ -336,6 +343,8 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
   p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = num("bcast_r2", -1e9, 1);
+  // Profiles of earlier builds did not measure the broadcast's CPU: the link alone.
+  p.bcast_cpu_ns_per_byte = opt("bcast_cpu_ns_per_byte", 0, 1e6);
   // Profiles written before the incast was measured have none: the broadcast's link stands in.
   p.incast_a_us = opt("incast_a_us", 0, 1e9);
   p.incast_b_us_per_byte = opt("incast_b_us_per_byte", 0, 1e6);

@@ -136,6 +136,16 @@ struct SchemeProfile {
   double engine_fms_eval_clock_s = 0.0;
   Link link;              // fitted from the broadcast at `workers` ranks (name "fitted")
   double bcast_r2 = 0.0;  // the fit's R^2
+  // The broadcast's CPU, ns a byte a rank sends and receives: the SFB engine's run at `workers`
+  // (engine_clock_s's), its communication thread's CPU (encoding its batch, decoding the peers')
+  // and the transport's own threads' (TCP's I/O thread, charged the kernel's work on its sockets)
+  // over the bytes the rank sent and received, the ranks' mean (0: not measured: no engine run, a
+  // communication thread that polled (MPI's transport, whose waits cannot block: its CPU is what
+  // idle time it found, 12 ns a byte on 4 ranks sharing 2 vCPUs), a profile of an earlier build).
+  // On a rank of less than a core it competes with the SF
+  // computation, the evaluations and the apply for the same budget: their sum bounds the clock from
+  // below (scheme_model.h, SFB and Halton).
+  double bcast_cpu_ns_per_byte = 0.0;
   // A host's link when the other workers all send to it at once (what an FMS server's link sees):
   // a + b M for M bytes into it (0: not measured; the broadcast's link stands in).
   double incast_a_us = 0.0;
@@ -242,6 +252,13 @@ struct SchemeProfile {
   struct Anchors {
     double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
     double sfb_s = 0.0, sfb_per_peer_s = 0.0;
+    // The CPU floor's divisor (scheme_model.h): the SFB engine's CPU at the profiled N (SF
+    // computation, the apply of `workers` batches, the broadcast's CPU at the rank's cores) over
+    // the engine's measured clock, at least 1. A floor above the clock it bounds says the CPU
+    // seconds overstate what the rank's cores give (threads of ranks that share SMT siblings and
+    // caches take more CPU seconds for the same work than the cores' share the clock shows): the
+    // floor is scaled down to the engine there. 1 without an engine or the broadcast's CPU.
+    double cpu_floor = 1.0;
     DenseAnchor dense;
   };
   Anchors anchors() const;
@@ -257,6 +274,9 @@ double batch_payload_bytes(const Shape& s);
 struct Pieces {
   double sf_s = 0, apply_fixed_s = 0, apply_batch_s = 0, form_dense_s = 0, add_dense_s = 0;
   double batch_bytes = 0;
+  // The broadcast's CPU a byte sent or received (bcast_cpu_ns_per_byte) over the rank's cores where
+  // it has less than one (its threads then share them); 0 on a rank of a core or more.
+  double bcast_cpu_s_per_byte = 0;
   double eval_s = 0, eval_copy_s = 0, eval_sketch_s = 0;  // one evaluation, its copy of W, a drift sketch
 };
 Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int ranks_sharing);

@@ -183,7 +183,23 @@ SfBatchPtr time_sf(const ProfileRequest& r, const Matrix& stored, predict::Schem
 // What the engine measured for a few BSP clocks of one scheme, the slowest rank's.
 struct EngineClocks {
   double clock_s = 0, compute_s = 0, apply_s = 0;
+  // The CPU of its communication, ns a byte a rank sent and received (the ranks' mean): the
+  // communication thread's and the transport's own threads' CPU seconds over the run (WorkerResult::
+  // comm_cpu_s, comm::Transport::own_threads_cpu_seconds: TCP's I/O thread, which the kernel charges
+  // for the work on its sockets) over the bytes the rank sent and received in it. 0 where a rank's
+  // communication thread polled (MPI's transport: its CPU is what idle time it found).
+  double comm_cpu_ns_per_byte = 0;
 };
+
+// The ranks' mean of v, to a thousandth; 0 when any rank's is below 0 (unknown).
+double mean_of_known(comm::Transport& t, double v) {
+  double sum = 0;
+  for (int64_t x : comm::allgather_i64(t, v < 0 ? -1 : static_cast<int64_t>(std::llround(v * 1e3)))) {
+    if (x < 0) return 0.0;
+    sum += static_cast<double>(x);
+  }
+  return sum * 1e-3 / t.size();
+}
 
 // The engine itself (runtime::Worker: its three threads, queues and stop protocol) for `clocks`
 // (at least 4) BSP clocks of `scheme` (sfb full broadcast without an exchange, else the exchange's baseline) on
@@ -221,7 +237,9 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   hooks.on_clock_start = [&](int64_t) { starts.push_back(since.seconds()); };
   hooks.on_clock_committed = [&](int64_t) { computes.push_back(since.seconds() - starts.back()); };
   const io::Dataset* test = eval_every > 0 ? r.test : nullptr;
+  const double io_cpu_s = run_on.own_threads_cpu_seconds();
   const WorkerResult res = Worker(cfg, run_on, *r.train, test, *r.model, hooks, start, exchange).run();
+  const double comm_cpu_s = res.comm_cpu_s < 0 ? -1.0 : res.comm_cpu_s + run_on.own_threads_cpu_seconds() - io_cpu_s;
   if (after_run) after_run();
   SFB_CHECK(computes.size() == starts.size(), "profile: the {} engine committed {} of its {} clocks", scheme,
             computes.size(), starts.size());
@@ -245,6 +263,8 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   e.clock_s = slowest(t, {mine});
   e.compute_s = slowest(t, computes);
   e.apply_s = slowest(t, {res.self.update_s / static_cast<double>(starts.size())});
+  const auto moved = static_cast<double>(res.self.bytes_sent + res.self.bytes_received);
+  e.comm_cpu_ns_per_byte = mean_of_known(t, comm_cpu_s < 0 ? -1.0 : moved > 0 ? comm_cpu_s * 1e9 / moved : 0.0);
   return e;
 }
 
@@ -360,6 +380,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
+    p.bcast_cpu_ns_per_byte = sfb.comm_cpu_ns_per_byte;
     p.engine_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
                                                    left_s(r, budget_s / 2, took));
     if (p.engine_clock_s > 0)

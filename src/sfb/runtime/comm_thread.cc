@@ -11,6 +11,7 @@
 
 #include "sfb/comm/sf_codec.h"
 #include "sfb/core/error.h"
+#include "sfb/core/timer.h"
 #include "sfb/runtime/comm_thread.h"
 #include "sfb/runtime/control_codec.h"
 #include "sfb/runtime/signals.h"
@@ -185,6 +186,12 @@ void CommThread::check_peer_timeout(bool progress, Stopwatch& last_progress) con
 }
 
 void CommThread::run() {
+  const double cpu0 = cpu_seconds(false);
+  loop();
+  cpu_s_ = cpu_seconds(false) - cpu0;
+}
+
+void CommThread::loop() {
   StopProtocolIo io;
   io.send = [this](int dst, ControlType type, int64_t value, std::vector<int64_t> payload) {
     s_.t.send(dst, comm::kTagControl, encode_control({type, s_.rank, value, std::move(payload)}));
@@ -205,8 +212,10 @@ void CommThread::run() {
     check_peer_timeout(progress, last_progress);
     if (progress)
       backoff.reset();
-    else if (!s_.t.wait_for_message(SteadyClock::now() + kIdleWait))
+    else if (!s_.t.wait_for_message(SteadyClock::now() + kIdleWait)) {
+      polled_ = true;
       backoff.idle();  // a transport that cannot wait (MPI's, the latency emulation's): poll
+    }
   }
   // After a failure nothing more is owed to the peers (the job is being aborted), and a flush
   // could wait on a peer that is stopped: only a finished job flushes, within the peer timeout.

@@ -23,8 +23,14 @@ class CommThread {
   int64_t pairs_received() const { return pairs_received_; }
   int64_t v_nonzeros_sent() const { return v_nonzeros_sent_; }
   const StopProtocol& stop() const { return *stop_; }
+  // This thread's CPU seconds over run() (0 until it returns): encoding, sending, receiving and
+  // decoding the batches, the stop protocol, a baseline's exchange; -1 when it polled (a transport
+  // that cannot wait: MPI's, the latency emulation's), its CPU then filling what idle time the
+  // rank's cores had, which says nothing of what the messages cost.
+  double cpu_s() const { return polled_ ? -1.0 : cpu_s_; }
 
  private:
+  void loop();
   void start_exchange();
   bool send_own_batches();
   bool receive_messages();
@@ -38,7 +44,9 @@ class CommThread {
   WorkerState& s_;
   std::vector<int64_t> pairs_sent_to_;
   int64_t pairs_received_ = 0;
-  int64_t v_nonzeros_sent_ = 0;            // sparse v, summed over destinations
+  int64_t v_nonzeros_sent_ = 0;  // sparse v, summed over destinations
+  double cpu_s_ = 0;
+  bool polled_ = false;
   std::unique_ptr<DriftCollector> drift_;  // rank 0
   std::unique_ptr<StopProtocol> stop_;
 };

@@ -303,6 +303,7 @@ WorkerResult Worker::result() const {
   r.self = s.collect_stats();
   r.weights = s.weights_owner;
   r.pairs_sent_to = s.comm->pairs_sent_to();
+  r.comm_cpu_s = s.comm->cpu_s();
   r.pairs_applied_from = s.update->pairs_applied_from();
   r.start_clock = s.start_clock;
   r.final_clock = s.gate->stop_at();

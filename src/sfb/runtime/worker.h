@@ -95,6 +95,10 @@ struct WorkerResult {
   double reconcile_s = 0, reconcile_max_drift = 0, reconcile_last_drift = 0;
   int64_t final_clock = 0;
   double seconds = 0;
+  // This rank's communication thread's CPU seconds over the run (CommThread::cpu_s; -1 when it
+  // polled): with the transport's own threads' (comm::Transport::own_threads_cpu_seconds), what
+  // its broadcast costs the rank's cores (the profile's bcast_cpu_ns_per_byte).
+  double comm_cpu_s = 0;
 };
 
 class Worker {

@@ -40,6 +40,7 @@ class FaultyTransport : public Transport {
   bool peer_gone(int peer) const override { return inner_->peer_gone(peer); }
   bool wait_for_message(SteadyClock::time_point until) override { return inner_->wait_for_message(until); }
   void wake() override { inner_->wake(); }
+  double own_threads_cpu_seconds() const override { return inner_->own_threads_cpu_seconds(); }
   int64_t dropped() const { return dropped_.load(); }
 
  protected:

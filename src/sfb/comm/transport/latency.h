@@ -24,6 +24,7 @@ class LatencyTransport : public Transport {
     inner_->set_peer_timeout(seconds);
   }
   bool peer_gone(int peer) const override { return inner_->peer_gone(peer); }
+  double own_threads_cpu_seconds() const override { return inner_->own_threads_cpu_seconds(); }
 
  protected:
   void do_send(int dst, Tag tag, SharedBytes data) override { inner_->send_shared(dst, tag, std::move(data)); }

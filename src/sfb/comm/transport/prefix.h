@@ -24,6 +24,7 @@ class PrefixTransport : public Transport {
   bool peer_gone(int peer) const override { return inner_.peer_gone(peer); }
   bool wait_for_message(SteadyClock::time_point until) override { return inner_.wait_for_message(until); }
   void wake() override { inner_.wake(); }
+  double own_threads_cpu_seconds() const override { return inner_.own_threads_cpu_seconds(); }
 
  protected:
   void do_send(int dst, Tag tag, SharedBytes data) override;

@@ -1,10 +1,12 @@
 #include "sfb/comm/transport/tcp.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +106,13 @@ TcpTransport::TcpTransport(const Bootstrap& boot, const TcpOptions& opt)
     peers_[static_cast<size_t>(q)] = std::move(p);
   }
   io_ = std::thread([this] { io_loop(); });
+  io_clock_ok_ = ::pthread_getcpuclockid(io_.native_handle(), &io_clock_) == 0;
+}
+
+double TcpTransport::own_threads_cpu_seconds() const {
+  timespec ts{};
+  if (!io_clock_ok_ || ::clock_gettime(io_clock_, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 TcpTransport::~TcpTransport() {

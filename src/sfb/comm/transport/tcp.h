@@ -26,6 +26,8 @@
 // TcpOptions::interface names.
 //
 // Threads: as Transport (send from any thread, poll from one thread at a time).
+#include <sys/types.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -81,6 +83,7 @@ class TcpTransport final : public Transport {
   bool peer_gone(int peer) const override;
   bool wait_for_message(SteadyClock::time_point until) override;
   void wake() override;
+  double own_threads_cpu_seconds() const override;
   // The local address each peer's connection uses, "127.0.0.1:port -> 10.77.0.2:port" (logs).
   std::string describe_peer(int peer) const;
   // The congestion control the kernel runs on the connection to `peer` ("cubic", "bbr", ...).
@@ -140,6 +143,8 @@ class TcpTransport final : public Transport {
 
   std::atomic<bool> stop_{false};
   std::thread io_;
+  clockid_t io_clock_{};  // io_'s CPU clock (own_threads_cpu_seconds); io_clock_ok_ once read
+  bool io_clock_ok_ = false;
 };
 
 std::unique_ptr<Transport> make_tcp_transport(const Bootstrap& boot, const TcpOptions& opt);
