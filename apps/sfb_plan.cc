@@ -174,7 +174,8 @@ void print_profiled(const SchemeProfile& p) {
   if (p.bcast_cpu_ns_per_byte > 0)
     fmt::print(
         "# the broadcast's CPU: {:.3g} ns a byte sent or received (on a rank of less than a core, SFB's and Halton's "
-        "clock is at least its SF computation, evaluations, apply and this CPU at its cores)\n",
+        "clock is at least its SF computation, evaluations, apply and this CPU at its cores, scaled down where that "
+        "overstates the engine measured at the profile's N)\n",
         p.bcast_cpu_ns_per_byte);
   if (p.job_K > 0)
     fmt::print(

@@ -790,6 +790,17 @@ TEST(SchemeProfile, ARankOfLessThanACoreIsBusyWithItsBroadcastsCpu) {
   EXPECT_EQ(busy.engine_s, 0);
   EXPECT_NEAR(busy.clock_s, busy.compute_s + busy.update_s + 7 * cpu, 1e-9);
   EXPECT_NEAR(at("halton", 8, 0.125).comm_s, 3 * wire, 1e-9);  // Q = 3: as at 4 ranks
+  // Halton to 5 peers is busy too; its reconciliation's all-reduce comes on top of the floor, as it
+  // comes on top of the link's time without one.
+  const Prediction h5 = at("halton:5", 8, 0.125);
+  EXPECT_NEAR(h5.comm_s, 5 * cpu, 1e-9);
+  p.reconcile = "mean";
+  const double recon = at("halton:5", 8, 0.125).comm_s - h5.comm_s;
+  EXPECT_GT(recon, 0);
+  p.bcast_cpu_ns_per_byte = 0;
+  EXPECT_NEAR(at("halton:5", 8, 0.125).comm_s, 5 * wire + recon, 1e-9);
+  p.bcast_cpu_ns_per_byte = 0.75;
+  p.reconcile = "";
   // A quarter of a core: half the CPU's time, under the anchored sum.
   EXPECT_NEAR(at("sfb", 8, 0.25).comm_s, 7 * wire, 1e-9);
   EXPECT_NEAR(at("sfb", 8, 0.25).engine_s, 0.06, 1e-9);
@@ -958,9 +969,10 @@ TEST(SchemeProfiler, TheBudgetCutsTheMinibatchAndTheRepeats) {
 
 // sfbd --profile on `ranks` in-process ranks, the first `workers` of them workers and the rest
 // FMS's servers (on worker 0's partition): every rank's profile.
-std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers, double budget_s = 60) {
+std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers, double budget_s = 60,
+                                     bool tcp = false) {
   std::vector<Json> got(static_cast<size_t>(ranks));
-  testing::run_ranks(ranks, [&](comm::Transport& t) {
+  const auto rank = [&](comm::Transport& t) {
     const int part = t.rank() < workers ? t.rank() : 0;
     const auto data = io::load_data(cfg.data, cfg.job.seed, part, workers, false);
     auto model = models::make_model(cfg, data.train, data.total_train, part, workers);
@@ -972,8 +984,27 @@ std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers, 
     req.workers = workers;
     req.budget_s = budget_s;
     got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
-  });
+  };
+  if (tcp)
+    testing::run_tcp_ranks(ranks, rank);
+  else
+    testing::run_ranks(ranks, rank);
   return got;
+}
+
+// Over TCP the engine's communication thread waits for messages instead of polling: the profile
+// measures the broadcast's CPU a byte (that thread's and the I/O thread's over the bytes). In
+// process the thread polls, and the profile says unknown (MeasuresOnTheInProcessTransport).
+TEST(SchemeProfiler, MeasuresTheBroadcastsCpuWhereTheTransportWaits) {
+  Config cfg = testing::quiet_synthetic(255, 64, 900, 0);
+  cfg.optimizer.minibatch = 32;
+  cfg.eval.every = 0;
+  const std::vector<Json> got = profile_in_process(cfg, 3, 3, 60, /*tcp=*/true);
+  EXPECT_EQ(got[0], got[2]);
+  const SchemeProfile p = profile_from_json(got[0], "rank 0");
+  ASSERT_GT(p.engine_clock_s, 0);
+  EXPECT_GT(p.bcast_cpu_ns_per_byte, 0);
+  EXPECT_LT(p.bcast_cpu_ns_per_byte, 1e3);
 }
 
 // The profiler on 3 workers and 1 FMS server in process: the workers measure among themselves,

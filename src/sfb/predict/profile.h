@@ -140,11 +140,13 @@ struct SchemeProfile {
   // (engine_clock_s's), its communication thread's CPU (encoding its batch, decoding the peers')
   // and the transport's own threads' (TCP's I/O thread, charged the kernel's work on its sockets)
   // over the bytes the rank sent and received, the ranks' mean (0: not measured: no engine run, a
-  // communication thread that polled (MPI's transport, whose waits cannot block: its CPU is what
-  // idle time it found, 12 ns a byte on 4 ranks sharing 2 vCPUs), a profile of an earlier build).
-  // On a rank of less than a core it competes with the SF
-  // computation, the evaluations and the apply for the same budget: their sum bounds the clock from
-  // below (scheme_model.h, SFB and Halton).
+  // communication thread that polled (MPI's or the in-process transport, whose waits cannot block:
+  // its CPU is what idle time it found, 12 ns a byte on 4 ranks sharing 2 vCPUs), a profile of an
+  // earlier build). Its encoding of the rank's batch, once a clock, is spread over the bytes of
+  // the profiled N's peers (a fraction that shrinks with N: carried as measured). On a rank of less
+  // than a core it competes with the SF computation, the evaluations and the apply for the same
+  // budget: their sum bounds the clock from below (scheme_model.h, SFB and Halton; scaled down where
+  // it overstates the engine at the profiled N, Anchors::cpu_floor).
   double bcast_cpu_ns_per_byte = 0.0;
   // A host's link when the other workers all send to it at once (what an FMS server's link sees):
   // a + b M for M bytes into it (0: not measured; the broadcast's link stands in).

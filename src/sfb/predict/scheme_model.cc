@@ -98,7 +98,26 @@ Shape target_shape(const SchemeProfile& p, const Target& t) { return t.shape.J >
 
 namespace {
 
-// SFB full broadcast (n = N - 1 peers) or rotating Halton (n = Q), and Halton's reconciliation.
+// On a rank of less than a core (Pieces::bcast_cpu_s_per_byte > 0) its threads share the cores: the
+// clock is at least the SF computation, the evaluations, the apply and the broadcast's CPU for the
+// 2 n B bytes it sends and receives, all on that budget. Where that is longer than the anchored sum
+// (the link's time and the engine's excess, which are waits the busy rank no longer has), the rank
+// computes all the clock: the broadcast's CPU replaces them. 512 x 512, K = 1024 on 0.125-core netns
+// hosts at 1 Gbit/s, profiled at 4 (0.76 ns a byte): SFB at 8 hosts needs 12.5 ms of CPU for SF
+// computation, 65 for the apply and 45 for its 58.7 MB, 0.98 s at an eighth of a core, and measured
+// 0.97; at 4 hosts the anchored sum (0.56 s) is the longer. Divided by Anchors::cpu_floor: never
+// above the engine measured at the profiled N (ranks sharing a machine's vCPUs overstate their CPU
+// seconds). Before Halton's reconciliation, which adds its link time and its add after it (its own
+// CPU is not in the floor).
+void cpu_bound(const Pieces& x, const SchemeProfile::Anchors& an, int n, Prediction& r) {
+  const double floor_s = (r.compute_s + r.update_s + 2.0 * n * x.batch_bytes * x.bcast_cpu_s_per_byte) / an.cpu_floor;
+  if (floor_s <= r.compute_s + r.comm_s + r.update_s + r.engine_s) return;
+  r.comm_s = floor_s - r.compute_s - r.update_s;
+  r.engine_s = 0;
+}
+
+// SFB full broadcast (n = N - 1 peers) or rotating Halton (n = Q), at least the CPU floor, and
+// Halton's reconciliation. r.compute_s (SF computation and evaluations) is set.
 void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, const Shape& sh,
                        int n, bool halton, const Target& t, Prediction& r) {
   const double N = t.nodes, B = x.batch_bytes;
@@ -109,6 +128,7 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.engine_s = std::max(0.0, an.sfb_s + an.sfb_per_peer_s * (n - (p.workers - 1)));
   r.link_bytes_per_clock = n * B;
   r.bytes_per_clock = N * n * B;
+  cpu_bound(x, an, n, r);
   if (!halton || p.reconcile.empty() || n >= t.nodes - 1) return;
   const bool same_shape = sh.J == p.J && sh.D == p.D && sh.K == p.K;
   const int64_t every = p.reconcile_every > 0 && t.nodes == p.workers && same_shape
@@ -124,23 +144,6 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.update_s += x.add_dense_s / static_cast<double>(every);
   r.link_bytes_per_clock += sent / static_cast<double>(every);
   r.bytes_per_clock += N * sent / static_cast<double>(every);
-}
-
-// On a rank of less than a core (Pieces::bcast_cpu_s_per_byte > 0) its threads share the cores: the
-// clock is at least the SF computation, the evaluations, the apply and the broadcast's CPU for the
-// 2 n B bytes it sends and receives, all on that budget. Where that is longer than the anchored sum
-// (the link's time and the engine's excess, which are waits the busy rank no longer has), the rank
-// computes all the clock: the broadcast's CPU replaces them. 512 x 512, K = 1024 on 0.125-core netns
-// hosts at 1 Gbit/s, profiled at 4 (0.76 ns a byte): SFB at 8 hosts needs 12.5 ms of CPU for SF
-// computation, 65 for the apply and 45 for its 58.7 MB, 0.98 s at an eighth of a core, and measured
-// 0.97; at 4 hosts the anchored sum (0.56 s) is the longer. Divided by Anchors::cpu_floor: never
-// above the engine measured at the profiled N (ranks sharing a machine's vCPUs overstate their CPU
-// seconds). Halton's reconciliation counts in the link time only.
-void cpu_bound(const Pieces& x, const SchemeProfile::Anchors& an, int n, Prediction& r) {
-  const double floor = (r.compute_s + r.update_s + 2.0 * n * x.batch_bytes * x.bcast_cpu_s_per_byte) / an.cpu_floor;
-  if (floor <= r.compute_s + r.comm_s + r.update_s + r.engine_s) return;
-  r.comm_s = floor - r.compute_s - r.update_s;
-  r.engine_s = 0;
 }
 
 // A server's link in FMS's exchange: on the fitted link the profile's incast (every worker pushing
@@ -299,7 +302,6 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   if (broadcast) {
     const int n = s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q);
     predict_broadcast(p, an, x, sh, n, s.name == "halton", t, r);
-    cpu_bound(x, an, n, r);
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
     r.compute_s += x.form_dense_s * an.dense.ratio;

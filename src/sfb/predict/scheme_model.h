@@ -50,8 +50,9 @@
 // A rank of less than a core (SFB and Halton, with the broadcast's CPU measured: profile.h's
 // bcast_cpu_ns_per_byte): its threads share that budget, so the clock is at least the SF
 // computation, the evaluations, the apply and the CPU of the 2 n B bytes it sends and receives, at
-// its cores; where that is longer than the sum above, the broadcast's CPU takes the place of the
-// link's time and the engine's excess (waits a rank busy all the clock does not have).
+// its cores (divided by what that floor overstates the engine measured at the profiled N,
+// Anchors::cpu_floor); where that is longer than the sum above, the broadcast's CPU takes the place
+// of the link's time and the engine's excess (waits a rank busy all the clock does not have).
 // Shape and cores: every piece at the target's shape and a target rank's cores (profile.h's
 // laws: work ratios, a memory floor, time as 1 / min(threads, cores / ranks sharing them)), with
 // R' = Target::ranks_per_host ranks on a node of Target::cores: 1 when every node has its own

@@ -239,7 +239,9 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   const io::Dataset* test = eval_every > 0 ? r.test : nullptr;
   const double io_cpu_s = run_on.own_threads_cpu_seconds();
   const WorkerResult res = Worker(cfg, run_on, *r.train, test, *r.model, hooks, start, exchange).run();
-  const double comm_cpu_s = res.comm_cpu_s < 0 ? -1.0 : res.comm_cpu_s + run_on.own_threads_cpu_seconds() - io_cpu_s;
+  // Unknown (-1) where the thread polled, or the transport's clock went back (its thread ended).
+  const double io_s = run_on.own_threads_cpu_seconds() - io_cpu_s;
+  const double comm_cpu_s = res.comm_cpu_s < 0 || io_s < 0 ? -1.0 : res.comm_cpu_s + io_s;
   if (after_run) after_run();
   SFB_CHECK(computes.size() == starts.size(), "profile: the {} engine committed {} of its {} clocks", scheme,
             computes.size(), starts.size());

@@ -25,8 +25,8 @@ class CommThread {
   const StopProtocol& stop() const { return *stop_; }
   // This thread's CPU seconds over run() (0 until it returns): encoding, sending, receiving and
   // decoding the batches, the stop protocol, a baseline's exchange; -1 when it polled (a transport
-  // that cannot wait: MPI's, the latency emulation's), its CPU then filling what idle time the
-  // rank's cores had, which says nothing of what the messages cost.
+  // that cannot wait: MPI's, the in-process one, the latency emulation's), its CPU then filling what
+  // idle time the rank's cores had, which says nothing of what the messages cost.
   double cpu_s() const { return polled_ ? -1.0 : cpu_s_; }
 
  private:
