@@ -105,10 +105,13 @@ namespace {
 // computes all the clock: the broadcast's CPU replaces them. 512 x 512, K = 1024 on 0.125-core netns
 // hosts at 1 Gbit/s, profiled at 4 (0.76 ns a byte): SFB at 8 hosts needs 12.5 ms of CPU for SF
 // computation, 65 for the apply and 45 for its 58.7 MB, 0.98 s at an eighth of a core, and measured
-// 0.97; at 4 hosts the anchored sum (0.56 s) is the longer. Divided by Anchors::cpu_floor: never
-// above the engine measured at the profiled N (ranks sharing a machine's vCPUs overstate their CPU
-// seconds). Before Halton's reconciliation, which adds its link time and its add after it (its own
-// CPU is not in the floor).
+// 0.97; at 4 hosts the anchored sum (0.56 s) is the longer. The pieces' CPU seconds move between
+// profiles: a validation half's profile an hour later (0.93 ns a byte, its apply 8% slower) put
+// the same row 19.5% high, the anchored sum alone 10.1%, while the floor brought the 2048 x 2048
+// job's SFB at 8 hosts from -13.3% to -5.6% (docs/compare.md, runs/pv12). Divided by
+// Anchors::cpu_floor: never above the engine measured at the profiled N (ranks sharing a machine's
+// vCPUs overstate their CPU seconds). Before Halton's reconciliation, which adds its link time and
+// its add after it (its own CPU is not in the floor).
 void cpu_bound(const Pieces& x, const SchemeProfile::Anchors& an, int n, Prediction& r) {
   const double floor_s = (r.compute_s + r.update_s + 2.0 * n * x.batch_bytes * x.bcast_cpu_s_per_byte) / an.cpu_floor;
   if (floor_s <= r.compute_s + r.comm_s + r.update_s + r.engine_s) return;
