@@ -21,12 +21,18 @@ class Stopwatch {
   SteadyClock::time_point start_;
 };
 
+// Seconds on a CPU-time clock (a thread's, the process's, or another thread's from
+// pthread_getcpuclockid); 0 when it cannot be read.
+inline double cpu_clock_seconds(clockid_t clock) {
+  timespec ts{};
+  if (::clock_gettime(clock, &ts) != 0) return 0.0;
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // CPU seconds of the calling thread (CLOCK_THREAD_CPUTIME_ID), or of the whole process, every
 // thread's (CLOCK_PROCESS_CPUTIME_ID).
 inline double cpu_seconds(bool whole_process) {
-  timespec ts{};
-  ::clock_gettime(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  return cpu_clock_seconds(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID);
 }
 
 // `seconds` from now, saturating: a duration the clock cannot represent (1e300 s, infinity) is the

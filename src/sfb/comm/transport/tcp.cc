@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,11 +108,7 @@ TcpTransport::TcpTransport(const Bootstrap& boot, const TcpOptions& opt)
   io_clock_ok_ = ::pthread_getcpuclockid(io_.native_handle(), &io_clock_) == 0;
 }
 
-double TcpTransport::own_threads_cpu_seconds() const {
-  timespec ts{};
-  if (!io_clock_ok_ || ::clock_gettime(io_clock_, &ts) != 0) return 0.0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double TcpTransport::own_threads_cpu_seconds() const { return io_clock_ok_ ? cpu_clock_seconds(io_clock_) : 0.0; }
 
 TcpTransport::~TcpTransport() {
   try {
