@@ -33,6 +33,14 @@ struct Roofline {
   }
 };
 
+// The broadcast's CPU a byte (bcast_cpu_ns_per_byte) at a rank's cores, seconds: over them where
+// the rank has less than one (its threads share them); 0 from a core on, though a rank of exactly
+// one still runs its 3-4 threads on it: measured only below a core, it is not carried where the
+// threads may have cores of their own.
+double bcast_cpu_s_per_byte(const SchemeProfile& p, double rank_cores) {
+  return rank_cores < 1.0 ? p.bcast_cpu_ns_per_byte * 1e-9 / std::max(rank_cores, 1e-9) : 0.0;
+}
+
 }  // namespace
 
 Link named_link(const std::string& name) {
@@ -135,8 +143,8 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
   a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
-  // The floor at the profiled N, the broadcast's CPU as pieces_at gives it at the profile's cores.
-  const double cpu_per_byte = pieces_at(*this, shape(), rank_cores(), ranks_on_host).bcast_cpu_s_per_byte;
+  // The floor at the profiled N, the broadcast's CPU at the profile's own cores.
+  const double cpu_per_byte = bcast_cpu_s_per_byte(*this, rank_cores());
   const double floor_s = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
                          2.0 * (workers - 1) * static_cast<double>(batch_bytes) * cpu_per_byte;
   if (engine_clock_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_clock_s);
@@ -185,9 +193,7 @@ Pieces pieces_at(const SchemeProfile& p, const Shape& s, double rank_cores, int 
   out.eval_sketch_s = roof(p.eval_sketch_s, rW, 4 * JD0, 4 * JD);
   const double header = p.batch_bytes > 0 ? std::max(0.0, dbl(p.batch_bytes) - batch_payload_bytes(o)) : 0.0;
   out.batch_bytes = batch_payload_bytes(s) + header;
-  // From a core on the floor is off, though a rank of exactly one still runs its 3-4 threads on it:
-  // measured only below a core, it is not carried where the threads may have cores of their own.
-  out.bcast_cpu_s_per_byte = e < 1.0 ? p.bcast_cpu_ns_per_byte * 1e-9 / e : 0.0;
+  out.bcast_cpu_s_per_byte = bcast_cpu_s_per_byte(p, e);
   return out;
 }
 

@@ -303,8 +303,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   const double ev = eval_per_clock_s(p, x, sh) * factor;
   r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense.ratio : 1.0) + ev;
   if (broadcast) {
-    const int n = s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q);
-    predict_broadcast(p, an, x, sh, n, s.name == "halton", t, r);
+    predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
   } else if (s.name == "allreduce") {
     const auto wb = static_cast<int64_t>(W);
     r.compute_s += x.form_dense_s * an.dense.ratio;
