@@ -163,6 +163,43 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
   SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
 }
 
+// One engine's two runs at the profiled N and what the prediction takes from them (engine_anchor):
+// "0.555 +- 0.021 / 0.541 +- 0.030 s: ...", or "" where it was not run.
+std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s) {
+  if (!(without_s > 0)) return "";
+  const auto run = [](double s, double se) {
+    return se > 0 ? fmt::format("{:.3g} +- {:.2g}", s, se) : fmt::format("{:.3g}", s);
+  };
+  std::string out = run(without_s, without_se_s);
+  if (!(with_s > 0)) return out + " s (no run with evaluations: they cost their pieces)";
+  out += " / " + run(with_s, with_se_s) + " s";
+  const auto a = sfb::predict::engine_anchor(without_s, without_se_s, with_s, with_se_s, evals_s);
+  if (a.pooled)
+    return out + fmt::format(" (the same within their noise: {:.3g} pooled, evaluations at their pieces)", a.clock_s);
+  return out + fmt::format(" (evaluations {:.2g}x their pieces{})", a.eval,
+                           without_se_s > 0 && with_se_s > 0 ? "" : "; no standard errors: an earlier build's profile");
+}
+
+// The engines that anchor the prediction at the profiled N, without and with evaluations.
+void print_engines(const SchemeProfile& p) {
+  const double ev = p.evals_per_clock_s();
+  const std::string sfb =
+      engine_runs(p.engine_clock_s, p.engine_clock_se_s, p.engine_eval_clock_s, p.engine_eval_clock_se_s, ev);
+  const std::string ar = engine_runs(p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s,
+                                     p.engine_allreduce_eval_clock_s, p.engine_allreduce_eval_clock_se_s, ev);
+  const std::string fms = engine_runs(p.engine_fms_clock_s, p.engine_fms_clock_se_s, p.engine_fms_eval_clock_s,
+                                      p.engine_fms_eval_clock_se_s, ev);
+  std::vector<std::string> parts;
+  if (!sfb.empty()) parts.push_back("SFB " + sfb);
+  if (!ar.empty()) parts.push_back("the all-reduce " + ar);
+  if (!fms.empty())
+    parts.push_back(
+        fmt::format("FMS with {} server{} {}", p.engine_fms_servers, p.engine_fms_servers == 1 ? "" : "s", fms));
+  if (parts.empty()) return;
+  fmt::print("# the engines at the profiled {} workers, s a clock without / with evaluations (+- standard error): {}\n",
+             p.workers, fmt::join(parts, "; "));
+}
+
 // What the profile was taken on: the header's first lines.
 void print_profiled(const SchemeProfile& p) {
   fmt::print(
@@ -171,6 +208,7 @@ void print_profiled(const SchemeProfile& p) {
       p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
       p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
       p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  print_engines(p);
   if (p.bcast_cpu_ns_per_byte > 0)
     fmt::print(
         "# the broadcast's CPU: {:.3g} ns a byte sent or received (on a rank of less than a core, SFB's and Halton's "

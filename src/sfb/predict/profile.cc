@@ -99,9 +99,35 @@ DenseAnchor dense_anchor(double engine_s, double pieces_s) {
   return a;
 }
 
+EngineAnchor engine_anchor(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s) {
+  if (!(without_s > 0)) return {};
+  if (!(with_s > 0) || !(evals_s > 0)) return {without_s, 1.0, false};
+  const double diff = with_s - without_s;
+  const bool noise_known = without_se_s > 0 && with_se_s > 0;
+  if (!noise_known || diff > 2.0 * std::hypot(without_se_s, with_se_s))
+    return {without_s, std::max(0.0, diff) / evals_s, false};
+  const double w_without = 1.0 / (without_se_s * without_se_s), w_with = 1.0 / (with_se_s * with_se_s);
+  return {(w_without * without_s + w_with * (with_s - evals_s)) / (w_without + w_with), 1.0, true};
+}
+
 SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
   if (workers < 2) return a;
+  // Each engine's clock without evaluations and what evaluations cost it (engine_anchor).
+  const double ev = evals_per_clock_s();
+  const EngineAnchor sfb =
+      engine_anchor(engine_clock_s, engine_clock_se_s, engine_eval_clock_s, engine_eval_clock_se_s, ev);
+  const EngineAnchor dense = engine_anchor(engine_allreduce_clock_s, engine_allreduce_clock_se_s,
+                                           engine_allreduce_eval_clock_s, engine_allreduce_eval_clock_se_s, ev);
+  const EngineAnchor fms =
+      engine_anchor(engine_fms_clock_s, engine_fms_clock_se_s, engine_fms_eval_clock_s, engine_fms_eval_clock_se_s, ev);
+  a.eval = sfb.eval;
+  a.eval_allreduce = dense.eval;
+  a.eval_fms = fms.eval;
+  a.sfb_clock_s = sfb.clock_s;
+  a.allreduce_clock_s = dense.clock_s;
+  a.fms_clock_s = fms.clock_s;
+  const double engine_s = sfb.clock_s;
   // The engines run without the monitor: no evaluation is in their clocks.
   // The SFB engine's pieces at n ranks computing with pieces x: SF computation, the fitted
   // broadcast to n - 1 peers, the apply of n batches.
@@ -115,9 +141,9 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   measured.sf_s = sf_s;
   measured.apply_fixed_s = apply_fixed_s;
   measured.apply_batch_s = apply_batch_s;
-  const double excess = engine_clock_s - sfb_pieces(workers, measured);
-  if (engine_clock_s > 0) a.sfb_s = std::max(0.0, excess);
-  if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
+  const double excess = engine_s - sfb_pieces(workers, measured);
+  if (engine_s > 0) a.sfb_s = std::max(0.0, excess);
+  if (engine_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
     // The pair ran on ranks 0 and 1 while the others waited idle, so where ranks share a host's
     // cores (mpirun -np 4 on one machine) the two computed with the cores the idle ranks left them:
     // its pieces are the measured ones at those cores. At the profile's own cores (what every
@@ -135,22 +161,14 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
     const double pair_excess = engine_pair_clock_s - sfb_pieces(2, pieces_at(*this, shape(), pair_cores, pair_sharing));
     a.sfb_per_peer_s = std::max(0.0, (excess - pair_excess) / (workers - 2));
   }
-  const double ev = evals_per_clock_s();
-  // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
-  const auto per_piece = [ev](double with_s, double without_s) {
-    return without_s > 0 && with_s > 0 && ev > 0 ? std::max(0.0, with_s - without_s) / ev : 1.0;
-  };
-  a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
-  a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
-  a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
   // The floor at the profiled N, the broadcast's CPU at the profile's own cores.
   const double cpu_per_byte = bcast_cpu_s_per_byte(*this, rank_cores());
   const double floor_s = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
                          2.0 * (workers - 1) * static_cast<double>(batch_bytes) * cpu_per_byte;
-  if (engine_clock_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_clock_s);
+  if (engine_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
   const double ar = allreduce_s(wb, dense_allreduce_calls(stored_rows(shape()), stored_cols(shape())), workers);
-  a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
+  a.dense = dense_anchor(dense.clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
 
@@ -248,6 +266,12 @@ Json to_json(const SchemeProfile& p) {
           {"engine_fms_servers", p.engine_fms_servers},
           {"engine_allreduce_eval_clock_s", sig(p.engine_allreduce_eval_clock_s, 6)},
           {"engine_fms_eval_clock_s", sig(p.engine_fms_eval_clock_s, 6)},
+          {"engine_clock_se_s", sig(p.engine_clock_se_s, 4)},
+          {"engine_eval_clock_se_s", sig(p.engine_eval_clock_se_s, 4)},
+          {"engine_allreduce_clock_se_s", sig(p.engine_allreduce_clock_se_s, 4)},
+          {"engine_allreduce_eval_clock_se_s", sig(p.engine_allreduce_eval_clock_se_s, 4)},
+          {"engine_fms_clock_se_s", sig(p.engine_fms_clock_se_s, 4)},
+          {"engine_fms_eval_clock_se_s", sig(p.engine_fms_eval_clock_se_s, 4)},
           {"link_a_us", sig(p.link.a_us, 6)},
           {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
           {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
@@ -295,6 +319,37 @@ void read_evals(const Json& j, const std::string& source, SchemeProfile& p) {
   p.eval_snapshot = *mode;
 }
 
+// The engines' runs at the profiled N (engine_*): their clocks, the FMS engine's servers and the
+// clocks' standard errors.
+void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
+  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
+  const auto opt = [&](const char* k, double lo, double hi) { return j.contains(k) ? num(k, lo, hi) : 0.0; };
+  p.engine_clock_s = num("engine_clock_s", 0, 1e6);
+  p.engine_sf_s = num("engine_sf_s", 0, 1e6);
+  p.engine_comm_s = num("engine_comm_s", 0, 1e6);
+  p.engine_apply_s = num("engine_apply_s", 0, 1e6);
+  // Profiles of earlier builds have no engine run with evaluations, nor a pair run.
+  p.engine_eval_clock_s = opt("engine_eval_clock_s", 0, 1e6);
+  p.engine_pair_clock_s = opt("engine_pair_clock_s", 0, 1e6);
+  p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
+  // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
+  p.engine_fms_clock_s = opt("engine_fms_clock_s", 0, 1e6);
+  p.engine_fms_servers = static_cast<int>(opt("engine_fms_servers", 0, 1 << 20));
+  SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
+                 "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
+  // Profiles of earlier builds have no dense engine run with evaluations.
+  p.engine_allreduce_eval_clock_s = opt("engine_allreduce_eval_clock_s", 0, 1e6);
+  p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
+  // Profiles of earlier builds have no standard errors: each engine's runs are taken as measured.
+  for (const auto& [key, se] : {std::pair{"engine_clock_se_s", &p.engine_clock_se_s},
+                                {"engine_eval_clock_se_s", &p.engine_eval_clock_se_s},
+                                {"engine_allreduce_clock_se_s", &p.engine_allreduce_clock_se_s},
+                                {"engine_allreduce_eval_clock_se_s", &p.engine_allreduce_eval_clock_se_s},
+                                {"engine_fms_clock_se_s", &p.engine_fms_clock_se_s},
+                                {"engine_fms_eval_clock_se_s", &p.engine_fms_eval_clock_se_s}})
+    *se = opt(key, 0, 1e6);
+}
+
 }  // namespace
 
 SchemeProfile profile_from_json(const Json& j, const std::string& source) {
@@ -333,22 +388,7 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.add_dense_s = num("add_dense_s", 0, 1e6);
   // Profiles written before the bandwidth was measured have none: no memory floor then.
   p.mem_bytes_per_s = opt("mem_bytes_per_s", 0, 1e15);
-  p.engine_clock_s = num("engine_clock_s", 0, 1e6);
-  p.engine_sf_s = num("engine_sf_s", 0, 1e6);
-  p.engine_comm_s = num("engine_comm_s", 0, 1e6);
-  p.engine_apply_s = num("engine_apply_s", 0, 1e6);
-  // Profiles of earlier builds have no engine run with evaluations, nor a pair run.
-  p.engine_eval_clock_s = opt("engine_eval_clock_s", 0, 1e6);
-  p.engine_pair_clock_s = opt("engine_pair_clock_s", 0, 1e6);
-  p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
-  // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
-  p.engine_fms_clock_s = opt("engine_fms_clock_s", 0, 1e6);
-  p.engine_fms_servers = static_cast<int>(opt("engine_fms_servers", 0, 1 << 20));
-  SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
-                 "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
-  // Profiles of earlier builds have no dense engine run with evaluations.
-  p.engine_allreduce_eval_clock_s = opt("engine_allreduce_eval_clock_s", 0, 1e6);
-  p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
+  read_engines(j, source, p);
   p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = num("bcast_r2", -1e9, 1);
   // Profiles of earlier builds did not measure the broadcast's CPU: the link alone.

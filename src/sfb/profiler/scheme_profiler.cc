@@ -183,6 +183,9 @@ SfBatchPtr time_sf(const ProfileRequest& r, const Matrix& stored, predict::Schem
 // What the engine measured for a few BSP clocks of one scheme, the slowest rank's.
 struct EngineClocks {
   double clock_s = 0, compute_s = 0, apply_s = 0;
+  // clock_s's standard error: a rank's steady clocks' sample deviation over the root of their count,
+  // the largest rank's (0 with fewer than two).
+  double clock_se_s = 0;
   // The CPU of its communication, ns a byte a rank sent and received (the ranks' mean): the
   // communication thread's and the transport's own threads' CPU seconds over the run (WorkerResult::
   // comm_cpu_s, comm::Transport::own_threads_cpu_seconds: TCP's I/O thread, which the kernel charges
@@ -190,6 +193,18 @@ struct EngineClocks {
   // communication thread polled (MPI's transport: its CPU is what idle time it found).
   double comm_cpu_ns_per_byte = 0;
 };
+
+// The standard error of the mean of the clocks from `first` to first + span - 1 (`starts` are their
+// start times, one more than the clocks): their sample deviation over the root of their count; 0
+// with fewer than two.
+double clock_standard_error(const std::vector<double>& starts, int64_t first, int64_t span) {
+  if (span < 2) return 0.0;
+  const auto at = [&](int64_t c) { return starts[static_cast<size_t>(c)]; };
+  const double mean = (at(first + span) - at(first)) / static_cast<double>(span);
+  double ss = 0;
+  for (int64_t c = first; c < first + span; ++c) ss += (at(c + 1) - at(c) - mean) * (at(c + 1) - at(c) - mean);
+  return std::sqrt(ss / static_cast<double>(span - 1) / static_cast<double>(span));
+}
 
 // The ranks' mean of v, to a thousandth; 0 when any rank's is below 0 (unknown).
 double mean_of_known(comm::Transport& t, double v) {
@@ -262,7 +277,17 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
     spdlog::warn("profile: the {} engine ran {} clocks in its {:.1f} s, no whole evaluation period of {}: not measured",
                  scheme, starts.size(), max_s, eval_every);
   const double mine = span > 0 ? (starts[static_cast<size_t>(2 + span)] - starts[2]) / static_cast<double>(span) : 0;
-  e.clock_s = slowest(t, {mine});
+  const double se = clock_standard_error(starts, 2, span);
+  e.clock_s = largest(t, mine, 1e-9);
+  e.clock_se_s = largest(t, se, 1e-9);
+  if (t.rank() == 0 && spdlog::should_log(spdlog::level::debug)) {
+    std::string each;
+    for (size_t c = 1; c < starts.size(); ++c) each += fmt::format(" {:.3f}", starts[c] - starts[c - 1]);
+    spdlog::debug(
+        "profile: the {} engine's clocks on rank 0 (s, from clock 0; eval.every {}):{}; steady {:.4f} +- "
+        "{:.4f} s (the slowest rank's: {:.4f} +- {:.4f})",
+        scheme, eval_every, each, mine, se, e.clock_s, e.clock_se_s);
+  }
   e.compute_s = slowest(t, computes);
   e.apply_s = slowest(t, {res.self.update_s / static_cast<double>(starts.size())});
   const auto moved = static_cast<double>(res.self.bytes_sent + res.self.bytes_received);
@@ -322,13 +347,13 @@ EngineRun engine_clocks_before_evals(const ProfileRequest& r, double clock_s, do
 // The engine of `scheme` with the evaluations (eval_run_clocks), on `run_on` with `exchange` and
 // `after_run` as time_engine: its steady clock over whole evaluation periods, or 0 when none fits.
 // `decided` hears first whether it runs (FMS's servers must be told).
-double time_engine_with_evals(const ProfileRequest& r, const predict::SchemeProfile& p, comm::Transport& run_on,
-                              Scheme scheme, Exchange* exchange, double clock_s, double budget_s,
-                              const std::function<void(bool)>& decided = {},
-                              const std::function<void()>& after_run = {}) {
+EngineClocks time_engine_with_evals(const ProfileRequest& r, const predict::SchemeProfile& p, comm::Transport& run_on,
+                                    Scheme scheme, Exchange* exchange, double clock_s, double budget_s,
+                                    const std::function<void(bool)>& decided = {},
+                                    const std::function<void()>& after_run = {}) {
   const int64_t n = eval_run_clocks(r, p, scheme, clock_s, budget_s);
   if (decided) decided(n > 0);
-  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, budget_s, p.eval_every, after_run).clock_s : 0.0;
+  return n > 0 ? time_engine(r, run_on, scheme, exchange, n, budget_s, p.eval_every, after_run) : EngineClocks{};
 }
 
 // What is left of `budget_s` since `took` started, the slowest rank's view (the same on every rank).
@@ -379,12 +404,15 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 4)) {
     const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n, budget_s / 4);
     p.engine_clock_s = sfb.clock_s;
+    p.engine_clock_se_s = sfb.clock_se_s;
     p.engine_sf_s = sfb.compute_s;
     p.engine_apply_s = sfb.apply_s;
     p.engine_comm_s = std::max(0.0, sfb.clock_s - sfb.compute_s - sfb.apply_s);
     p.bcast_cpu_ns_per_byte = sfb.comm_cpu_ns_per_byte;
-    p.engine_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
-                                                   left_s(r, budget_s / 2, took));
+    const EngineClocks evals = time_engine_with_evals(r, p, *r.transport, Scheme::kSfb, nullptr, p.engine_clock_s,
+                                                      left_s(r, budget_s / 2, took));
+    p.engine_eval_clock_s = evals.clock_s;
+    p.engine_eval_clock_se_s = evals.clock_se_s;
     if (p.engine_clock_s > 0)
       p.engine_pair_clock_s = time_pair_engine(r, p, std::min(budget_s / 8, left_s(r, budget_s * 5 / 8, took)));
   } else if (r.transport->rank() == 0) {
@@ -399,10 +427,14 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
   if (const EngineRun n = engine_clocks_before_evals(r, ar_s, left_s(r, budget_s, took)); n.clocks > 0) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_clock_s = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n.clocks, n.max_s).clock_s;
+    const EngineClocks e = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n.clocks, n.max_s);
+    p.engine_allreduce_clock_s = e.clock_s;
+    p.engine_allreduce_clock_se_s = e.clock_se_s;
     auto again = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
-    p.engine_allreduce_eval_clock_s = time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(),
-                                                             p.engine_allreduce_clock_s, left_s(r, budget_s, took));
+    const EngineClocks evals = time_engine_with_evals(r, p, *r.transport, Scheme::kAllreduce, again.get(),
+                                                      p.engine_allreduce_clock_s, left_s(r, budget_s, took));
+    p.engine_allreduce_eval_clock_s = evals.clock_s;
+    p.engine_allreduce_eval_clock_se_s = evals.clock_se_s;
   } else if (r.transport->rank() == 0) {
     spdlog::warn(
         "profile: the all-reduce engine's 4 clocks would take about {:.0f} s: not run (its anchor stays 1: its pieces "
@@ -810,13 +842,17 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const ProfileRequest r = at_minibatch(w, at, p.K);
   auto ex = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   const auto servers_done = [&] { await_servers(all, w.workers); };
-  p.engine_fms_clock_s = time_engine(r, all, Scheme::kFms, ex.get(), n.clocks, n.max_s, 0, servers_done).clock_s;
+  const EngineClocks e = time_engine(r, all, Scheme::kFms, ex.get(), n.clocks, n.max_s, 0, servers_done);
+  p.engine_fms_clock_s = e.clock_s;
+  p.engine_fms_clock_se_s = e.clock_se_s;
   p.engine_fms_servers = p.engine_fms_clock_s > 0 ? S : 0;  // 0 and 0: not measured
   auto again = baselines::make_exchange(at, w.model->has_prox(), w.allreduce);
   bool ran = false;
-  p.engine_fms_eval_clock_s = time_engine_with_evals(
+  const EngineClocks evals = time_engine_with_evals(
       r, p, all, Scheme::kFms, again.get(), p.engine_fms_clock_s, left_s(r, budget_s, took),
       [&](bool runs) { tell_servers(all, w.workers, ran = runs); }, servers_done);
+  p.engine_fms_eval_clock_s = evals.clock_s;
+  p.engine_fms_eval_clock_se_s = evals.clock_se_s;
   if (ran) tell_servers(all, w.workers, false);
 }
 
