@@ -163,21 +163,25 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
   SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
 }
 
-// One engine's two runs at the profiled N and what the prediction takes from them (engine_anchor):
-// "0.555 +- 0.021 / 0.541 +- 0.030 s: ...", or "" where it was not run.
+// One engine's two runs at the profiled N, "0.555 +- 0.021 / 0.541 +- 0.030 s (...)", and what the
+// prediction takes from them: the evaluations' cost as the second's excess over the first, said to
+// be within the runs' noise where it is less than twice the standard error of the difference (the
+// run with evaluations overstates its own: SchemeProfile::engine_eval_clock_se_s); "" where not run.
 std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s) {
   if (!(without_s > 0)) return "";
   const auto run = [](double s, double se) {
     return se > 0 ? fmt::format("{:.3g} +- {:.2g}", s, se) : fmt::format("{:.3g}", s);
   };
   std::string out = run(without_s, without_se_s);
-  if (!(with_s > 0)) return out + " s (no run with evaluations: they cost their pieces)";
-  out += " / " + run(with_s, with_se_s) + " s";
-  const auto a = sfb::predict::engine_anchor(without_s, without_se_s, with_s, with_se_s, evals_s);
-  if (a.pooled)
-    return out + fmt::format(" (the same within their noise: {:.3g} pooled, evaluations at their pieces)", a.clock_s);
-  return out + fmt::format(" (evaluations {:.2g}x their pieces{})", a.eval,
-                           without_se_s > 0 && with_se_s > 0 ? "" : "; no standard errors: an earlier build's profile");
+  if (!(with_s > 0) || !(evals_s > 0)) return out + " s";
+  const double diff = with_s - without_s;
+  const bool known = without_se_s > 0 && with_se_s > 0;
+  const bool noise = known && std::abs(diff) < 2.0 * std::hypot(without_se_s, with_se_s);
+  return out + " / " + run(with_s, with_se_s) +
+         fmt::format(" s (evaluations {:.2g}x their pieces{})", std::max(0.0, diff) / evals_s,
+                     noise   ? ", within the runs' noise"
+                     : known ? ""
+                             : "; no standard errors: an earlier build's profile");
 }
 
 // The engines that anchor the prediction at the profiled N, without and with evaluations.

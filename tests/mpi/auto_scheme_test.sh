@@ -101,6 +101,8 @@ sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set "output.dir
 "$PLAN" --profile "$OUT/p.json" --nodes 4,64,1024 --links 1gbe,100gbe --csv "$OUT/p.csv" > "$OUT/plan.md" \
   || fail "sfb-plan"
 grep -q "^winner by N" "$OUT/plan.md" || fail "no winners"
+grep -q "^# the engines at the profiled 2 workers.*: SFB [0-9.e+-]* +- [0-9.e+-]* / " "$OUT/plan.md" ||
+  { head -5 "$OUT/plan.md"; fail "sfb-plan: no SFB engine runs with their standard errors"; }
 grep -q "crossover in link rate" "$OUT/plan.md" || fail "no link-rate crossover"
 [ "$(wc -l < "$OUT/p.csv")" = $((1 + 2 * 3 * 4)) ] || fail "csv rows: $(wc -l < "$OUT/p.csv")"
 "$PLAN" --profile "$OUT/meas/summary.json" --nodes 8 > /dev/null || fail "sfb-plan on an auto summary"

@@ -99,35 +99,9 @@ DenseAnchor dense_anchor(double engine_s, double pieces_s) {
   return a;
 }
 
-EngineAnchor engine_anchor(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s) {
-  if (!(without_s > 0)) return {};
-  if (!(with_s > 0) || !(evals_s > 0)) return {without_s, 1.0, false};
-  const double diff = with_s - without_s;
-  const bool noise_known = without_se_s > 0 && with_se_s > 0;
-  if (!noise_known || diff > 2.0 * std::hypot(without_se_s, with_se_s))
-    return {without_s, std::max(0.0, diff) / evals_s, false};
-  const double w_without = 1.0 / (without_se_s * without_se_s), w_with = 1.0 / (with_se_s * with_se_s);
-  return {(w_without * without_s + w_with * (with_s - evals_s)) / (w_without + w_with), 1.0, true};
-}
-
 SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
   if (workers < 2) return a;
-  // Each engine's clock without evaluations and what evaluations cost it (engine_anchor).
-  const double ev = evals_per_clock_s();
-  const EngineAnchor sfb =
-      engine_anchor(engine_clock_s, engine_clock_se_s, engine_eval_clock_s, engine_eval_clock_se_s, ev);
-  const EngineAnchor dense = engine_anchor(engine_allreduce_clock_s, engine_allreduce_clock_se_s,
-                                           engine_allreduce_eval_clock_s, engine_allreduce_eval_clock_se_s, ev);
-  const EngineAnchor fms =
-      engine_anchor(engine_fms_clock_s, engine_fms_clock_se_s, engine_fms_eval_clock_s, engine_fms_eval_clock_se_s, ev);
-  a.eval = sfb.eval;
-  a.eval_allreduce = dense.eval;
-  a.eval_fms = fms.eval;
-  a.sfb_clock_s = sfb.clock_s;
-  a.allreduce_clock_s = dense.clock_s;
-  a.fms_clock_s = fms.clock_s;
-  const double engine_s = sfb.clock_s;
   // The engines run without the monitor: no evaluation is in their clocks.
   // The SFB engine's pieces at n ranks computing with pieces x: SF computation, the fitted
   // broadcast to n - 1 peers, the apply of n batches.
@@ -141,9 +115,9 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   measured.sf_s = sf_s;
   measured.apply_fixed_s = apply_fixed_s;
   measured.apply_batch_s = apply_batch_s;
-  const double excess = engine_s - sfb_pieces(workers, measured);
-  if (engine_s > 0) a.sfb_s = std::max(0.0, excess);
-  if (engine_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
+  const double excess = engine_clock_s - sfb_pieces(workers, measured);
+  if (engine_clock_s > 0) a.sfb_s = std::max(0.0, excess);
+  if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
     // The pair ran on ranks 0 and 1 while the others waited idle, so where ranks share a host's
     // cores (mpirun -np 4 on one machine) the two computed with the cores the idle ranks left them:
     // its pieces are the measured ones at those cores. At the profile's own cores (what every
@@ -161,14 +135,22 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
     const double pair_excess = engine_pair_clock_s - sfb_pieces(2, pieces_at(*this, shape(), pair_cores, pair_sharing));
     a.sfb_per_peer_s = std::max(0.0, (excess - pair_excess) / (workers - 2));
   }
+  const double ev = evals_per_clock_s();
+  // An engine's clock with evaluations less its clock without, over their pieces (1 unmeasured).
+  const auto per_piece = [ev](double with_s, double without_s) {
+    return without_s > 0 && with_s > 0 && ev > 0 ? std::max(0.0, with_s - without_s) / ev : 1.0;
+  };
+  a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
+  a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
+  a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
   // The floor at the profiled N, the broadcast's CPU at the profile's own cores.
   const double cpu_per_byte = bcast_cpu_s_per_byte(*this, rank_cores());
   const double floor_s = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
                          2.0 * (workers - 1) * static_cast<double>(batch_bytes) * cpu_per_byte;
-  if (engine_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_s);
+  if (engine_clock_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_clock_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
   const double ar = allreduce_s(wb, dense_allreduce_calls(stored_rows(shape()), stored_cols(shape())), workers);
-  a.dense = dense_anchor(dense.clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
+  a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
 
@@ -340,7 +322,7 @@ void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
   // Profiles of earlier builds have no dense engine run with evaluations.
   p.engine_allreduce_eval_clock_s = opt("engine_allreduce_eval_clock_s", 0, 1e6);
   p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
-  // Profiles of earlier builds have no standard errors: each engine's runs are taken as measured.
+  // Profiles of earlier builds have no standard errors (0: unknown).
   for (const auto& [key, se] : {std::pair{"engine_clock_se_s", &p.engine_clock_se_s},
                                 {"engine_eval_clock_se_s", &p.engine_eval_clock_se_s},
                                 {"engine_allreduce_clock_se_s", &p.engine_allreduce_clock_se_s},

@@ -136,9 +136,11 @@ struct SchemeProfile {
   double engine_fms_eval_clock_s = 0.0;
   // The standard errors of those six steady clocks: a rank's clocks' sample deviation over the
   // root of their count, the largest rank's (0: not measured, fewer than two clocks, or an earlier
-  // build's profile). A clock on the validation's 0.125-core hosts moves by about a tenth from one
-  // to the next, so a run of 5-20 clocks is good to 2-5%; engine_anchor uses them to tell whether a
-  // scheme's run with evaluations differs from its run without by more than that.
+  // build's profile). Said with the runs (sfb-plan), not used by the predictions: in a run with
+  // evaluations the clocks they lengthen are in the deviation too, so its error overstates the
+  // noise (the 2048 job's all-reduce: 0.608 +- 0.095 s beside 0.573 +- 0.013 without), and pooling
+  // the two runs where they differ by less than that cost the validation (docs/compare.md, "Two
+  // runs of one engine").
   double engine_clock_se_s = 0.0;
   double engine_eval_clock_se_s = 0.0;
   double engine_allreduce_clock_se_s = 0.0;
@@ -248,8 +250,7 @@ struct SchemeProfile {
   //          the profile's side of N = S, fms_anchor_at).
   //   eval   what the evaluations cost SFB's engine (engine_eval_clock_s - engine_clock_s) over
   //          their pieces at the profile (eval_s, eval_copy_s, eval_sketch_s every eval_every
-  //          clocks), at least 0; 1 without a measurement, or where the two runs differ by less
-  //          than their noise (engine_anchor, which then pools them). On a rank whose cores the engine keeps
+  //          clocks), at least 0; 1 without a measurement. On a rank whose cores the engine keeps
   //          busy the monitor's evaluation delays every clock it overlaps: on 4 hosts of 0.125
   //          cores (the 2048 x 2048, K = 16 job) an evaluation timed alone at 0.115 s cost the
   //          training clocks 0.3-0.4 s. SFB and Halton take it (Halton's rank 0 applies less and
@@ -265,9 +266,6 @@ struct SchemeProfile {
   //          link); SFB's engine with evaluations exceeded it without by 0.093 s in that profile.
   struct Anchors {
     double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
-    // The engines' clocks without evaluations that the anchors take (engine_anchor: the run
-    // without them, or both runs pooled; 0: not measured).
-    double sfb_clock_s = 0.0, allreduce_clock_s = 0.0, fms_clock_s = 0.0;
     double sfb_s = 0.0, sfb_per_peer_s = 0.0;
     // The CPU floor's divisor (scheme_model.h): the SFB engine's CPU at the profiled N (SF
     // computation, the apply of `workers` batches, the broadcast's CPU at the rank's cores) over
@@ -280,27 +278,6 @@ struct SchemeProfile {
   };
   Anchors anchors() const;
 };
-
-// A scheme's engine clock at the profiled N without evaluations and what evaluations cost it over
-// their pieces (Anchors::eval, eval_allreduce, eval_fms), from its two runs: without evaluations
-// (without_s, standard error without_se_s) and with rank 0's monitor evaluating (with_s,
-// with_se_s), the evaluations' pieces costing evals_s a clock. Where the run with evaluations is
-// slower by more than twice the standard error of the difference, the difference is what they cost
-// (eval = (with_s - without_s) / evals_s) and without_s the clock. Within that noise the two runs
-// measured one clock: the evaluations cost their pieces (eval 1) and the clock is the two runs'
-// mean, with_s less the pieces, each weighted by its inverse variance (pooled). Taking the
-// difference of two short runs as the cost there was noise, and its floor at 0 a bias: on the small
-// validation job (evaluations of 0.005 s a clock at their pieces, clocks of 0.22-0.6 s) the
-// all-reduce's two runs differed by -0.021 to +0.034 s in four profiles, and SFB's in-place error
-// at the profiled hosts ran +0.8% to +25.7% in six of seven validation runs. Without standard
-// errors (an earlier build's profile) or without one of the runs: the difference, at least 0, as
-// before; without the run without evaluations: no engine (clock 0, eval 1).
-struct EngineAnchor {
-  double clock_s = 0.0;
-  double eval = 1.0;
-  bool pooled = false;
-};
-EngineAnchor engine_anchor(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s);
 
 // Encoded bytes of one worker's batch of K pairs at shape s: u K J floats; v K D floats dense, or
 // K + 1 row pointers and 8 bytes per nonzero (the codec's payload, without its header).

@@ -192,8 +192,7 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   return r;
 }
 
-// The FMS engine measured with its servers (engine_s: engine_fms_clock_s, or pooled with its run
-// with evaluations, Anchors::fms_clock_s) against FMS's modelled clock at the
+// The FMS engine measured with its servers (engine_fms_clock_s) against FMS's modelled clock at the
 // profile (its N, servers and shape, on the fitted link), as dense_anchor puts it. Slower than the
 // model, what it leaves is a cost of the exchange's windows (ps_rounds: a clock's blocks go to a
 // server kPsWindowBlocks at a time, and each window waits for every worker's pushes and for the
@@ -213,14 +212,14 @@ struct FmsAnchor {
   double ratio = 1.0;
   double s_per_round = 0.0;
 };
-FmsAnchor fms_engine_anchor(const SchemeProfile& p, double engine_s) {
-  if (!(engine_s > 0) || p.engine_fms_servers < 1 || p.workers < 1) return {};
+FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
+  if (!(p.engine_fms_clock_s > 0) || p.engine_fms_servers < 1 || p.workers < 1) return {};
   const Target here{p.workers, p.link, p.ranks_on_host, true, p.shape()};
   const Pieces x = pieces_at(p, p.shape(), p.rank_cores(), p.ranks_on_host);
   const Prediction f = fms_pieces(p, 1.0, x, p.shape(), p.engine_fms_servers, here);
   const double modelled = f.compute_s + f.comm_s + f.update_s;
   if (!(modelled > 0)) return {};
-  const DenseAnchor a = dense_anchor(engine_s, modelled);
+  const DenseAnchor a = dense_anchor(p.engine_fms_clock_s, modelled);
   const auto rounds =
       static_cast<double>(ps_rounds(p.stored_rows(p.shape()), p.stored_cols(p.shape()), p.engine_fms_servers));
   return {true, a.ratio, a.s / rounds};
@@ -233,8 +232,8 @@ FmsAnchor fms_engine_anchor(const SchemeProfile& p, double engine_s) {
 // held within -7% to +2% (docs/compare.md). A ratio measured on one side of N = S is 1 on the other:
 // carried from 4 workers and 4 servers to 8 workers on the 2048 job it put FMS 12% low at 300 Mbit/s
 // (the model alone: 2% low).
-FmsAnchor fms_anchor_at(const SchemeProfile& p, const SchemeProfile::Anchors& an, int servers, const Target& t) {
-  FmsAnchor m = fms_engine_anchor(p, an.fms_clock_s);
+FmsAnchor fms_anchor_at(const SchemeProfile& p, int servers, const Target& t) {
+  FmsAnchor m = fms_engine_anchor(p);
   if (m.ratio < 1.0 && (p.workers <= p.engine_fms_servers) != (t.nodes <= servers)) m.ratio = 1.0;
   return m;
 }
@@ -320,7 +319,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     // Anchored by its engine measured with servers (fms_anchor_at: its window rounds' seconds, or a
     // ratio on all of it on the profile's side of N = S; the evaluations less a worker's slack); else
     // its compute and adds take the all-reduce engine's anchor and its network is the model alone.
-    const FmsAnchor m = fms_anchor_at(p, an, servers, t);
+    const FmsAnchor m = fms_anchor_at(p, servers, t);
     const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, sh, servers, t);
     r.compute_s = f.compute_s * m.ratio + fms_evals_s(p, ev, servers == p.engine_fms_servers, sh, servers, t);
     r.comm_s = f.comm_s * m.ratio;
