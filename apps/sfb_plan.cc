@@ -177,11 +177,15 @@ std::string engine_runs(double without_s, double without_se_s, double with_s, do
   const double diff = with_s - without_s;
   const bool known = without_se_s > 0 && with_se_s > 0;
   const bool noise = known && std::abs(diff) < 2.0 * std::hypot(without_se_s, with_se_s);
+  std::string why;
+  if (noise)
+    why = ", within the runs' noise";
+  else if (!known)
+    why = "; no standard errors: an earlier build's profile, or fewer than two steady clocks";
+  else if (diff < 0)
+    why = ": faster with them";
   return out + " / " + run(with_s, with_se_s) +
-         fmt::format(" s (evaluations {:.2g}x their pieces{})", std::max(0.0, diff) / evals_s,
-                     noise   ? ", within the runs' noise"
-                     : known ? ""
-                             : "; no standard errors: an earlier build's profile");
+         fmt::format(" s (evaluations {:.2g}x their pieces{})", std::max(0.0, diff) / evals_s, why);
 }
 
 // The engines that anchor the prediction at the profiled N, without and with evaluations.
