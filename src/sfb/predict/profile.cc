@@ -288,13 +288,22 @@ Layout stored_layout(const Json& j, const std::string& source) {
   return l == layout_name(Layout::kRowMajor) ? Layout::kRowMajor : Layout::kFeatureMajor;
 }
 
+// A profile's numbers by key, each within its range (else an error naming the file and the key).
+struct ProfileKeys {
+  const Json& j;
+  const std::string& source;
+  double num(const char* k, double lo, double hi) const { return get_number(j, k, source, lo, hi); }
+  // A key earlier builds did not write: 0 where it is missing.
+  double opt(const char* k, double lo, double hi) const { return j.contains(k) ? num(k, lo, hi) : 0.0; }
+};
+
 // The evaluations' keys (eval_every and what one costs).
 void read_evals(const Json& j, const std::string& source, SchemeProfile& p) {
-  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
-  p.eval_every = static_cast<int64_t>(num("eval_every", 0, 1e15));
-  p.eval_s = num("eval_s", 0, 1e6);
-  p.eval_copy_s = num("eval_copy_s", 0, 1e6);
-  p.eval_sketch_s = num("eval_sketch_s", 0, 1e6);
+  const ProfileKeys k{j, source};
+  p.eval_every = static_cast<int64_t>(k.num("eval_every", 0, 1e15));
+  p.eval_s = k.num("eval_s", 0, 1e6);
+  p.eval_copy_s = k.num("eval_copy_s", 0, 1e6);
+  p.eval_sketch_s = k.num("eval_sketch_s", 0, 1e6);
   const std::string snap = json_string(j, "eval_snapshot", source);
   const auto mode = choice_named<Snapshot>(snap);
   SFB_CHECK_DATA(mode.has_value(), "{}: \"eval_snapshot\" = \"{}\" is not one of auto, copy, in_place", source, snap);
@@ -304,24 +313,23 @@ void read_evals(const Json& j, const std::string& source, SchemeProfile& p) {
 // The engines' runs at the profiled N (engine_*): their clocks, the FMS engine's servers and the
 // clocks' standard errors.
 void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
-  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
-  const auto opt = [&](const char* k, double lo, double hi) { return j.contains(k) ? num(k, lo, hi) : 0.0; };
-  p.engine_clock_s = num("engine_clock_s", 0, 1e6);
-  p.engine_sf_s = num("engine_sf_s", 0, 1e6);
-  p.engine_comm_s = num("engine_comm_s", 0, 1e6);
-  p.engine_apply_s = num("engine_apply_s", 0, 1e6);
+  const ProfileKeys k{j, source};
+  p.engine_clock_s = k.num("engine_clock_s", 0, 1e6);
+  p.engine_sf_s = k.num("engine_sf_s", 0, 1e6);
+  p.engine_comm_s = k.num("engine_comm_s", 0, 1e6);
+  p.engine_apply_s = k.num("engine_apply_s", 0, 1e6);
   // Profiles of earlier builds have no engine run with evaluations, nor a pair run.
-  p.engine_eval_clock_s = opt("engine_eval_clock_s", 0, 1e6);
-  p.engine_pair_clock_s = opt("engine_pair_clock_s", 0, 1e6);
-  p.engine_allreduce_clock_s = num("engine_allreduce_clock_s", 0, 1e6);
+  p.engine_eval_clock_s = k.opt("engine_eval_clock_s", 0, 1e6);
+  p.engine_pair_clock_s = k.opt("engine_pair_clock_s", 0, 1e6);
+  p.engine_allreduce_clock_s = k.num("engine_allreduce_clock_s", 0, 1e6);
   // Profiles of earlier builds, or taken without server ranks, have no FMS engine.
-  p.engine_fms_clock_s = opt("engine_fms_clock_s", 0, 1e6);
-  p.engine_fms_servers = static_cast<int>(opt("engine_fms_servers", 0, 1 << 20));
+  p.engine_fms_clock_s = k.opt("engine_fms_clock_s", 0, 1e6);
+  p.engine_fms_servers = static_cast<int>(k.opt("engine_fms_servers", 0, 1 << 20));
   SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
                  "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
   // Profiles of earlier builds have no dense engine run with evaluations.
-  p.engine_allreduce_eval_clock_s = opt("engine_allreduce_eval_clock_s", 0, 1e6);
-  p.engine_fms_eval_clock_s = opt("engine_fms_eval_clock_s", 0, 1e6);
+  p.engine_allreduce_eval_clock_s = k.opt("engine_allreduce_eval_clock_s", 0, 1e6);
+  p.engine_fms_eval_clock_s = k.opt("engine_fms_eval_clock_s", 0, 1e6);
   // Profiles of earlier builds have no standard errors (0: unknown).
   for (const auto& [key, se] : {std::pair{"engine_clock_se_s", &p.engine_clock_se_s},
                                 {"engine_eval_clock_se_s", &p.engine_eval_clock_se_s},
@@ -329,7 +337,7 @@ void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
                                 {"engine_allreduce_eval_clock_se_s", &p.engine_allreduce_eval_clock_se_s},
                                 {"engine_fms_clock_se_s", &p.engine_fms_clock_se_s},
                                 {"engine_fms_eval_clock_se_s", &p.engine_fms_eval_clock_se_s}})
-    *se = opt(key, 0, 1e6);
+    *se = k.opt(key, 0, 1e6);
 }
 
 }  // namespace
@@ -340,57 +348,56 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
                  "one)",
                  source);
   SchemeProfile p;
-  const auto num = [&](const char* k, double lo, double hi) { return get_number(j, k, source, lo, hi); };
-  const auto opt = [&](const char* k, double lo, double hi) { return j.contains(k) ? num(k, lo, hi) : 0.0; };
+  const ProfileKeys k{j, source};
   const auto big = 1e15;
   p.config = json_string(j, "config", source);
   p.model = json_string(j, "model", source);
-  p.workers = static_cast<int>(num("workers", 1, 1 << 20));
-  p.ranks_on_host = static_cast<int>(num("ranks_on_host", 1, 1 << 20));
-  p.cores = num("cores", 0.001, 1 << 20);
-  p.machine_cores = opt("machine_cores", 0, 1 << 20);
-  p.threads = static_cast<int>(num("threads", 1, 4096));
-  p.J = static_cast<int64_t>(num("J", 1, big));
-  p.D = static_cast<int64_t>(num("D", 1, big));
-  p.K = static_cast<int64_t>(num("K", 1, big));
+  p.workers = static_cast<int>(k.num("workers", 1, 1 << 20));
+  p.ranks_on_host = static_cast<int>(k.num("ranks_on_host", 1, 1 << 20));
+  p.cores = k.num("cores", 0.001, 1 << 20);
+  p.machine_cores = k.opt("machine_cores", 0, 1 << 20);
+  p.threads = static_cast<int>(k.num("threads", 1, 4096));
+  p.J = static_cast<int64_t>(k.num("J", 1, big));
+  p.D = static_cast<int64_t>(k.num("D", 1, big));
+  p.K = static_cast<int64_t>(k.num("K", 1, big));
   // Profiles of earlier builds measured the job's own K.
-  p.job_K = static_cast<int64_t>(opt("job_K", 0, big));
+  p.job_K = static_cast<int64_t>(k.opt("job_K", 0, big));
   SFB_CHECK_DATA(j.contains("sparse_v") && j["sparse_v"].is_boolean(), "{}: the profile has no boolean \"sparse_v\"",
                  source);
   p.sparse_v = j["sparse_v"].get<bool>();
-  p.v_nonzeros = num("v_nonzeros", 0, big);
+  p.v_nonzeros = k.num("v_nonzeros", 0, big);
   p.layout = stored_layout(j, source);
-  p.batch_bytes = static_cast<int64_t>(num("batch_bytes", 0, big));
-  p.sf_s = num("sf_s", 0, 1e6);
+  p.batch_bytes = static_cast<int64_t>(k.num("batch_bytes", 0, big));
+  p.sf_s = k.num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
-  p.sf_fixed_s = opt("sf_fixed_s", 0, p.sf_s);
-  p.apply_fixed_s = num("apply_fixed_s", -1e6, 1e6);
-  p.apply_batch_s = num("apply_batch_s", 0, 1e6);
-  p.form_dense_s = num("form_dense_s", 0, 1e6);
-  p.add_dense_s = num("add_dense_s", 0, 1e6);
+  p.sf_fixed_s = k.opt("sf_fixed_s", 0, p.sf_s);
+  p.apply_fixed_s = k.num("apply_fixed_s", -1e6, 1e6);
+  p.apply_batch_s = k.num("apply_batch_s", 0, 1e6);
+  p.form_dense_s = k.num("form_dense_s", 0, 1e6);
+  p.add_dense_s = k.num("add_dense_s", 0, 1e6);
   // Profiles written before the bandwidth was measured have none: no memory floor then.
-  p.mem_bytes_per_s = opt("mem_bytes_per_s", 0, 1e15);
+  p.mem_bytes_per_s = k.opt("mem_bytes_per_s", 0, 1e15);
   read_engines(j, source, p);
-  p.link = {"fitted", num("link_a_us", 0, 1e9), num("link_b_us_per_byte", 1e-12, 1e6)};
-  p.bcast_r2 = num("bcast_r2", -1e9, 1);
+  p.link = {"fitted", k.num("link_a_us", 0, 1e9), k.num("link_b_us_per_byte", 1e-12, 1e6)};
+  p.bcast_r2 = k.num("bcast_r2", -1e9, 1);
   // Profiles of earlier builds did not measure the broadcast's CPU: the link alone.
-  p.bcast_cpu_ns_per_byte = opt("bcast_cpu_ns_per_byte", 0, 1e6);
+  p.bcast_cpu_ns_per_byte = k.opt("bcast_cpu_ns_per_byte", 0, 1e6);
   // Profiles written before the incast was measured have none: the broadcast's link stands in.
-  p.incast_a_us = opt("incast_a_us", 0, 1e9);
-  p.incast_b_us_per_byte = opt("incast_b_us_per_byte", 0, 1e6);
-  p.allreduce_a_us = num("allreduce_a_us", -1e9, 1e9);
-  p.allreduce_b_us_per_byte = num("allreduce_b_us_per_byte", 0, 1e6);
-  p.allreduce_r2 = num("allreduce_r2", -1e9, 1);
+  p.incast_a_us = k.opt("incast_a_us", 0, 1e9);
+  p.incast_b_us_per_byte = k.opt("incast_b_us_per_byte", 0, 1e6);
+  p.allreduce_a_us = k.num("allreduce_a_us", -1e9, 1e9);
+  p.allreduce_b_us_per_byte = k.num("allreduce_b_us_per_byte", 0, 1e6);
+  p.allreduce_r2 = k.num("allreduce_r2", -1e9, 1);
   // Profiles of earlier builds fitted the all-reduce at W / 4 and W.
-  p.allreduce_block_bytes = static_cast<int64_t>(opt("allreduce_block_bytes", 0, big));
+  p.allreduce_block_bytes = static_cast<int64_t>(k.opt("allreduce_block_bytes", 0, big));
   p.reconcile = json_string(j, "reconcile", source);
-  p.reconcile_every = static_cast<int64_t>(num("reconcile_every", 0, big));
-  p.profile_s = opt("profile_s", 0, 1e9);
+  p.reconcile_every = static_cast<int64_t>(k.num("reconcile_every", 0, big));
+  p.profile_s = k.opt("profile_s", 0, 1e9);
   p.cpu_stolen_share =
-      j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? num("cpu_stolen_share", 0, 1) : -1;
+      j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? k.num("cpu_stolen_share", 0, 1) : -1;
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
-  p.eval_rows_per_clock = opt("eval_rows_per_clock", 0, 1e15);
+  p.eval_rows_per_clock = k.opt("eval_rows_per_clock", 0, 1e15);
   if (j.contains("eval_every")) read_evals(j, source, p);
   return p;
 }
