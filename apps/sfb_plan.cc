@@ -164,10 +164,13 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
 }
 
 // One engine's two runs at the profiled N, "0.555 +- 0.021 / 0.541 +- 0.030 s (...)", and what the
-// prediction takes from them: the evaluations' cost as the second's excess over the first, said to
-// be within the runs' noise where it is less than twice the standard error of the difference (the
-// run with evaluations overstates its own: SchemeProfile::engine_eval_clock_se_s); "" where not run.
-std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s) {
+// prediction takes from them (`taken`, SchemeProfile::Anchors): the evaluations' cost over their
+// pieces, said to be within the runs' noise where the excess is less than twice the standard error
+// of the difference (the run with evaluations overstates its own: engine_eval_clock_se_s), and
+// what the runs measured where the prediction takes less (the all-reduce's: at most the pieces,
+// its clock the faster run's); "" where not run.
+std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s,
+                        double taken) {
   if (!(without_s > 0)) return "";
   const auto run = [](double s, double se) {
     return se > 0 ? fmt::format("{:.3g} +- {:.2g}", s, se) : fmt::format("{:.3g}", s);
@@ -178,28 +181,31 @@ std::string engine_runs(double without_s, double without_se_s, double with_s, do
   const bool known = without_se_s > 0 && with_se_s > 0;
   const bool noise = known && std::abs(diff) < 2.0 * std::hypot(without_se_s, with_se_s);
   std::string why;
+  if (std::abs(taken - std::max(0.0, diff) / evals_s) > 1e-9 || diff < 0)
+    why = fmt::format(", measured {:.2g}x", diff / evals_s);
   if (noise)
-    why = ", within the runs' noise";
+    why += ", within the runs' noise";
   else if (!known)
-    why = "; no standard errors: an earlier build's profile, or fewer than two steady clocks";
+    why += "; no standard errors: an earlier build's profile, or fewer than two steady clocks";
   else if (diff < 0)
-    why = ": faster with them";
-  return out + " / " + run(with_s, with_se_s) +
-         fmt::format(" s (evaluations {:.2g}x their pieces{})", std::max(0.0, diff) / evals_s, why);
+    why += ": faster with them";
+  return out + " / " + run(with_s, with_se_s) + fmt::format(" s (evaluations {:.2g}x their pieces{})", taken, why);
 }
 
 // The engines that anchor the prediction at the profiled N, without and with evaluations.
 void print_engines(const SchemeProfile& p) {
   const double ev = p.evals_per_clock_s();
+  const SchemeProfile::Anchors an = p.anchors();
   const std::string sfb =
-      engine_runs(p.engine_clock_s, p.engine_clock_se_s, p.engine_eval_clock_s, p.engine_eval_clock_se_s, ev);
-  const std::string ar = engine_runs(p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s,
-                                     p.engine_allreduce_eval_clock_s, p.engine_allreduce_eval_clock_se_s, ev);
+      engine_runs(p.engine_clock_s, p.engine_clock_se_s, p.engine_eval_clock_s, p.engine_eval_clock_se_s, ev, an.eval);
+  const std::string ar =
+      engine_runs(p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s, p.engine_allreduce_eval_clock_s,
+                  p.engine_allreduce_eval_clock_se_s, ev, an.eval_allreduce);
   const std::string fms = engine_runs(p.engine_fms_clock_s, p.engine_fms_clock_se_s, p.engine_fms_eval_clock_s,
-                                      p.engine_fms_eval_clock_se_s, ev);
+                                      p.engine_fms_eval_clock_se_s, ev, an.eval_fms);
   std::vector<std::string> parts;
   if (!sfb.empty()) parts.push_back("SFB " + sfb);
-  if (!ar.empty()) parts.push_back("the all-reduce " + ar);
+  if (!ar.empty()) parts.push_back("the all-reduce " + ar + ": at most their pieces, its clock the faster run's");
   if (!fms.empty())
     parts.push_back(
         fmt::format("FMS with {} server{} {}", p.engine_fms_servers, p.engine_fms_servers == 1 ? "" : "s", fms));

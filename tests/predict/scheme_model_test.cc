@@ -506,16 +506,29 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   p.engine_eval_clock_s = 0;  // not measured: their pieces
   EXPECT_EQ(p.anchors().eval, 1.0);
   // The all-reduce's and FMS's engines measured with the monitor evaluating scale their own
-  // evaluations (here 2x and 4x) and nobody else's; FMS's at the server count it was measured with.
+  // evaluations and nobody else's; FMS's (here 4x) at the server count it was measured with. The
+  // all-reduce's run beside its wait on the network: at most their pieces (here half, then 2x
+  // measured and 1x taken), and a run with them faster than the run without is the engine's clock.
   ASSERT_GT(p.engine_allreduce_clock_s, 0);
   const double sfb = predict(p, {"sfb"}, here).compute_s;
   const double halton = predict(p, {"halton"}, here).compute_s;
+  const double ar_clock = predict(p, {"allreduce"}, here).clock_s;  // the engine's, and the pieces
+  EXPECT_NEAR(ar_clock, p.engine_allreduce_clock_s + per_eval / 4, 1e-9);
+  p.engine_allreduce_eval_clock_s = p.engine_allreduce_clock_s + 0.5 * per_eval / 4;
+  EXPECT_NEAR(p.anchors().eval_allreduce, 0.5, 1e-9);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar - 0.5 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, p.engine_allreduce_eval_clock_s, 1e-9);
   p.engine_allreduce_eval_clock_s = p.engine_allreduce_clock_s + 2 * per_eval / 4;
-  EXPECT_NEAR(p.anchors().eval_allreduce, 2.0, 1e-9);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar + per_eval / 4, 1e-12);
+  EXPECT_NEAR(p.anchors().eval_allreduce, 1.0, 1e-9);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, ar_clock, 1e-9);
   EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms, 1e-12);
   EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, sfb, 1e-12);
   EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, halton, 1e-12);
+  const double allreduce_s = p.engine_allreduce_clock_s;
+  p.engine_allreduce_eval_clock_s = 0.9 * allreduce_s;  // faster with them
+  EXPECT_EQ(p.anchors().eval_allreduce, 0.0);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, 0.9 * allreduce_s, 1e-9);
+  p.engine_allreduce_eval_clock_s = allreduce_s + 2 * per_eval / 4;
   p.engine_fms_clock_s = 0.5;
   p.engine_fms_servers = 1;
   const Scheme fms1 = parse_scheme("fms:1"), fms2 = parse_scheme("fms:2");
@@ -525,7 +538,7 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   EXPECT_NEAR(p.anchors().eval_fms, 4.0, 1e-9);
   EXPECT_NEAR(predict(p, fms1, here).compute_s, fms1_measured + 3 * per_eval / 4, 1e-12);
   EXPECT_NEAR(predict(p, fms2, here).compute_s, fms2_measured, 1e-12);  // measured with 1 server
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar + per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, ar_clock, 1e-9);
   EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, halton, 1e-12);
   p.engine_fms_eval_clock_s = 0.4;  // faster with evaluations: they cost nothing
   EXPECT_EQ(p.anchors().eval_fms, 0.0);

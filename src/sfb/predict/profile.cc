@@ -141,8 +141,15 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
     return without_s > 0 && with_s > 0 && ev > 0 ? std::max(0.0, with_s - without_s) / ev : 1.0;
   };
   a.eval = per_piece(engine_eval_clock_s, engine_clock_s);
-  a.eval_allreduce = per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s);
   a.eval_fms = per_piece(engine_fms_eval_clock_s, engine_fms_clock_s);
+  // The all-reduce's evaluations run beside its wait on the network: they lengthen its clock by
+  // at most their own seconds and never shorten it. Its clock is the lower of its two runs and the
+  // evaluations cost it what the run with them measured more, at most their pieces (Anchors::dense).
+  double dense_clock_s = engine_allreduce_clock_s;
+  if (engine_allreduce_clock_s > 0 && engine_allreduce_eval_clock_s > 0 && ev > 0) {
+    dense_clock_s = std::min(engine_allreduce_clock_s, engine_allreduce_eval_clock_s);
+    a.eval_allreduce = std::clamp(engine_allreduce_eval_clock_s - engine_allreduce_clock_s, 0.0, ev) / ev;
+  }
   // The floor at the profiled N, the broadcast's CPU at the profile's own cores.
   const double cpu_per_byte = bcast_cpu_s_per_byte(*this, rank_cores());
   const double floor_s = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
@@ -150,7 +157,7 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   if (engine_clock_s > 0 && cpu_per_byte > 0) a.cpu_floor = std::max(1.0, floor_s / engine_clock_s);
   const auto wb = static_cast<int64_t>(4.0 * static_cast<double>(J) * static_cast<double>(D));
   const double ar = allreduce_s(wb, dense_allreduce_calls(stored_rows(shape()), stored_cols(shape())), workers);
-  a.dense = dense_anchor(engine_allreduce_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
+  a.dense = dense_anchor(dense_clock_s, sf_s + form_dense_s + ar + std::max(0.0, add_dense_s));
   return a;
 }
 
