@@ -167,8 +167,8 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
 // prediction takes from them (`taken`, SchemeProfile::Anchors): the evaluations' cost over their
 // pieces, said to be within the runs' noise where the excess is less than twice the standard error
 // of the difference (the run with evaluations overstates its own: engine_eval_clock_se_s), and
-// what the runs measured where the prediction takes less (the all-reduce's: at most the pieces,
-// its clock the faster run's); "" where not run.
+// what the runs measured where the prediction takes another value (less than 0 measured: 0; the
+// all-reduce's: at most the pieces, its clock the faster run's); "" where not run.
 std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s,
                         double taken) {
   if (!(without_s > 0)) return "";
@@ -205,7 +205,10 @@ void print_engines(const SchemeProfile& p) {
                                       p.engine_fms_eval_clock_se_s, ev, an.eval_fms);
   std::vector<std::string> parts;
   if (!sfb.empty()) parts.push_back("SFB " + sfb);
-  if (!ar.empty()) parts.push_back("the all-reduce " + ar + ": at most their pieces, its clock the faster run's");
+  if (!ar.empty())
+    parts.push_back(
+        "the all-reduce " + ar +
+        (p.engine_allreduce_eval_clock_s > 0 && ev > 0 ? ": at most their pieces, its clock the faster run's" : ""));
   if (!fms.empty())
     parts.push_back(
         fmt::format("FMS with {} server{} {}", p.engine_fms_servers, p.engine_fms_servers == 1 ? "" : "s", fms));

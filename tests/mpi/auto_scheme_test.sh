@@ -103,6 +103,13 @@ sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set runtime.threads=1 --set "output.dir
 grep -q "^winner by N" "$OUT/plan.md" || fail "no winners"
 grep -q "^# the engines at the profiled 2 workers.*: SFB [0-9.e+-]* +- [0-9.e+-]* / " "$OUT/plan.md" ||
   { head -5 "$OUT/plan.md"; fail "sfb-plan: no SFB engine runs with their standard errors"; }
+# The all-reduce's evaluations at most their pieces, its clock the faster run's: said where both ran.
+capped="the all-reduce .* / .*: at most their pieces, its clock the faster run's"
+if [ "$(jq '.engine_allreduce_eval_clock_s > 0 and .eval_every > 0 and .eval_s > 0' "$OUT/p.json")" = true ]; then
+  grep -q "$capped" "$OUT/plan.md" || { head -5 "$OUT/plan.md"; fail "sfb-plan: the all-reduce's two runs unsaid"; }
+elif grep -q "$capped" "$OUT/plan.md"; then
+  head -5 "$OUT/plan.md"; fail "sfb-plan: the all-reduce's rule said without its run with evaluations"
+fi
 grep -q "crossover in link rate" "$OUT/plan.md" || fail "no link-rate crossover"
 [ "$(wc -l < "$OUT/p.csv")" = $((1 + 2 * 3 * 4)) ] || fail "csv rows: $(wc -l < "$OUT/p.csv")"
 "$PLAN" --profile "$OUT/meas/summary.json" --nodes 8 > /dev/null || fail "sfb-plan on an auto summary"

@@ -102,7 +102,8 @@ DenseAnchor dense_anchor(double engine_s, double pieces_s) {
 SchemeProfile::Anchors SchemeProfile::anchors() const {
   Anchors a;
   if (workers < 2) return a;
-  // The engines run without the monitor: no evaluation is in their clocks.
+  // The engines' runs without the monitor: no evaluation is in their clocks (the all-reduce's may
+  // be its run with them: below).
   // The SFB engine's pieces at n ranks computing with pieces x: SF computation, the fitted
   // broadcast to n - 1 peers, the apply of n batches.
   const auto sfb_pieces = [this](int n, const Pieces& x) {

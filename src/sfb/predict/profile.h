@@ -123,7 +123,7 @@ struct SchemeProfile {
   // cost grows with the batches a rank receives (Anchors::sfb_per_peer_s).
   double engine_pair_clock_s = 0.0;
   // The engine's steady clock of the all-reduce baseline at `workers` (0: not measured): anchors
-  // the all-reduce's network (what the clock leaves of its compute and add).
+  // the all-reduce (Anchors::dense), unless its run with evaluations below was faster.
   double engine_allreduce_clock_s = 0.0;
   // The FMS engine's steady clock with engine_fms_servers server ranks working (0: not measured: the
   // job was profiled without server ranks; mpirun -np P+S with comm.scheme = "fms" measures it).
@@ -131,7 +131,8 @@ struct SchemeProfile {
   int engine_fms_servers = 0;
   // Those two engines again with rank 0's monitor evaluating every eval_every clocks, over whole
   // periods, as engine_eval_clock_s for SFB (0: not measured: no period fitted, an earlier build's
-  // profile, or no FMS engine): Anchors::eval_allreduce and eval_fms.
+  // profile, or no FMS engine): Anchors::eval_allreduce and eval_fms. The all-reduce's, where it
+  // is the faster of its two runs, is also its engine's clock (Anchors::dense).
   double engine_allreduce_eval_clock_s = 0.0;
   double engine_fms_eval_clock_s = 0.0;
   // The standard errors of those six steady clocks: a rank's clocks' sample deviation over the
@@ -215,8 +216,8 @@ struct SchemeProfile {
   double evals_per_clock_s() const;
   // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
   // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
-  // What the engines measured at `workers` beyond their pieces measured alone (neither runs the
-  // monitor: evaluations are not in them):
+  // What the engines measured at `workers` beyond their pieces measured alone (their runs without
+  // the monitor; the all-reduce's the faster of its runs without and with it: eval_allreduce):
   //   sfb_s  the SFB engine's clock minus its pieces (SF computation, the fitted broadcast, the
   //          apply of `workers` batches), at least 0: seconds per clock that its threads' hand-offs
   //          and the ranks' stagger cost, carried to any N and shape as they are. Measured on

@@ -33,7 +33,7 @@
 //             the fitted link a server's link is the profile's incast (every worker pushing into
 //             one host at once)
 // Anchors: every piece is measured alone (a kernel, a broadcast round), and the engines themselves
-// run a few clocks at the profiled N (without the monitor). What they take beyond their pieces
+// run a few clocks at the profiled N (without the monitor, and again with it). What they take beyond their pieces
 // (the threads' hand-offs and locking, the transport's threads, the ranks' stagger and phases
 // interleaving on shared cores) is carried to other N and shapes (SchemeProfile::Anchors) as
 // seconds per clock (engine_s), which the measurements showed constant across link rates and K
