@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -168,9 +169,10 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
 // pieces, said to be within the runs' noise where the excess is less than twice the standard error
 // of the difference (the run with evaluations overstates its own: engine_eval_clock_se_s), and
 // what the runs measured where the prediction takes another value (less than 0 measured: 0; the
-// all-reduce's: at most the pieces, its clock the faster run's); "" where not run.
+// all-reduce's: at most the pieces, its clock the faster run's), then `rule` where both runs are
+// said; "" where not run.
 std::string engine_runs(double without_s, double without_se_s, double with_s, double with_se_s, double evals_s,
-                        double taken) {
+                        double taken, std::string_view rule = "") {
   if (!(without_s > 0)) return "";
   const auto run = [](double s, double se) {
     return se > 0 ? fmt::format("{:.3g} +- {:.2g}", s, se) : fmt::format("{:.3g}", s);
@@ -189,7 +191,8 @@ std::string engine_runs(double without_s, double without_se_s, double with_s, do
     why += "; no standard errors: an earlier build's profile, or fewer than two steady clocks";
   else if (diff < 0)
     why += ": faster with them";
-  return out + " / " + run(with_s, with_se_s) + fmt::format(" s (evaluations {:.2g}x their pieces{})", taken, why);
+  return out + " / " + run(with_s, with_se_s) +
+         fmt::format(" s (evaluations {:.2g}x their pieces{}){}", taken, why, rule);
 }
 
 // The engines that anchor the prediction at the profiled N, without and with evaluations.
@@ -198,17 +201,14 @@ void print_engines(const SchemeProfile& p) {
   const SchemeProfile::Anchors an = p.anchors();
   const std::string sfb =
       engine_runs(p.engine_clock_s, p.engine_clock_se_s, p.engine_eval_clock_s, p.engine_eval_clock_se_s, ev, an.eval);
-  const std::string ar =
-      engine_runs(p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s, p.engine_allreduce_eval_clock_s,
-                  p.engine_allreduce_eval_clock_se_s, ev, an.eval_allreduce);
+  const std::string ar = engine_runs(p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s,
+                                     p.engine_allreduce_eval_clock_s, p.engine_allreduce_eval_clock_se_s, ev,
+                                     an.eval_allreduce, ": at most their pieces, its clock the faster run's");
   const std::string fms = engine_runs(p.engine_fms_clock_s, p.engine_fms_clock_se_s, p.engine_fms_eval_clock_s,
                                       p.engine_fms_eval_clock_se_s, ev, an.eval_fms);
   std::vector<std::string> parts;
   if (!sfb.empty()) parts.push_back("SFB " + sfb);
-  if (!ar.empty())
-    parts.push_back(
-        "the all-reduce " + ar +
-        (p.engine_allreduce_eval_clock_s > 0 && ev > 0 ? ": at most their pieces, its clock the faster run's" : ""));
+  if (!ar.empty()) parts.push_back("the all-reduce " + ar);
   if (!fms.empty())
     parts.push_back(
         fmt::format("FMS with {} server{} {}", p.engine_fms_servers, p.engine_fms_servers == 1 ? "" : "s", fms));

@@ -25,6 +25,10 @@ sfb_mpirun() {
   "${SFB_MPIRUN[@]}" "$@"
 }
 
+# An awk function for the median of sorted values, one a line (v[1..NR] filled by the caller's
+# rule): awk "$SFB_MEDIAN_AWK"' { v[NR] = $1 } END { print median() }' on `sort -g` output.
+SFB_MEDIAN_AWK='function median() { return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+
 # sfb_field KEY FILE: the value of top-level key KEY of a summary.json (strings unquoted; objects
 # and arrays as JSON).
 sfb_field() {

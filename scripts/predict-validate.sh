@@ -169,8 +169,6 @@ predict_csv() {  # <profile> <hosts> <schemes> <extra sfb-plan args...>: the CSV
   rm -f "$tmp"
 }
 pct() { awk -v x="$1" 'BEGIN { if (x == "-" || x == "") print "-"; else printf "%.3g", 100 * x }'; }
-# The median of sorted values on stdin, one a line (awk: v[1..NR] filled by the caller's rule).
-median_awk='function median() { return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 # The hypervisor's steal while a run's repeats trained, from their summaries (not sfb-compare's
 # table, which --table-only does not rebuild: an earlier build's table has a share of all the CPU
 # time there): median (min-max) in %, - where no summary has cpu_stolen_share.
@@ -180,7 +178,7 @@ runs_steal() {  # <sfb-compare dir> <run>
            if [ -f "$s" ]; then jq -r '.cpu_stolen_share // empty' "$s"; fi
          done | sort -g)
   if [ -z "$vals" ]; then echo -; return; fi
-  echo "$vals" | awk "$median_awk"' { v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)\n", 100 * median(), 100 * v[1], 100 * v[NR] }'
+  echo "$vals" | awk "$SFB_MEDIAN_AWK"' { v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)\n", 100 * median(), 100 * v[1], 100 * v[NR] }'
 }
 err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m > 0 && p != "" && p != "-") printf "%+.1f%%", 100 * (p - m) / m; else print "-" }'; }
 {
@@ -244,7 +242,7 @@ cat "$out/validation.md"
 errs=$(awk -F'|' 'NR > 2 && $8 ~ /%/ { e = $8; gsub(/[ %+]/, "", e); if (e < 0) e = -e; print e }' "$out/validation.md" | sort -g)
 if [ -n "$errs" ]; then
   n=$(echo "$errs" | wc -l)
-  med=$(echo "$errs" | awk "$median_awk"' { v[NR] = $1 } END { print median() }')
+  med=$(echo "$errs" | awk "$SFB_MEDIAN_AWK"' { v[NR] = $1 } END { print median() }')
   echo -e "\nheld-out predictions: $n rows, |error| median $med%, max $(echo "$errs" | tail -1)%" | tee -a "$out/validation.md"
 fi
 # The hypervisor's steal while the rows' runs were timed (each row's median repeat; rows of an
@@ -252,6 +250,6 @@ fi
 steals=$(awk -F'|' 'NR > 2 && $14 ~ /\// { split($14, a, "/"); v = a[2]; sub(/^ +/, "", v); sub(/ .*/, "", v)
                                          if (v != "-" && v != "") print v + 0 }' "$out/validation.md" | sort -g)
 if [ -n "$steals" ]; then
-  echo "$steals" | awk "$median_awk"' { v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", median(), v[NR], NR }' |
+  echo "$steals" | awk "$SFB_MEDIAN_AWK"' { v[NR] = $1 } END { printf "\ncpu steal while the rows were measured (the median of each row'"'"'s repeats): median %.3g%%, max %.3g%% of the CPU time the machine wanted, %d rows\n", median(), v[NR], NR }' |
     tee -a "$out/validation.md"
 fi

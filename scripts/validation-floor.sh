@@ -15,6 +15,7 @@
 # the runs is left out (said so). Prints the two summaries and the pairs; exit 2 on a missing or
 # malformed table.
 set -euo pipefail
+source "$(dirname "$0")/common.sh"
 bad() { echo "validation-floor: $*" >&2; exit 2; }
 [ $# -ge 2 ] || bad "needs at least two validation runs (directories of scripts/predict-validate.sh --out, or their validation.md)"
 tables=()
@@ -56,9 +57,9 @@ rows() {
 
 # |error| median, max and counts within 10% and 5% of the numbers on stdin (one a line).
 summary() {
-  sort -g | awk '{ v[NR] = $1 } END {
+  sort -g | awk "$SFB_MEDIAN_AWK"'{ v[NR] = $1 } END {
     if (NR == 0) { print "no rows"; exit }
-    med = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    med = median()
     for (k = 1; k <= NR; k++) { w10 += v[k] <= 10; w5 += v[k] <= 5 }
     printf "|error| median %.3g%%, max %.3g%%, %d of %d within 10%%, %d within 5%%\n", med, v[NR], w10, NR, w5 }'
 }

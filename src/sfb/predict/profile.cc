@@ -146,11 +146,10 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   // The all-reduce's evaluations run beside its wait on the network: they lengthen its clock by
   // at most their own seconds and never shorten it. Its clock is the lower of its two runs and the
   // evaluations cost it what the run with them measured more, at most their pieces (Anchors::dense).
-  double dense_clock_s = engine_allreduce_clock_s;
-  if (engine_allreduce_clock_s > 0 && engine_allreduce_eval_clock_s > 0 && ev > 0) {
-    dense_clock_s = std::min(engine_allreduce_clock_s, engine_allreduce_eval_clock_s);
-    a.eval_allreduce = std::clamp(engine_allreduce_eval_clock_s - engine_allreduce_clock_s, 0.0, ev) / ev;
-  }
+  const double dense_clock_s = engine_allreduce_clock_s > 0 && engine_allreduce_eval_clock_s > 0 && ev > 0
+                                   ? std::min(engine_allreduce_clock_s, engine_allreduce_eval_clock_s)
+                                   : engine_allreduce_clock_s;
+  a.eval_allreduce = std::min(1.0, per_piece(engine_allreduce_eval_clock_s, engine_allreduce_clock_s));
   // The floor at the profiled N, the broadcast's CPU at the profile's own cores.
   const double cpu_per_byte = bcast_cpu_s_per_byte(*this, rank_cores());
   const double floor_s = sf_s + std::max(0.0, apply_fixed_s + workers * apply_batch_s) +
