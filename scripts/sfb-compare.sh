@@ -7,7 +7,8 @@
 # run's raw metrics.
 #
 #   sfb-compare --config x.toml [options] [-- extra sfbd args]
-#     --schemes LIST     comma list of sfb, halton, halton-static, fms, allreduce (default: sfb,halton,fms,allreduce)
+#     --schemes LIST     comma list of sfb, halton, halton-static, fms, allreduce, sharded
+#                        (default: sfb,halton,fms,allreduce)
 #     --np P             workers                                            (default 4)
 #     --servers S        FMS parameter-server ranks, added to the P workers (default 1)
 #     --staleness LIST   comma list of staleness values (0, 2, inf, ...)    (default 0)
@@ -129,7 +130,7 @@ variants=()
 for scheme in ${schemes//,/ }; do
   case "$scheme" in
     halton|halton-static) for qv in ${q:-default}; do variants+=("$scheme:$qv"); done ;;
-    sfb|fms|allreduce) variants+=("$scheme:-") ;;
+    sfb|fms|allreduce|sharded) variants+=("$scheme:-") ;;
     *) echo "sfb-compare: unknown scheme $scheme" >&2; exit 2 ;;
   esac
 done
@@ -138,13 +139,17 @@ declare -A plan_of
 for variant in "${variants[@]}"; do
   scheme=${variant%%:*} qv=${variant#*:}
   case "$scheme" in  # the sfb-plan scheme of this run (none for static Halton)
-    sfb|allreduce) ps=$scheme ;;
+    sfb|allreduce|sharded) ps=$scheme ;;
     halton) ps=halton; [ "$qv" != "default" ] && ps="halton:$qv" ;;
     fms) ps="fms:$servers" ;;
     *) ps="" ;;
   esac
   [ -n "$ps" ] && plan_schemes+=("$ps")
   for s in ${stales//,/ }; do
+    if [ "$scheme" = sharded ] && [ "$s" != 0 ]; then
+      echo "sfb-compare: sharded runs BSP only: no sharded run at staleness $s" >&2
+      continue
+    fi
     name="$scheme-s$s"
     [[ "$qv" != "-" && "$qv" != "default" ]] && name="$scheme-q$qv-s$s"
     plan_of[$name]=$ps
@@ -156,6 +161,7 @@ for variant in "${variants[@]}"; do
               [ "$qv" != "default" ] && args+=(--set sfb.halton_q="$qv") ;;
       fms) args+=(--set comm.scheme=fms --set fms.servers="$servers"); ranks=$((np + servers)) ;;
       allreduce) args+=(--set comm.scheme=allreduce) ;;
+      sharded) args+=(--set comm.scheme=sharded) ;;
     esac
     for ((r = 1; r <= repeats; r++)); do
       dir="$out/$name"

@@ -147,7 +147,9 @@ Json sfb_summary(const SfbRun& run) {
   }
   const double v_nonzeros =
       run.sparse_v ? static_cast<double>(nonzeros) / static_cast<double>(std::max<int64_t>(pairs, 1)) : -1.0;
-  const double theory = sfb::baselines::theory_bytes_per_clock(cfg, run.workers, run.J, run.D, v_nonzeros);
+  const double theory = run.sharded
+                            ? run.sharded_theory_bytes
+                            : sfb::baselines::theory_bytes_per_clock(cfg, run.workers, run.J, run.D, v_nonzeros);
   // Open MPI's MPI_Allreduce moves the dense baseline's bytes outside sfb's transport counters: the
   // measured bytes are then null (not a misleading 0) and bytes_counted says why.
   const bool counted = bytes_counted(cfg);
@@ -195,7 +197,9 @@ Json sfb_summary(const SfbRun& run) {
           {"final_metrics", metrics},
           {"samples_per_s", fixed(samples_per_s(run), 3)},
           {"cpu_stolen_share", stolen_share_json(run.cpu_stolen_share)},
-          {"checksums_equal", equal},
+          // Sharded, each rank's checksum is of its own rows: they differ by design.
+          {"checksums_equal", run.sharded ? Json(nullptr) : Json(equal)},
+          {"checksums_of", run.sharded ? "each rank's block of W's rows" : "each rank's replica of W"},
           {"rank_checksums", sums},
           {"per_rank", ranks},
           {"memory", memory_json(run)}};
@@ -237,13 +241,16 @@ void print_sfb_table(const SfbRun& run) {
     fmt::print("  network          {:.3f} MB per clock (all ranks)\n", bytes_per_clock(r) / 1e6);
   if (const auto& m = run.memory; !m.peak_rss.empty() && !m.estimate.empty()) {
     const auto [lo, hi] = std::minmax_element(m.peak_rss.begin(), m.peak_rss.end());
-    fmt::print("  memory           W {} per rank; peak RSS {} - {} per rank (estimated {} on rank 0)\n",
-               sfb::human_bytes(4.0 * static_cast<double>(run.J) * static_cast<double>(run.D)),
+    const double w = 4.0 * static_cast<double>(run.J) * static_cast<double>(run.D);
+    fmt::print("  memory           W {} per rank{}; peak RSS {} - {} per rank (estimated {} on rank 0)\n",
+               sfb::human_bytes(run.sharded ? w / run.workers : w),
+               run.sharded ? fmt::format(" (1/{} of {})", run.workers, sfb::human_bytes(w)) : std::string(),
                sfb::human_bytes(static_cast<double>(*lo)), sfb::human_bytes(static_cast<double>(*hi)),
                sfb::human_bytes(static_cast<double>(m.estimate[0])));
   }
   fmt::print("\n  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "clocks", "pairs sent",
-             "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s", "W checksum");
+             "pairs recv", "pairs applied", "MB sent", "MB recv", "compute s", "update s", "wait s",
+             run.sharded ? "rows' checksum" : "W checksum");
   for (const auto& s : r.all) {
     fmt::print("  {:>4} {:>7} {:>11} {:>11} {:>12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}  {:016x}\n", s.rank,
                s.clocks, s.pairs_sent, s.pairs_received, s.pairs_applied, s.bytes_sent / 1e6, s.bytes_received / 1e6,

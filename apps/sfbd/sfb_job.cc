@@ -15,6 +15,7 @@
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/fms_server.h"
 #include "sfb/baselines/make_exchange.h"
+#include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -29,6 +30,7 @@
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/reconciler.h"
+#include "sfb/runtime/sharded_worker.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
@@ -99,11 +101,22 @@ void check_model_file(const std::string& what, const std::string& path, const sf
   });
 }
 
+// comm.scheme = "sharded": the model and the config can train so, and every rank owns rows of W.
+void check_shardable(const sfb::Config& cfg, sfb::api::Model& model, int workers) {
+  const std::string refusal = sfb::runtime::sharded_refusal(cfg, model);
+  SFB_CHECK(refusal.empty(), "{}", refusal);
+  SFB_CHECK(model.rows() >= workers,
+            "comm.scheme = \"sharded\": W has {} rows for {} ranks; every rank must own at least one: use at most {} "
+            "ranks",
+            model.rows(), workers, model.rows());
+}
+
 // Workers, data and model; false (every rank) when any rank found bad input.
 bool set_up(Job& job, Setup& s) {
   const auto& cfg = job.cfg;
   return job.all_ok("agreeing that the data and model loaded", [&] {
     job.claim_outputs();
+    const bool sharded = cfg.comm.scheme == sfb::Scheme::kSharded;
     s.workers = sfb::runtime::worker_count(cfg, job.ranks());
     if (sfb::runtime::halton_is_full_broadcast(cfg, s.workers)) {
       if (job.rank() == 0)
@@ -128,8 +141,10 @@ bool set_up(Job& job, Setup& s) {
     // on the partition of worker (server index mod P); it trains nothing.
     const int part = s.server ? (job.rank() - s.workers) % s.workers : job.rank();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
-    // Rank 0 also reads the objective's sample: eval.train_sample rows drawn from the whole file.
-    const sfb::io::LoadRequest req{part, s.workers, job.rank() == 0, job.rank() == 0 ? cfg.eval.train_sample : 0};
+    // Rank 0 also reads the objective's sample: eval.train_sample rows drawn from the whole file (and
+    // the test set); sharded, every rank does, as every rank evaluates its rows.
+    const bool evaluates = job.rank() == 0 || sharded;
+    const sfb::io::LoadRequest req{part, s.workers, evaluates, evaluates ? cfg.eval.train_sample : 0};
     sfb::io::data_memory(cfg.data, req).check(available, "loading the data");
     s.data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
     s.model = sfb::models::make_model(cfg, s.data.train, s.data.total_train, part, s.workers);
@@ -144,10 +159,13 @@ bool set_up(Job& job, Setup& s) {
                  : static_cast<double>(s.model->cols());
     const bool general_prox = s.model->has_prox();
     const auto process = static_cast<double>(std::max<int64_t>(0, sfb::current_rss_bytes()));
-    s.memory = s.server ? sfb::runtime::server_memory(cfg, s.workers, s.model->rows(), s.model->cols(),
-                                                      general_prox && cfg.fms.servers > 1, process)
-                        : sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
-                                                      v_floats, general_prox, process);
+    if (sharded) check_shardable(cfg, *s.model, s.workers);
+    s.memory = s.server  ? sfb::runtime::server_memory(cfg, s.workers, s.model->rows(), s.model->cols(),
+                                                       general_prox && cfg.fms.servers > 1, process)
+               : sharded ? sfb::runtime::sharded_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
+                                                        v_floats, s.data.eval_sample.n + s.data.test.n, process)
+                         : sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
+                                                       v_floats, general_prox, process);
     s.memory.check(available, s.server ? "serving this model's shard" : "training this model");
     if (!s.server && !cfg.model.init.empty()) {
       check_model_file("model.init =", cfg.model.init, *s.model);
@@ -272,14 +290,21 @@ int run_server(Job& job, const Setup& s) {
 // Rank 0's outputs at the end; false when one could not be written (full disk, I/O error): each
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
+// `sharded`: the sharded scheme's run, whose model file is written already (collectively): whether
+// it was, and the theory's bytes.
+struct ShardedOutputs {
+  bool model_written = true;
+  double theory_bytes = 0;
+};
+
 bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory,
-                   double cpu_stolen_share) {
+                   double cpu_stolen_share, std::optional<ShardedOutputs> sharded = std::nullopt) {
   const auto& cfg = job.cfg;
-  bool ok = true;
+  bool ok = !sharded || sharded->model_written;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
     ok = write_output(cfg, what, write) && ok;
   };
-  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
+  if (const auto path = cfg.output.path(cfg.output.model); !path.empty() && !sharded) {
     // A model file is never written with weights that are not finite or that the monitor judged
     // bad (diverged, or replicas that went separate ways): the log says so.
     if (!result.weights->all_finite_unlocked())
@@ -289,19 +314,23 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     else
       attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked()); });
   }
-  const SfbRun run{cfg,
-                   result,
-                   s.model->name(),
-                   s.workers,
-                   s.model->rows(),
-                   s.model->cols(),
-                   s.model->sparse_v(),
-                   s.data.eval_sample.n,
-                   s.model->layout(),
-                   s.auto_choice,
-                   s.lr_search,
-                   std::move(memory),
-                   cpu_stolen_share};
+  SfbRun run{cfg,
+             result,
+             s.model->name(),
+             s.workers,
+             s.model->rows(),
+             s.model->cols(),
+             s.model->sparse_v(),
+             s.data.eval_sample.n,
+             s.model->layout(),
+             s.auto_choice,
+             s.lr_search,
+             std::move(memory),
+             cpu_stolen_share};
+  if (sharded) {
+    run.sharded = true;
+    run.sharded_theory_bytes = sharded->theory_bytes;
+  }
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(sfb_summary(run))); });
   print_sfb_table(run);
@@ -324,8 +353,47 @@ bool check_sfb(Job& job) {
   });
 }
 
+// --evaluate under comm.scheme = "sharded" (mpirun -np P): every rank loads the data and keeps its
+// block of W's rows, which rank 0 reads from the file and sends to their owners (no rank holds W);
+// the objectives and the accuracy are reduced across the blocks as a run's evaluations are.
+int evaluate_sharded(Job& job, const std::string& path) {
+  const auto& cfg = job.cfg;
+  sfb::io::LoadedData data;
+  sfb::models::ModelPtr model;
+  const int P = job.ranks();
+  const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
+    const sfb::io::LoadRequest req{0, 1, true, cfg.eval.train_sample};
+    sfb::io::data_memory(cfg.data, req).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "loading the data");
+    data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
+    model = sfb::models::make_model(cfg, data.train, data.total_train, 0, 1);
+    check_shardable(cfg, *model, P);
+    if (job.rank() == 0) check_model_file("--evaluate", path, *model);
+  });
+  if (!ok) return kExitBadInput;
+  sfb::runtime::WorkerStart start;
+  start.load = [&path](const sfb::RowSink& sink) {
+    sfb::io::read_model(path, [&sink](int64_t, int64_t) { return sink; });
+  };
+  sfb::runtime::ShardedWorker w(cfg, *job.transport, data.train, data.eval_sample, &data.test, *model, start);
+  sfb::Json j = {{"model_file", path}, {"model", model->name()}, {"scheme", "sharded"},       {"ranks", P},
+                 {"J", model->rows()}, {"D", model->cols()},     {"train_rows", data.train.n}};
+  j["train_objective"] = sfb::sig(w.objective(data.train, 0), 8);
+  j["objective_rows"] = data.eval_sample.n;
+  j["sample_objective"] = sfb::sig(w.objective(data.eval_sample, 0), 8);
+  j["test_rows"] = data.test.n;
+  if (data.test.n > 0) {
+    j["test_objective"] = sfb::sig(w.objective(data.test, 0), 8);
+    const double acc = w.accuracy(data.test);
+    j["test_accuracy"] = acc < 0 ? sfb::Json(nullptr) : sfb::Json(sfb::sig(acc, 8));
+  }
+  j["metrics"] = sfb::Json::object();  // the models' extra metrics read W whole
+  if (job.rank() == 0) fmt::print("{}", sfb::to_document(j));
+  return kExitOk;
+}
+
 int evaluate_sfb(Job& job, const std::string& path) {
   const auto& cfg = job.cfg;
+  if (cfg.comm.scheme == sfb::Scheme::kSharded) return evaluate_sharded(job, path);
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
   sfb::Matrix stored;  // W in the model's layout, read straight from the file (no second copy)
@@ -576,6 +644,54 @@ std::optional<int> resolve_sfb_lr(Job& job, Setup& s, const sfb::runtime::Worker
       s.lr_search);
 }
 
+// The sharded scheme's bytes per clock by its formula, from what this run's engine sent (v's mean
+// non-zeros when its samples were sparse), evaluated and checkpointed.
+double sharded_theory(const sfb::Config& cfg, const sfb::runtime::ShardedWorker& w, const sfb::runtime::WorkerResult& r,
+                      int workers, int64_t J, int64_t D) {
+  int64_t samples = 0, nonzeros = 0;
+  for (const auto& x : r.all) samples += x.pairs_sent, nonzeros += x.v_nonzeros_sent;
+  sfb::baselines::ShardedRun run;
+  run.J = J, run.D = D;
+  run.v_nonzeros = nonzeros > 0 ? static_cast<double>(nonzeros) / static_cast<double>(samples) : -1.0;
+  run.width = w.stats_width();
+  run.eval_samples = w.eval_samples(), run.eval_chunks = w.eval_chunks();
+  run.clocks = r.final_clock - r.start_clock;
+  run.evaluations = static_cast<int64_t>(r.evals.size());
+  run.checkpoints = w.checkpoints();
+  return sfb::baselines::sharded_bytes_per_clock(cfg, workers, run);
+}
+
+// comm.scheme = "sharded" (runtime/sharded_worker.h): every rank trains its block of W's rows; the
+// model file is written from the blocks (every rank takes part) unless W diverged.
+int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
+  const auto& cfg = job.cfg;
+  sfb::runtime::ShardedWorker worker(cfg, *job.transport, s.data.train, s.data.eval_sample, &s.data.test, *s.model,
+                                     start);
+  const sfb::MachineWatch watch(job.rank() == 0);
+  const sfb::runtime::WorkerResult result = worker.run();
+  const double steal = watch.stolen_share();
+  ShardedOutputs out{true, sharded_theory(cfg, worker, result, s.workers, s.model->rows(), s.model->cols())};
+  const bool finite = worker.all_finite(), bad = result.stop_reason == "diverged";
+  if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
+    if (finite && !bad)
+      worker.file_order([&](const sfb::RowSource& src) {
+        out.model_written = write_output(cfg, path, [&] { sfb::io::write_model(path, src); });
+      });
+    else if (job.rank() == 0)
+      spdlog::error("{} not written: {}", path,
+                    bad ? "the run stopped with reason \"diverged\"" : "the final W has non-finite values");
+  }
+  auto memory = gather_memory(job, s);
+  int code = kExitOk;
+  if (job.rank() == 0) {
+    const bool written = write_outputs(job, s, result, std::move(memory), steal, out);
+    code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
+  }
+  job.transport.reset();
+  auto guard = job.waiting_on_peers("learning how the job ended");
+  return job.mpi.broadcast(code, 0);
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -594,10 +710,16 @@ int run_sfb(Job& job) {
             : std::string(sfb::name(cfg.comm.scheme)));
   sfb::io::CheckpointInfo ckpt;
   sfb::runtime::WorkerStart start;
+  const bool sharded = cfg.comm.scheme == sfb::Scheme::kSharded;
   if (!job.resume_path.empty()) {
     if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
     start.clock = ckpt.clock;
-    if (!s.server)
+    if (sharded)  // rank 0 streams the file; the engine sends each row to its owner (any P)
+      start.load = [&job](const sfb::RowSink& sink) {
+        sfb::io::read_checkpoint(
+            job.resume_path, [&sink](const sfb::io::CheckpointInfo&) { return sink; }, int64_t{4} << 20);
+      };
+    else if (!s.server)
       start.load = [&job, J = s.model->rows(), D = s.model->cols()](const sfb::RowSink& sink) {
         broadcast_checkpoint(job, job.resume_path, J, D, sink);
       };
@@ -614,6 +736,7 @@ int run_sfb(Job& job) {
   resolve_reconcile_every(job, s);
   job.record_config();  // every check has passed
   spdlog::info("memory on this rank: {}", s.memory.describe());
+  if (sharded) return run_sharded(job, s, start);
   if (s.server) {
     // The checkpoint's blocks go to every rank of the broadcast; a server keeps none of them.
     if (!job.resume_path.empty())

@@ -10,15 +10,21 @@
 // one contiguous stored row and a sparse row's logits add whole stored rows, and row-major (J x D)
 // on dense data, where the update is one GEMM either way. [model.params] layout = "row-major" or
 // "feature-major" overrides it. Every product below reads W.stored in W.layout.
+//
+// Row-sharded (docs/plugins.md, "Sharded by rows"): comm.scheme = "sharded" gives each rank a block of
+// classes. Per sample the blocks' statistics are the log-sum-exp of the logits, the target's logit,
+// the sum of the logits (the smoothing's term) and the arg max; u on the block is p - t.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <sfb/api/plugin.h>
 
 namespace {
 
-class SmoothedMlr : public sfb::api::Model {
+class SmoothedMlr : public sfb::api::Model, public sfb::api::RowSharded {
  public:
   // Reads its parameter shape from the data and its own key from [model.params].
   explicit SmoothedMlr(const sfb::api::ModelContext& ctx)
@@ -90,6 +96,60 @@ class SmoothedMlr : public sfb::api::Model {
       right += arg == data.labels[static_cast<size_t>(i)] ? 1 : 0;
     }
     return static_cast<double>(right) / static_cast<double>(data.n);
+  }
+
+  // ---- The row-sharded side: rows [row0, row0 + block.rows()) are classes row0.. ----
+  sfb::api::RowSharded* row_sharded() override { return this; }
+  // Slots: 0-1 log-sum-exp, 2 the target's logit, 3 the sum of the logits, 4-5 the arg max.
+  std::vector<sfb::api::Reduce> statistics() const override {
+    using R = sfb::api::Reduce;
+    return {R::kLogSumExp, R::kSum, R::kSum, R::kMaxIndex};
+  }
+  sfb::api::MiniBatch shard_samples(const sfb::api::MiniBatch& batch) override { return batch; }
+  sfb::api::MiniBatch eval_samples(const sfb::io::Dataset& data, int64_t limit, sfb::api::EvalSet) const override {
+    const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
+    sfb::api::MiniBatch b;  // the first n rows as they are (dense, or CSR)
+    b.sparse = data.sparse;
+    if (data.sparse)
+      b.x_csr = data.csr.topRows(n);
+    else
+      b.x = data.dense.topRows(n);
+    b.labels.assign(data.labels.begin(), data.labels.begin() + n);
+    return b;
+  }
+  void partial_statistics(const sfb::api::Weights& block, int64_t row0, const sfb::api::MiniBatch& s, sfb::Matrix& z,
+                          float* stats) const override {
+    z = s.sparse ? logits(s.x_csr, block) : logits(s.x, block);
+    z *= block.scale;
+    for (int64_t i = 0; i < s.size(); ++i) {
+      float* st = stats + i * 6;
+      const int64_t y = s.labels[static_cast<size_t>(i)] - row0;
+      Eigen::Index arg = 0;
+      const float m = z.cols() > 0 ? z.row(i).maxCoeff(&arg) : -std::numeric_limits<float>::infinity();
+      st[0] = m;
+      st[1] = z.cols() > 0 ? (z.row(i).array() - m).exp().sum() : 0.0f;
+      st[2] = y >= 0 && y < z.cols() ? z(i, y) : 0.0f;
+      st[3] = z.row(i).sum();
+      st[4] = m;
+      st[5] = sfb::api::max_index_slot(static_cast<int32_t>(row0 + arg));
+    }
+  }
+  void block_factors(int64_t row0, const sfb::api::MiniBatch& s, const float* stats, sfb::Matrix& z) const override {
+    const auto off = static_cast<float>(eps_ / static_cast<double>(J_));
+    for (int64_t i = 0; i < s.size(); ++i) {
+      const float lse = stats[i * 6] + std::log(stats[i * 6 + 1]);
+      z.row(i) = (z.row(i).array() - lse).exp() - off;
+      const int64_t y = s.labels[static_cast<size_t>(i)] - row0;
+      if (y >= 0 && y < z.cols()) z(i, y) -= static_cast<float>(1.0 - eps_);
+    }
+  }
+  // -sum_j t_j log p_j = lse - (1 - eps) z_y - (eps / J) sum_j z_j.
+  double sample_loss(const float* st, int32_t) const override {
+    const double lse = static_cast<double>(st[0]) + std::log(static_cast<double>(st[1]));
+    return lse - (1.0 - eps_) * st[2] - eps_ / static_cast<double>(J_) * st[3];
+  }
+  int sample_correct(const float* st, int32_t label) const override {
+    return sfb::api::max_index_of(st[5]) == label ? 1 : 0;
   }
 
  private:

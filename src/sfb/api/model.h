@@ -20,6 +20,7 @@
 #include "sfb/api/errors.h"
 #include "sfb/api/minibatch.h"
 #include "sfb/api/model_context.h"
+#include "sfb/api/row_sharded.h"
 #include "sfb/api/sf_writer.h"
 #include "sfb/api/weights.h"
 #include "sfb/core/rng.h"
@@ -101,6 +102,10 @@ class Model {
     (void)batch;
     return std::numeric_limits<double>::quiet_NaN();
   }
+  // comm.scheme = "sharded" (sfb/api/row_sharded.h): the model's row-sharded side, or null when it
+  // has none; then why_not_row_sharded() says why, for the error that refuses the job.
+  virtual RowSharded* row_sharded() { return nullptr; }
+  virtual std::string why_not_row_sharded() const { return "it does not implement sfb::api::RowSharded"; }
   // Held-out quality in [0, 1] (classification or pair accuracy); -1 when the model has none.
   virtual double accuracy(const Weights& W, const io::Dataset& data) const = 0;
   // Extra values for the metrics line; `test` may be null.

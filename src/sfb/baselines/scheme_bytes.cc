@@ -1,7 +1,11 @@
 #include "sfb/baselines/scheme_bytes.h"
 
+#include <algorithm>
+
 #include "sfb/core/collective_cost.h"
+#include "sfb/core/row_blocks.h"
 #include "sfb/runtime/reconciler.h"
+#include "sfb/runtime/sharded_worker.h"
 #include "sfb/runtime/topology.h"
 #include "sfb/runtime/worker.h"
 
@@ -36,6 +40,40 @@ double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t
     return P * q * batch + reconcile;
   }
   return P * (P - 1) * batch;
+}
+
+namespace {
+
+// One checkpoint's bytes: W's rows of ranks 1..P-1 to rank 0, asked for block by block as the file
+// writer reads them (rows_per_block of 8 MiB, split at the owners' boundaries), the end message
+// to every owner, and the finiteness check's all-gather of one int64 through rank 0.
+double sharded_checkpoint_bytes(int workers, int64_t J, int64_t D) {
+  double b = 8.0 * (workers - 1) * (workers + 1) + 16.0 * (workers - 1);
+  const int64_t per = std::min(J, rows_per_block(D));
+  for (int64_t r0 = 0; r0 < J; r0 += per) {
+    const int64_t r1 = std::min(J, r0 + per);
+    for (int q = 1; q < workers; ++q) {
+      const runtime::RowBlock o = runtime::row_block(J, workers, q);
+      const int64_t n = std::min(r1, o.row0 + o.rows) - std::max(r0, o.row0);
+      if (n > 0) b += 16.0 + 4.0 * static_cast<double>(n * D);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+double sharded_bytes_per_clock(const Config& cfg, int workers, const ShardedRun& run) {
+  if (run.clocks <= 0) return 0.0;
+  const double P = workers, K = static_cast<double>(cfg.optimizer.minibatch), w = static_cast<double>(run.width);
+  const double v = run.v_nonzeros < 0 ? K * 4.0 * static_cast<double>(run.D) : 4.0 * (K + 1) + K * 8.0 * run.v_nonzeros;
+  const double clock = P * (P - 1) * ((8.0 + 13.0 + 4.0 * K + v) + (8.0 + 4.0 * P * K * w));
+  const double eval =
+      P * (P - 1) *
+      (8.0 * static_cast<double>(run.eval_chunks) + 4.0 * static_cast<double>(run.eval_samples) * w + 12.0);
+  const double all = static_cast<double>(run.clocks) * clock + static_cast<double>(run.evaluations) * eval +
+                     static_cast<double>(run.checkpoints) * sharded_checkpoint_bytes(workers, run.J, run.D);
+  return all / static_cast<double>(run.clocks);
 }
 
 }  // namespace sfb::baselines

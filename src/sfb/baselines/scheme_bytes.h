@@ -7,6 +7,13 @@
 //   sfb halton:   P Q batch_bytes
 //   fms:          2 P J D 4      (every worker pushes its J x D update and pulls J x D)
 //   allreduce:    2 (P-1) J D 4  (ring: each worker sends 2 (P-1)/P of J x D)
+//   sharded:      per clock P (P-1) (samples + statistics): every rank sends its K samples (a
+//                 21-byte head with the all-gather's id, 4 K labels, v as above but 4 (K + 1) row
+//                 offsets) and its share of the P K samples' statistics (8 + 4 P K width) to every
+//                 other rank; per evaluation P (P-1) times its statistics all-gathers (8 + 4 n width
+//                 for each chunk of n evaluation samples) and the regulariser's (12 bytes); per
+//                 checkpoint W's rows from their owners to rank 0 (16 bytes a request, 4 D a row),
+//                 the owners' end message and the finiteness check's gather (8 (P-1) (P+1)).
 #include <cstdint>
 
 #include "sfb/core/config.h"
@@ -16,5 +23,15 @@ namespace sfb::baselines {
 // `v_nonzeros`: the mean nonzeros of v per pair when the model writes sparse v (measured: the
 // workers count what they send), or a negative value for dense v.
 double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t D, double v_nonzeros);
+// What a sharded run did (runtime/sharded_worker.h), for its theory.
+struct ShardedRun {
+  int64_t J = 0, D = 0;
+  double v_nonzeros = -1;                     // the samples' mean non-zeros when sparse, < 0 dense
+  int64_t width = 0;                          // statistics floats per sample (api::statistics_width)
+  int64_t eval_samples = 0, eval_chunks = 0;  // per evaluation
+  int64_t clocks = 0, evaluations = 0, checkpoints = 0;
+};
+// comm.scheme = "sharded": the whole job's bytes per clock of the run.
+double sharded_bytes_per_clock(const Config& cfg, int workers, const ShardedRun& run);
 
 }  // namespace sfb::baselines

@@ -88,6 +88,9 @@ const char* tag_name(Tag tag) {
     case kTagCollective: return "collective";
     case kTagPs: return "parameter-server";
     case kTagReduce: return "all-reduce";
+    case kTagShardRows: return "sharded rows";
+    case kTagShardStats: return "sharded statistics";
+    case kTagShardW: return "sharded W";
     case kTagProbe: return "timing all-reduce";
     case kTagProbeSf: return "timing SF all-gather";
     case kTagReconcile: return "replica reconciliation";

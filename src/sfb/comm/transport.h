@@ -21,14 +21,17 @@
 namespace sfb::comm {
 
 using Tag = int32_t;
-inline constexpr Tag kTagSf = 1;          // SfBatch messages
-inline constexpr Tag kTagControl = 2;     // runtime control (stop protocol, done)
-inline constexpr Tag kTagCollective = 3;  // collectives outside the training loop
-inline constexpr Tag kTagPs = 4;          // parameter server: push, pull, init, bye (baselines/fms)
-inline constexpr Tag kTagReduce = 5;      // all-reduce segments (comm/allreduce.h)
-inline constexpr Tag kTagProbe = 6;       // the CNN re-planner's timing all-reduces
-inline constexpr Tag kTagProbeSf = 7;     // the CNN re-planner's timing SF all-gathers
-inline constexpr Tag kTagReconcile = 8;   // partial broadcast's replica reconciliation (runtime/reconciler.h)
+inline constexpr Tag kTagSf = 1;           // SfBatch messages
+inline constexpr Tag kTagControl = 2;      // runtime control (stop protocol, done)
+inline constexpr Tag kTagCollective = 3;   // collectives outside the training loop
+inline constexpr Tag kTagPs = 4;           // parameter server: push, pull, init, bye (baselines/fms)
+inline constexpr Tag kTagReduce = 5;       // all-reduce segments (comm/allreduce.h)
+inline constexpr Tag kTagProbe = 6;        // the CNN re-planner's timing all-reduces
+inline constexpr Tag kTagProbeSf = 7;      // the CNN re-planner's timing SF all-gathers
+inline constexpr Tag kTagReconcile = 8;    // partial broadcast's replica reconciliation (runtime/reconciler.h)
+inline constexpr Tag kTagShardRows = 9;    // sharded scheme: the minibatch rows' all-gather (runtime/sharded_worker.h)
+inline constexpr Tag kTagShardStats = 10;  // sharded scheme: the per-sample statistics' all-gather
+inline constexpr Tag kTagShardW = 11;      // sharded scheme: W's rows to and from their owners (files)
 inline constexpr Tag kMaxTag = 1000;
 
 using Bytes = sfb::Bytes;

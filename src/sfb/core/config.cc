@@ -368,7 +368,9 @@ const std::vector<Field>& schema() {
         "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
         "of the dense update matrix every clock (comm.collectives); \"auto\": sfbd profiles the job on the ranks "
         "at start-up, predicts sfb (full), sfb (halton) and allreduce and trains with the one predicted fastest "
-        "(the log and summary.json's \"auto\" give every prediction; docs/compare.md).")));
+        "(the log and summary.json's \"auto\" give every prediction; docs/compare.md); \"sharded\": W's rows cut "
+        "into one block per rank, no rank holds W (BSP; MLR, L2-MLR sgd, DML and plugins with the row-sharded "
+        "interface; docs/design.md, \"The sharded scheme\").")));
     f.push_back(sfb_mode(string_field("comm.auto_profile", &Config::comm, &CommConfig::auto_profile, {},
                                       "comm.scheme = \"auto\": a scheme profile (sfbd --profile FILE) to predict from "
                                       "instead of measuring one at start-up (\"\": measure).")));
@@ -380,7 +382,8 @@ const std::vector<Field>& schema() {
                              "once (mpirun starts the ranks, MPI exchanges their addresses); \"mpi\": MPI "
                              "point-to-point messages (shared memory on one host; networks TCP cannot use, e.g. "
                              "InfiniBand without IPoIB); \"auto\": \"mpi\" when every rank runs on one host, "
-                             "else \"tcp\"."));
+                             "else \"tcp\" (always \"tcp\" under comm.scheme = \"sharded\", whose one thread "
+                             "waits on every clock's all-gathers: MPI's transport can only poll)."));
     f.push_back(string_field("comm.interface", &Config::comm, &CommConfig::interface, {},
                              "comm.transport = \"tcp\": the network interface (\"eth0\") or IPv4 address the "
                              "ranks use; \"\": every up interface (ranks in one network namespace use "
@@ -602,6 +605,16 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
             "{}: optimizer.lr = \"auto\" is not searched under comm.scheme = \"fms\" (its server ranks take no part "
             "in the trials); set a number",
             name);
+  if (cfg.comm.scheme == Scheme::kSharded) {
+    SFB_CHECK(cfg.sfb.staleness == 0,
+              "{}: comm.scheme = \"sharded\" with sfb.staleness = {}: the sharded scheme is BSP only (a softmax "
+              "normaliser from another clock is not a gradient); set sfb.staleness = 0",
+              name, cfg.sfb.consistency_name());
+    SFB_CHECK(!cfg.optimizer.lr_auto,
+              "{}: comm.scheme = \"sharded\" with optimizer.lr = \"auto\": the rate search runs the SFB engine's "
+              "trials; search with comm.scheme = \"sfb\" (sfbd --find-lr) and set optimizer.lr to its choice",
+              name);
+  }
   if (!cfg.model.init.empty()) {
     SFB_CHECK(cfg.job.mode == JobMode::kMgwfbp || !cfg.model.plugin.empty() || cfg.model.name != "l2mlr" ||
                   cfg.model.solver != "sdca",

@@ -30,7 +30,7 @@ inline constexpr int64_t kInfiniteStaleness = std::numeric_limits<int64_t>::max(
 // prints the name, and a Json holds the name, never the number (core/json.h).
 enum class JobMode { kSfb, kMgwfbp };
 enum class Device { kCpu, kCuda };
-enum class Scheme { kSfb, kFms, kAllreduce, kAuto };
+enum class Scheme { kSfb, kFms, kAllreduce, kAuto, kSharded };
 enum class TransportKind { kAuto, kTcp, kMpi };
 enum class Collectives { kSfb, kMpi };
 enum class Broadcast { kFull, kHalton, kHaltonStatic };
@@ -73,7 +73,7 @@ struct ChoiceNames<Device> {
 };
 template <>
 struct ChoiceNames<Scheme> {
-  static constexpr std::string_view names[] = {"sfb", "fms", "allreduce", "auto"};
+  static constexpr std::string_view names[] = {"sfb", "fms", "allreduce", "auto", "sharded"};
 };
 template <>
 struct ChoiceNames<TransportKind> {

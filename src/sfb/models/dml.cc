@@ -75,6 +75,16 @@ void Dml::init(MatrixMap W, Rng& rng) {
   for (Eigen::Index i = 0; i < W.size(); ++i) W.data()[i] = g(rng);
 }
 
+void DmlRows::init_block(MatrixMap block, int64_t row0, Rng& rng) {
+  // Dml::init's stream (row-major J x D), keeping this block's rows: the same L as an unsharded run.
+  std::normal_distribution<float> g(0.0f, 1.0f / std::sqrt(static_cast<float>(m_.cols())));
+  const int64_t D = m_.cols(), end = (row0 + block.rows()) * D;
+  for (int64_t i = 0; i < end; ++i) {
+    const float v = g(rng);
+    if (i >= row0 * D) block.data()[i - row0 * D] = v;
+  }
+}
+
 std::vector<Dml::Pair> Dml::batch_pairs(const api::MiniBatch& batch) const {
   // Partners depend on (seed, rank, clock) only: a resumed run draws the same pairs.
   Rng rng = make_rng(seed_ ^ 0xD3D3D3D3ULL, (static_cast<uint64_t>(rank_) << 40) + static_cast<uint64_t>(batch.clock));
@@ -214,6 +224,57 @@ api::NamedValues Dml::metrics(const api::Weights& weights, const io::Dataset& tr
                                   v += pairs[i].similar ? 0 : (dist[i] < margin_ ? 1 : 0);
                                 return neg > 0 ? v / neg : 0.0;
                               }()}};
+}
+
+namespace {
+
+// The pairs' differences as sharded samples: dense rows, label 1 for similar.
+api::MiniBatch pair_samples(const io::Dataset& data, const std::vector<Dml::Pair>& pairs) {
+  api::MiniBatch s;
+  s.x.resize(static_cast<int64_t>(pairs.size()), data.dim);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    diff_row(data, pairs[i].a, pairs[i].b, s.x.row(static_cast<Eigen::Index>(i)));
+    s.labels.push_back(pairs[i].similar ? 1 : 0);
+  }
+  return s;
+}
+
+}  // namespace
+
+api::MiniBatch DmlRows::shard_samples(const api::MiniBatch& batch) {
+  auto s = pair_samples(m_.train_, m_.batch_pairs(batch));
+  s.clock = batch.clock;
+  return s;
+}
+
+api::MiniBatch DmlRows::eval_samples(const io::Dataset& data, int64_t limit, api::EvalSet set) const {
+  // The pairs Dml::objective and Dml::accuracy draw.
+  return set == api::EvalSet::kObjective ? pair_samples(data, Dml::draw_pairs(data, limit, m_.eval_pairs_, m_.seed_))
+                                         : pair_samples(data, Dml::draw_pairs(data, 0, m_.eval_pairs_, m_.seed_ + 1));
+}
+
+void DmlRows::partial_statistics(const api::Weights& block, int64_t, const api::MiniBatch& samples, Matrix& outputs,
+                                 float* stats) const {
+  gemm(Op::kNone, samples.x, Op::kTranspose, row_major_only(block, m_.name()), outputs);  // n x rows: (L d)^T
+  if (block.scale != 1.0f) outputs *= block.scale;
+  for (int64_t i = 0; i < samples.size(); ++i) stats[i] = outputs.row(i).squaredNorm();
+}
+
+void DmlRows::block_factors(int64_t, const api::MiniBatch& samples, const float* stats, Matrix& outputs) const {
+  for (int64_t i = 0; i < samples.size(); ++i) {
+    const bool similar = samples.labels[static_cast<size_t>(i)] != 0;
+    // As compute_sf: +2 (L d) for similar pairs, -2 (L d) for dissimilar ones inside the margin.
+    outputs.row(i) *= similar ? 2.0f : (static_cast<double>(stats[i]) < m_.margin_ ? -2.0f : 0.0f);
+  }
+}
+
+double DmlRows::sample_loss(const float* stats, int32_t label) const {
+  const double dist = stats[0];
+  return label != 0 ? dist : std::max(0.0, m_.margin_ - dist);
+}
+
+int DmlRows::sample_correct(const float* stats, int32_t label) const {
+  return (static_cast<double>(stats[0]) < 0.5 * m_.margin_) == (label != 0) ? 1 : 0;
 }
 
 }  // namespace sfb::models

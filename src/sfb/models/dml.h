@@ -17,6 +17,28 @@
 
 namespace sfb::models {
 
+class Dml;
+
+// DML's row-sharded side (api/row_sharded.h): a block of L's rows. A sample is a pair's difference
+// d = x_a - x_b (dense), its label 1 for similar; the one statistic is ||L d||^2 (a sum over the
+// rows), u on the block is +-2 L d (0 outside the margin).
+class DmlRows final : public api::RowSharded {
+ public:
+  explicit DmlRows(Dml& m) : m_(m) {}
+  void init_block(MatrixMap block, int64_t row0, Rng& rng) override;
+  std::vector<api::Reduce> statistics() const override { return {api::Reduce::kSum}; }
+  api::MiniBatch shard_samples(const api::MiniBatch& batch) override;
+  api::MiniBatch eval_samples(const io::Dataset& data, int64_t limit, api::EvalSet set) const override;
+  void partial_statistics(const api::Weights& block, int64_t row0, const api::MiniBatch& samples, Matrix& outputs,
+                          float* stats) const override;
+  void block_factors(int64_t row0, const api::MiniBatch& samples, const float* stats, Matrix& outputs) const override;
+  double sample_loss(const float* stats, int32_t label) const override;
+  int sample_correct(const float* stats, int32_t label) const override;
+
+ private:
+  Dml& m_;
+};
+
 class Dml : public ShapedModel {
  public:
   explicit Dml(const api::ModelContext& ctx);
@@ -42,14 +64,17 @@ class Dml : public ShapedModel {
   // Squared distances ||L(x_a - x_b)||^2 of the pairs.
   static std::vector<double> distances(const Matrix& L, const io::Dataset& data, const std::vector<Pair>& pairs);
   double margin() const { return margin_; }
+  api::RowSharded* row_sharded() override { return &rows_sharded_; }
 
  private:
+  friend class DmlRows;
   const io::Dataset& train_;
   double margin_;
   int64_t eval_pairs_;
   uint64_t seed_;
   int rank_;
   std::vector<std::vector<int64_t>> by_class_;  // rows of the partition per class
+  DmlRows rows_sharded_{*this};
 };
 
 }  // namespace sfb::models

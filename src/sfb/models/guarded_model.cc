@@ -46,6 +46,7 @@ GuardedModel::GuardedModel(ModelPtr inner, std::string path) : inner_(std::move(
   SFB_CHECK(layout_ == Layout::kRowMajor || layout_ == Layout::kFeatureMajor,
             "model.plugin {}: layout() returned {}, neither Layout::kRowMajor nor kFeatureMajor", path_,
             static_cast<int>(layout_));
+  sharded_ = call("row_sharded()", [&] { return inner_->row_sharded(); });
 }
 
 std::string GuardedModel::name() const {
@@ -92,6 +93,65 @@ double GuardedModel::batch_loss(const api::Weights& W, const api::MiniBatch& bat
 api::NamedValues GuardedModel::metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                                        const io::Dataset* test) const {
   return call("metrics()", [&] { return inner_->metrics(W, train, limit, test); });
+}
+
+std::string GuardedModel::why_not_row_sharded() const {
+  return call("why_not_row_sharded()", [&] { return inner_->why_not_row_sharded(); });
+}
+
+void GuardedModel::init_block(MatrixMap block, int64_t row0, Rng& rng) {
+  call("init_block()", [&] { sharded_->init_block(block, row0, rng); });
+  SFB_CHECK(block.allFinite(), "model.plugin {}: init_block() left non-finite values in W's rows from {}", path_, row0);
+}
+
+std::vector<api::Reduce> GuardedModel::statistics() const {
+  auto s = call("statistics()", [&] { return sharded_->statistics(); });
+  for (api::Reduce r : s)
+    SFB_CHECK(r == api::Reduce::kSum || r == api::Reduce::kLogSumExp || r == api::Reduce::kMaxIndex,
+              "model.plugin {}: statistics() returned reduction {}, not kSum, kLogSumExp or kMaxIndex", path_,
+              static_cast<int>(r));
+  SFB_CHECK(!s.empty(), "model.plugin {}: statistics() returned no statistic", path_);
+  return s;
+}
+
+api::MiniBatch GuardedModel::shard_samples(const api::MiniBatch& batch) {
+  auto s = call("shard_samples()", [&] { return sharded_->shard_samples(batch); });
+  const int64_t cols = s.sparse ? s.x_csr.cols() : s.x.cols();
+  SFB_CHECK(cols == cols_ && (s.sparse ? s.x_csr.rows() : s.x.rows()) == s.size(),
+            "model.plugin {}: shard_samples() returned {} labels and rows of {} columns; W has {} columns", path_,
+            s.size(), cols, cols_);
+  return s;
+}
+
+api::MiniBatch GuardedModel::eval_samples(const io::Dataset& data, int64_t limit, api::EvalSet set) const {
+  return call("eval_samples()", [&] { return sharded_->eval_samples(data, limit, set); });
+}
+
+void GuardedModel::partial_statistics(const api::Weights& block, int64_t row0, const api::MiniBatch& samples,
+                                      Matrix& outputs, float* stats) const {
+  call("partial_statistics()", [&] { sharded_->partial_statistics(block, row0, samples, outputs, stats); });
+  SFB_CHECK(outputs.rows() == samples.size() && outputs.cols() == block.rows(),
+            "model.plugin {}: partial_statistics() left outputs {} x {}, expected {} x {}", path_, outputs.rows(),
+            outputs.cols(), samples.size(), block.rows());
+}
+
+void GuardedModel::block_factors(int64_t row0, const api::MiniBatch& samples, const float* stats,
+                                 Matrix& outputs) const {
+  const auto r = outputs.rows(), c = outputs.cols();
+  call("block_factors()", [&] { sharded_->block_factors(row0, samples, stats, outputs); });
+  SFB_CHECK(outputs.rows() == r && outputs.cols() == c, "model.plugin {}: block_factors() resized its outputs", path_);
+}
+
+double GuardedModel::sample_loss(const float* stats, int32_t label) const {
+  return call("sample_loss()", [&] { return sharded_->sample_loss(stats, label); });
+}
+
+int GuardedModel::sample_correct(const float* stats, int32_t label) const {
+  return call("sample_correct()", [&] { return sharded_->sample_correct(stats, label); });
+}
+
+double GuardedModel::block_regulariser(const api::Weights& block) const {
+  return call("block_regulariser()", [&] { return sharded_->block_regulariser(block); });
 }
 
 }  // namespace sfb::models

@@ -13,7 +13,8 @@
 
 namespace sfb::models {
 
-class GuardedModel final : public api::Model {
+// It is also the plugin's row-sharded side (api/row_sharded.h), when the plugin has one.
+class GuardedModel final : public api::Model, public api::RowSharded {
  public:
   // `inner` is the plugin's model; `path` names the plugin in messages.
   GuardedModel(ModelPtr inner, std::string path);
@@ -35,6 +36,19 @@ class GuardedModel final : public api::Model {
   double batch_loss(const api::Weights& W, const api::MiniBatch& batch) const override;
   api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
+  api::RowSharded* row_sharded() override { return sharded_ ? this : nullptr; }
+  std::string why_not_row_sharded() const override;
+
+  void init_block(MatrixMap block, int64_t row0, Rng& rng) override;
+  std::vector<api::Reduce> statistics() const override;
+  api::MiniBatch shard_samples(const api::MiniBatch& batch) override;
+  api::MiniBatch eval_samples(const io::Dataset& data, int64_t limit, api::EvalSet set) const override;
+  void partial_statistics(const api::Weights& block, int64_t row0, const api::MiniBatch& samples, Matrix& outputs,
+                          float* stats) const override;
+  void block_factors(int64_t row0, const api::MiniBatch& samples, const float* stats, Matrix& outputs) const override;
+  double sample_loss(const float* stats, int32_t label) const override;
+  int sample_correct(const float* stats, int32_t label) const override;
+  double block_regulariser(const api::Weights& block) const override;
 
  private:
   template <typename Fn>
@@ -45,6 +59,7 @@ class GuardedModel final : public api::Model {
   int64_t rows_ = 0, cols_ = 0;  // asked once: fixed for the model's life
   bool reads_sparse_rows_ = false, sparse_v_ = false, has_prox_ = false;
   Layout layout_ = Layout::kRowMajor;
+  api::RowSharded* sharded_ = nullptr;  // the plugin's row-sharded side (asked once), or null
 };
 
 // Runs a plugin call outside a model (its factory): the same translation of what it throws.

@@ -75,7 +75,8 @@ double data_sigma2(const io::Dataset& d, int64_t J) {
 L2Mlr::L2Mlr(const api::ModelContext& ctx)
     : ShapedModel("l2mlr", ctx.train().classes, ctx.train().dim, ctx.train().sparse, model_layout(ctx, "l2mlr", true)),
       train_(ctx.train()),
-      lambda_(ctx.param_double("lambda", 1e-4)) {
+      lambda_(ctx.param_double("lambda", 1e-4)),
+      rows_(lambda_) {
   const std::string solver = ctx.param_string("solver", "sgd");
   SFB_CHECK(solver == "sgd" || solver == "sdca", "model.solver must be \"sgd\" or \"sdca\", got \"{}\"", solver);
   sdca_ = solver == "sdca";

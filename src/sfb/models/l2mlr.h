@@ -22,6 +22,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "sfb/models/mlr.h"
 #include "sfb/models/shaped_model.h"
 
 namespace sfb::models {
@@ -42,6 +43,14 @@ class L2Mlr : public ShapedModel {
   api::NamedValues metrics(const api::Weights& W, const io::Dataset& train, int64_t limit,
                            const io::Dataset* test) const override;
 
+  // Proximal SGD shards by rows (MLR's statistics, the shrinkage by prox_scale); SDCA does not.
+  api::RowSharded* row_sharded() override { return sdca_ ? nullptr : &rows_; }
+  std::string why_not_row_sharded() const override {
+    return "model.solver = \"sdca\" keeps a dual vector per training row and class: sharded by class rows, "
+           "every rank would keep the duals of every training row (N x J / P floats), which this scheme does not "
+           "implement; use model.solver = \"sgd\"";
+  }
+
   bool sdca() const { return sdca_; }
   double sdca_sigma() const { return sigma_; }  // the damping in use (model.sdca_sigma, or the data's)
   // SDCA: the dual objective's per-sample part, (1/n_rows) sum over the first `limit` rows of
@@ -60,6 +69,7 @@ class L2Mlr : public ShapedModel {
   mutable std::mutex alpha_mu_;
   Matrix alpha_;                          // SDCA: n_local x J
   std::atomic<bool> duals_known_{false};  // W = w(alpha): training started from init()
+  MlrRows rows_;
 };
 
 }  // namespace sfb::models

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sfb/core/error.h"
 #include "sfb/core/gathered_sum.h"
@@ -73,13 +74,17 @@ void dense_logits(const float* x, int64_t k, const api::Weights& W, Matrix& out)
 
 }  // namespace
 
+void Mlr::logits(const api::Weights& W, const api::MiniBatch& batch, Matrix& out) {
+  if (batch.sparse)
+    sparse_logits(batch.x_csr, W, out);
+  else
+    dense_logits(batch.x.data(), batch.size(), W, out);  // K x J logits
+  if (W.scale != 1.0f) out *= W.scale;
+}
+
 Matrix Mlr::probabilities(const api::Weights& W, const api::MiniBatch& batch) {
   Matrix p;
-  if (batch.sparse)
-    sparse_logits(batch.x_csr, W, p);
-  else
-    dense_logits(batch.x.data(), batch.size(), W, p);  // K x J logits
-  if (W.scale != 1.0f) p *= W.scale;
+  logits(W, batch, p);
   softmax_rows(p);
   return p;
 }
@@ -150,6 +155,67 @@ double Mlr::accuracy(const api::Weights& W, const io::Dataset& data) const {
     }
   }
   return static_cast<double>(correct) / static_cast<double>(data.n);
+}
+
+// Statistics slots: 0-1 the log-sum-exp (max, sum), 2 the target's logit, 3-4 the arg max.
+std::vector<api::Reduce> MlrRows::statistics() const {
+  return {api::Reduce::kLogSumExp, api::Reduce::kSum, api::Reduce::kMaxIndex};
+}
+
+api::MiniBatch MlrRows::eval_samples(const io::Dataset& data, int64_t limit, api::EvalSet) const {
+  const int64_t n = (limit <= 0 || limit > data.n) ? data.n : limit;
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = i;
+  api::MiniBatch b;
+  api::gather(data, rows, b);
+  return b;
+}
+
+void MlrRows::partial_statistics(const api::Weights& block, int64_t row0, const api::MiniBatch& samples,
+                                 Matrix& outputs, float* stats) const {
+  Mlr::logits(block, samples, outputs);
+  const int64_t rows = block.rows();
+  for (int64_t i = 0; i < samples.size(); ++i) {
+    float* s = stats + i * 5;
+    const int64_t y = samples.labels[static_cast<size_t>(i)] - row0;
+    if (rows == 0) {
+      s[0] = -std::numeric_limits<float>::infinity(), s[1] = 0, s[2] = 0, s[3] = s[0], s[4] = api::max_index_slot(0);
+      continue;
+    }
+    Eigen::Index arg = 0;
+    const float m = outputs.row(i).maxCoeff(&arg);
+    s[0] = m;
+    s[1] = (outputs.row(i).array() - m).exp().sum();
+    s[2] = y >= 0 && y < rows ? outputs(i, y) : 0.0f;
+    s[3] = m;
+    s[4] = api::max_index_slot(static_cast<int32_t>(row0 + arg));
+  }
+}
+
+void MlrRows::block_factors(int64_t row0, const api::MiniBatch& samples, const float* stats, Matrix& outputs) const {
+  for (int64_t i = 0; i < samples.size(); ++i) {
+    const float* s = stats + i * 5;
+    const float lse = s[0] + std::log(s[1]);
+    outputs.row(i) = (outputs.row(i).array() - lse).exp();
+    const int64_t y = samples.labels[static_cast<size_t>(i)] - row0;
+    if (y >= 0 && y < outputs.cols()) outputs(i, y) -= 1.0f;
+  }
+}
+
+double MlrRows::sample_loss(const float* stats, int32_t) const {
+  // -log p_y, floored as Mlr::cross_entropy floors p_y at 1e-30.
+  const double lse = static_cast<double>(stats[0]) + std::log(static_cast<double>(stats[1]));
+  return std::min(lse - static_cast<double>(stats[2]), -std::log(1e-30));
+}
+
+int MlrRows::sample_correct(const float* stats, int32_t label) const {
+  return api::max_index_of(stats[4]) == label ? 1 : 0;
+}
+
+double MlrRows::block_regulariser(const api::Weights& block) const {
+  if (lambda_ <= 0) return 0.0;
+  const double sq = static_cast<double>(block.stored.squaredNorm()) * block.scale * block.scale;
+  return 0.5 * lambda_ * sq;
 }
 
 }  // namespace sfb::models

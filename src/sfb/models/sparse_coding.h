@@ -19,6 +19,13 @@ namespace sfb::models {
 class SparseCoding : public ShapedModel {
  public:
   explicit SparseCoding(const api::ModelContext& ctx);
+  // Not row-sharded: W's rows are the data's dimensions, and a sample's code is a lasso over the
+  // whole dictionary (each FISTA step needs B^T (B a - x), a sum over every row).
+  std::string why_not_row_sharded() const override {
+    return "a sample's code solves a lasso over the whole dictionary: every FISTA step needs B^T (B a - x), a sum "
+           "over all of W's rows, so sharded by rows each of model.lasso_steps steps would be an all-reduce of "
+           "the codes; this scheme does not implement that; use comm.scheme = \"sfb\"";
+  }
   void init(MatrixMap W, Rng& rng) override;
   void compute_sf(const api::Weights& W, const api::MiniBatch& batch, api::SfWriter& out) override;
   bool has_prox() const override { return true; }

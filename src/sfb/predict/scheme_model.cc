@@ -53,8 +53,8 @@ Scheme parse_scheme(const std::string& spec) {
   else if (s.name == "fms")
     s.servers = arg > 0 ? arg : 1;
   else
-    SFB_CHECK((s.name == "sfb" || s.name == "allreduce") && arg < 0,
-              "unknown scheme \"{}\"; schemes are sfb, halton[:Q], fms[:S|n], allreduce", spec);
+    SFB_CHECK((s.name == "sfb" || s.name == "allreduce" || s.name == "sharded") && arg < 0,
+              "unknown scheme \"{}\"; schemes are sfb, halton[:Q], fms[:S|n], allreduce, sharded", spec);
   return s;
 }
 
@@ -276,6 +276,23 @@ double eval_per_clock_s(const SchemeProfile& p, const Pieces& x, const Shape& sh
   return measured_evals_per_clock_s(p, x, sh);
 }
 
+// comm.scheme = "sharded" (runtime/sharded_worker.h) from the SFB pieces, not anchored (the profile
+// runs no sharded engine): a rank's outputs for the P K samples on its J / N rows are K J D of work,
+// one SF computation of K samples; its update of those rows one batch's apply; its evaluations
+// 1 / N of rank 0's. On its link, two all-gathers one after the other: its K samples (label and v,
+// dense floats or an index and a value per non-zero, and the 21-byte head) and its share of the N K
+// samples' statistics (MLR's 5 floats each) to every other rank, as many received.
+void predict_sharded(const Pieces& x, const Shape& sh, double ev, const Target& t, Prediction& r) {
+  const double N = t.nodes, K = static_cast<double>(sh.K);
+  const double v = sh.sparse_v ? 4.0 + 8.0 * sh.v_width() : 4.0 * static_cast<double>(sh.D);
+  const double samples = 29.0 + K * (4.0 + v), stats = 8.0 + 4.0 * 5.0 * N * K;
+  r.compute_s = x.sf_s + ev / N;
+  r.update_s = x.apply_fixed_s + x.apply_batch_s;
+  r.comm_s = N > 1 ? (2.0 * t.link.a_us + (N - 1) * (samples + stats) * t.link.b_us_per_byte) * 1e-6 : 0.0;
+  r.link_bytes_per_clock = (N - 1) * (samples + stats);
+  r.bytes_per_clock = N * r.link_bytes_per_clock;
+}
+
 }  // namespace
 
 Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, double clocks_to_target) {
@@ -328,6 +345,8 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
     r.servers = f.servers;
     r.link_bytes_per_clock = f.link_bytes_per_clock;
     r.bytes_per_clock = f.bytes_per_clock;
+  } else if (s.name == "sharded") {
+    predict_sharded(x, sh, eval_per_clock_s(p, x, sh) * an.eval, t, r);
   } else {
     throw InvalidArgument(fmt::format("unknown scheme \"{}\"", s.name));
   }

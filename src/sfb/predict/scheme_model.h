@@ -75,14 +75,15 @@
 namespace sfb::predict {
 
 // A scheme to predict: "sfb" (full), "halton" (Q peers, 0: ceil(log2 N)), "fms" (S servers, 0: one
-// per node), "allreduce".
+// per node), "allreduce", "sharded" (W's rows over the ranks: from the pieces alone, no engine run
+// anchors it).
 struct Scheme {
   std::string name;
   int q = 0;
   int servers = 1;
   std::string label() const;  // "sfb", "halton:q3", "fms:s2", "fms:n", "allreduce"
 };
-// "sfb", "halton", "halton:3", "fms", "fms:2", "fms:n" (a server per node), "allreduce" (and the
+// "sfb", "halton", "halton:3", "fms", "fms:2", "fms:n" (a server per node), "allreduce", "sharded" (and the
 // labels "halton:q3", "fms:s2");
 // InvalidArgument otherwise.
 Scheme parse_scheme(const std::string& spec);

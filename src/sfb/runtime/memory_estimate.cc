@@ -1,6 +1,7 @@
 #include "sfb/runtime/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,25 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
   if (cfg.comm.scheme == sfb::Scheme::kFms)
     e.add("the parameter-server blocks in flight (pushed and pulled)", "fms.servers",
           3.0 * 4 * static_cast<double>(cfg.fms.servers) * std::min(w / static_cast<double>(cfg.fms.servers), kMiB));
+  return e;
+}
+
+MemoryEstimate sharded_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                              int64_t eval_rows, double process_bytes) {
+  MemoryEstimate e;
+  const double P = workers, K = static_cast<double>(cfg.optimizer.minibatch);
+  const double rows = std::ceil(static_cast<double>(J) / P);
+  add_process(e, process_bytes, rank);
+  e.add(fmt::format("this rank's block of W ({} of {} rows x {} floats)", static_cast<int64_t>(rows), J, D),
+        shape_keys(cfg), 4.0 * rows * static_cast<double>(D));
+  // A sample on the wire: its label and v (dense floats, or an index and a value per non-zero).
+  const double sample = 4.0 + (v_floats < static_cast<double>(D) ? 8.0 * v_floats + 4.0 : 4.0 * v_floats);
+  e.add("a clock's P K samples (received, decoded, and this rank's own)", "optimizer.minibatch", 3.0 * P * K * sample);
+  e.add("their outputs on the block and statistics", "optimizer.minibatch and the model's shape",
+        4.0 * P * K * rows + 4.0 * 8.0 * P * P * K);
+  e.add("the evaluation samples (the objective's sample and the test set, on every rank) and their outputs",
+        "eval.train_sample", static_cast<double>(eval_rows) * sample + 16 * kMiB);
+  if (rank == 0) e.add("the model file's and checkpoints' row blocks", "the model's shape", 2 * 8 * kMiB);
   return e;
 }
 

@@ -19,6 +19,12 @@ namespace sfb::runtime {
 // clocks); `process_bytes`: what the process holds now (current_rss_bytes()).
 MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
                              bool general_prox, double process_bytes);
+// A rank of comm.scheme = "sharded" (sharded_worker.h): its block of W's rows, a clock's P K
+// samples (received and decoded), their outputs on the block, the evaluation samples (every rank
+// holds the objective's sample and the test set as the model's samples: `eval_rows` rows) and the
+// file streaming's blocks. Nothing is W-sized.
+MemoryEstimate sharded_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                              int64_t eval_rows, double process_bytes);
 // An FMS parameter server (comm.scheme = "fms", the ranks after the workers): its shard of W and the
 // blocks it holds; a model with a general prox (`whole_w`) makes it assemble the whole W.
 MemoryEstimate server_memory(const Config& cfg, int workers, int64_t J, int64_t D, bool whole_w, double process_bytes);

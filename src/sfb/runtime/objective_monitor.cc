@@ -20,7 +20,8 @@ ObjectiveMonitor::ObjectiveMonitor(const EvalConfig& eval, const StopConfig& sto
       train_(train),
       test_(test),
       weights_(weights),
-      snapshot_(snapshot) {
+      snapshot_(snapshot),
+      rule_(stop) {
   for (const auto* path : {&out_.metrics, &out_.checkpoint})
     if (!path->empty()) create_parent_directories(*path);
   if (!out_.metrics.empty()) {
@@ -113,39 +114,9 @@ EvalRecord ObjectiveMonitor::evaluate(const EvalRecord& base, const View& w) {
 
 // Diverged: the objective is not finite (W itself may not be), or it exceeds
 // stop.divergence_factor times its starting value.
-bool ObjectiveMonitor::diverged(const EvalRecord& r) const {
-  if (!std::isfinite(r.objective)) return true;
-  if (stop_.divergence_factor <= 0 || records_.empty()) return false;
-  const double start = records_.front().objective;
-  return std::isfinite(start) && start > 0 && r.objective > stop_.divergence_factor * start;
-}
-
-void ObjectiveMonitor::decide(const EvalRecord& r) {
+void ObjectiveMonitor::decide() {
   std::lock_guard lock(mu_);
-  const double prev = records_.size() >= 2 ? records_[records_.size() - 2].objective : NAN;
-  if (!stop_reason_.empty()) return;
-  if (diverged(r)) {
-    stop_reason_ = "diverged";
-    spdlog::error(
-        "the objective diverged at clock {}: {} (started at {}; stop.divergence_factor {}); no checkpoint or "
-        "model with these weights is written",
-        r.clock, r.objective, records_.empty() ? NAN : records_.front().objective, stop_.divergence_factor);
-  } else if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift) {
-    stop_reason_ = "replica_drift";
-    spdlog::error(
-        "replica drift {:.3g} at clock {} exceeds stop.max_replica_drift {}: the workers' replicas of W have gone "
-        "separate ways (partial broadcast on partitions that differ, or SSP/ASP far behind); no model with these "
-        "weights is written",
-        r.replica_drift, r.replica_drift_clock, stop_.max_replica_drift);
-  } else if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) {
-    stop_reason_ = "target_accuracy";
-  } else if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) {
-    stop_reason_ = "target_objective";
-  } else if (stop_.rel_tol > 0 && std::isfinite(prev)) {
-    const double rel = std::abs(prev - r.objective) / std::max(std::abs(prev), 1e-12);
-    below_tol_ = rel < stop_.rel_tol ? below_tol_ + 1 : 0;
-    if (below_tol_ >= stop_.patience) stop_reason_ = "converged";
-  }
+  if (stop_reason_.empty()) stop_reason_ = rule_.decide(records_);
 }
 
 // A checkpoint that cannot be written (full disk, I/O error, read-only file system) loses nothing:
@@ -248,7 +219,7 @@ void ObjectiveMonitor::checkpoint_if_good(int64_t clock, const View& w, const Ev
       why = fmt::format("the run stopped as \"{}\"", stop_reason_);
     else if (!w.finite)
       why = "W has non-finite values";
-    else if (diverged(r))
+    else if (rule_.diverged(r, records_))
       why = fmt::format("the objective there, {}, diverged", r.objective);
     else if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift)
       why = fmt::format("the replicas drifted apart ({} > stop.max_replica_drift)", r.replica_drift);
@@ -326,7 +297,7 @@ void ObjectiveMonitor::handle(const EvalRequest& q, const View& w) {
         if (!convergence_warning_.empty()) spdlog::warn("{}", convergence_warning_);
       }
     }
-    decide(r);
+    decide();
   }
   if (checkpoint) checkpoint_if_good(q.record.clock, w, r);
 }

@@ -30,6 +30,7 @@
 #include "sfb/core/metrics.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/runtime/shared_weights.h"
+#include "sfb/runtime/stop_rule.h"
 
 namespace sfb::runtime {
 
@@ -100,8 +101,8 @@ class ObjectiveMonitor {
   void commit_checkpoint();
   void checkpoint_failed(int64_t clock, const Error& e) const;
   void checkpoint_if_good(int64_t clock, const View& w, const EvalRecord& r);
-  void decide(const EvalRecord& r);
-  bool diverged(const EvalRecord& r) const;
+  // stop_reason_ from the records so far (rule_), unless it is set already.
+  void decide();
   void log_progress(const EvalRecord& r) const;
   bool drift_too_far(const EvalRecord& r) const;
 
@@ -125,7 +126,7 @@ class ObjectiveMonitor {
   mutable std::mutex mu_;
   std::vector<EvalRecord> records_;
   std::string stop_reason_;
-  int below_tol_ = 0;
+  StopRule rule_;
   int64_t drift_warnings_ = 0;                               // guarded by mu_
   std::string convergence_warning_;                          // guarded by mu_
   double drift_ = std::numeric_limits<double>::quiet_NaN();  // guarded by mu_

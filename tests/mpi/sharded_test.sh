@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# comm.scheme = "sharded" end to end under mpirun: 3 ranks train sparse MLR with checkpoints (the
+# objective falls, bytes per clock match the formula within 2%, every rank holds a block of W, the
+# model file is written from the blocks); the checkpoint resumes on 2 ranks (re-sharded) to the run's
+# end; --evaluate of the model file reports the run's final accuracy; SSP, SDCA and sparse coding
+# are refused with exit 2 naming why, before any work.
+#   sharded_test.sh <sfbd> <source dir>
+set -euo pipefail
+SFBD=$1
+SRC=$2
+source "$SRC/tests/mpi/lib.sh"
+sfb_test_scratch
+CFG="$SRC/configs/synthetic_sparse.toml"
+COMMON=(--set comm.scheme='"sharded"' --set sfb.staleness=0 --set eval.every=20 --set eval.train_sample=500
+  --set stop.divergence_factor=0)
+run() {
+  local np=$1
+  shift
+  sfb_mpirun -np "$np" "$SFBD" --config "$CFG" "${COMMON[@]}" "$@"
+}
+
+echo "== 3 ranks, 120 clocks, a checkpoint every 40"
+run 3 --set stop.max_clocks=120 --set checkpoint.every=40 --set checkpoint.path='"ckpt.bin"' \
+  --set "output.dir=\"$OUT/a\"" > "$OUT/a.log" 2>&1 || { cat "$OUT/a.log"; fail "run a"; }
+S="$OUT/a/summary.json"
+[ "$(jq -r .scheme "$S")" = sharded ] || fail "scheme $(jq -r .scheme "$S")"
+[ "$(jq -r .final_clock "$S")" = 120 ] || fail "final_clock $(jq -r .final_clock "$S")"
+first=$(head -1 "$OUT/a/metrics.jsonl" | jq -r .objective)
+last=$(jq -r .final_objective "$S")
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < 0.8 * a) }' || fail "the objective did not fall: $first -> $last"
+acc=$(jq -r .final_accuracy "$S")
+awk -v a="$acc" 'BEGIN { exit !(a > 0.2) }' || fail "test accuracy $acc"
+measured=$(jq -r .bytes_per_clock "$S")
+theory=$(jq -r .theory_bytes_per_clock "$S")
+awk -v m="$measured" -v t="$theory" 'BEGIN { r = m / t; exit !(r > 0.98 && r < 1.02) }' ||
+  fail "bytes per clock $measured, theory $theory"
+[ "$(jq -r .checksums_equal "$S")" = null ] || fail "checksums_equal should be null for blocks"
+grep -q "this rank's block of W (7 of 20 rows" "$OUT/a.log" || fail "no block in the memory estimate"
+grep -q "checkpoint at clock 80 written" "$OUT/a.log" || fail "no checkpoint at clock 80"
+[ -s "$OUT/a/model.bin" ] || fail "no model file"
+
+echo "== the last checkpoint resumes on 2 ranks (re-sharded)"
+cp "$OUT/a/ckpt.bin" "$OUT/ckpt120.bin"
+run 2 --set stop.max_clocks=150 --set "output.dir=\"$OUT/b\"" --resume "$OUT/ckpt120.bin" > "$OUT/b.log" 2>&1 ||
+  { cat "$OUT/b.log"; fail "resume"; }
+grep -q "resuming from $OUT/ckpt120.bin at clock 120" "$OUT/b.log" || { cat "$OUT/b.log"; fail "resume clock"; }
+[ "$(jq -r .final_clock "$OUT/b/summary.json")" = 150 ] || fail "resumed final_clock"
+
+echo "== --evaluate the model file"
+"$SFBD" --config "$CFG" --set eval.train_sample=500 --evaluate "$OUT/a/model.bin" > "$OUT/eval.json" 2> "$OUT/eval.err" ||
+  { cat "$OUT/eval.err"; fail "evaluate"; }
+[ "$(jq -r .test_accuracy "$OUT/eval.json")" = "$acc" ] || fail "evaluate accuracy $(jq -r .test_accuracy "$OUT/eval.json"), run $acc"
+echo "== --evaluate sharded on 2 ranks (no rank holds W): the same numbers"
+sfb_mpirun -np 2 "$SFBD" --config "$CFG" "${COMMON[@]}" --evaluate "$OUT/a/model.bin" > "$OUT/eval2.json" \
+  2> "$OUT/eval2.err" || { cat "$OUT/eval2.err"; fail "sharded evaluate"; }
+[ "$(jq -r .scheme "$OUT/eval2.json")" = sharded ] || { cat "$OUT/eval2.json"; fail "sharded evaluate: scheme"; }
+[ "$(jq -r .test_accuracy "$OUT/eval2.json")" = "$acc" ] || fail "sharded evaluate accuracy $(jq -r .test_accuracy "$OUT/eval2.json")"
+awk -v a="$(jq -r .train_objective "$OUT/eval.json")" -v b="$(jq -r .train_objective "$OUT/eval2.json")" \
+  'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * a) }' || fail "sharded evaluate's train objective"
+
+echo "== refused before any work"
+for bad in "sfb.staleness=2:BSP only" "model.name=\"l2mlr\" --set model.solver=\"sdca\":model.solver = \"sdca\"" \
+  "model.name=\"sparse_coding\":lasso over the whole dictionary"; do
+  set +e
+  # shellcheck disable=SC2086
+  sfb_mpirun -np 2 "$SFBD" --config "$CFG" "${COMMON[@]}" --set ${bad%%:*} --set "output.dir=\"$OUT/c\"" \
+    > "$OUT/c.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc = 2 ] && grep -qF "${bad#*:}" "$OUT/c.log" || { tail -5 "$OUT/c.log"; fail "${bad%%:*}: exit $rc"; }
+done
+echo PASS
