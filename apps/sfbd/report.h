@@ -31,6 +31,8 @@ struct SfbRun {
   // guests (core/machine.h MachineWatch; -1: unknown): the timing of a run with a large one is the
   // neighbours' as much as sfb's.
   double cpu_stolen_share = -1;
+  // runtime/still_improving.h: the run stopped at its limit while still improving; "" otherwise.
+  std::string still_improving;
 };
 
 // A run's steal share as summary.json has it (SFB's top level, the CNN mode's contention): 4
