@@ -11,7 +11,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
   try {
-    const auto d = sfb::io::parse_libsvm(in, "fuzz.svm", {50, 5, 1});
+    sfb::io::LibsvmOptions fixed;
+    fixed.features = 50;
+    fixed.classes = 5;
+    fixed.label_offset = 1;
+    const auto d = sfb::io::parse_libsvm(in, "fuzz.svm", fixed);
     d.validate();
   } catch (const sfb::DataError&) {
   }
