@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "job.h"
+#include "predict.h"
 #include "sfb/api/abi_id.h"
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/onednn_layers.h"
@@ -46,6 +47,8 @@ struct Cli {
   std::string show_key;
   bool show = false;  // --show was given (an empty key is an error, never "train")
   bool find_lr = false;
+  std::string predict_path, data_path, out_path;  // --predict MODEL --data FILE --out PRED
+  bool probabilities = false;
 };
 
 // "sfbd 0.1.0 (plugin ABI 0x..., OpenBLAS ..., oneDNN ..., CUDA ...)": what this binary runs with.
@@ -83,6 +86,19 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
       ->excludes("--check")
       ->excludes("--evaluate")
       ->excludes("--profile");
+  app.add_option("--predict", cli.predict_path,
+                 "Predict with a classifier's model file (mlr, l2mlr) the rows of --data FILE (libsvm) into --out "
+                 "PRED, in liblinear-predict's format (the training file's own labels); no config needed; trains "
+                 "nothing")
+      ->excludes("--check")
+      ->excludes("--resume")
+      ->excludes("--evaluate")
+      ->excludes("--profile")
+      ->excludes("--find-lr");
+  app.add_option("--data", cli.data_path, "--predict: the libsvm file whose rows to predict");
+  app.add_option("--out", cli.out_path, "--predict: the predictions file to write");
+  app.add_flag("--probabilities,-b", cli.probabilities,
+               "--predict: each row's class probabilities too, after a \"labels ...\" line (liblinear -b 1)");
   auto* show =
       app.add_option("--show", cli.show_key,
                      "Print the resolved value of one config key (after --set) as TOML text, or with "
@@ -208,6 +224,12 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   if (cli.list_keys) {
     if (mpi.rank() == 0) print_keys();
     return kExitOk;
+  }
+  if (!cli.predict_path.empty())
+    return predict(cli.predict_path, cli.data_path, cli.out_path, cli.probabilities, mpi.rank());
+  if (!cli.data_path.empty() || !cli.out_path.empty() || cli.probabilities) {
+    if (mpi.rank() == 0) fmt::print(stderr, "sfbd: error: --data, --out and --probabilities go with --predict MODEL\n");
+    return kExitBadInput;
   }
   Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, {}, {}};
   const bool loaded = job.all_ok("agreeing on the config", [&] {

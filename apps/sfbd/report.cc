@@ -189,6 +189,7 @@ Json sfb_summary(const SfbRun& run) {
           {"objective_rows", run.objective_rows},
           {"replica_drift", drift_json(cfg, r)},
           {"convergence_warning", r.convergence_warning.empty() ? Json(nullptr) : Json(r.convergence_warning)},
+          {"still_improving", run.still_improving.empty() ? Json(nullptr) : Json(run.still_improving)},
           {"reconcile", reconcile_json(r)},
           {"final_clock", r.final_clock},
           {"seconds", fixed(r.seconds, 6)},
@@ -212,7 +213,8 @@ void print_sfb_table(const SfbRun& run) {
   fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} over {} | K = {}\n", cfg.source, run.workers,
              cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.comm.transport,
              cfg.optimizer.minibatch);
-  fmt::print("  stop reason      {}\n", r.stop_reason);
+  fmt::print("  stop reason      {}{}\n", r.stop_reason,
+             run.still_improving.empty() ? "" : " (still improving: see the warning above)");
   fmt::print("  model            {} (W {} x {}, {})\n", run.model_name, run.J, run.D, sfb::layout_name(run.layout));
   fmt::print("  clocks           {}\n", r.final_clock);
   fmt::print("  wall time        {:.2f} s\n", r.seconds);

@@ -35,6 +35,8 @@ struct SfbRun {
   // and the theory's bytes come from the model's statistics (baselines::sharded_bytes_per_clock).
   bool sharded = false;
   double sharded_theory_bytes = 0;
+  // runtime/still_improving.h: the run stopped at its limit while still improving; "" otherwise.
+  std::string still_improving;
 };
 
 // A run's steal share as summary.json has it (SFB's top level, the CNN mode's contention): 4

@@ -11,6 +11,7 @@
 
 #include "job.h"
 #include "lr_search.h"
+#include "predict.h"
 #include "report.h"
 #include "sfb/baselines/dense_update.h"
 #include "sfb/baselines/fms_server.h"
@@ -19,6 +20,7 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/hash.h"
 #include "sfb/core/machine.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
@@ -31,11 +33,17 @@
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/reconciler.h"
 #include "sfb/runtime/sharded_worker.h"
+#include "sfb/runtime/still_improving.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/worker.h"
 
 namespace sfbd {
 namespace {
+
+// The built-in models whose W's rows are the classes' scores (predict.h).
+bool is_classifier(const sfb::Config& cfg) {
+  return cfg.model.plugin.empty() && (cfg.model.name == "mlr" || cfg.model.name == "l2mlr");
+}
 
 struct Setup {
   int workers = 0;
@@ -287,9 +295,44 @@ int run_server(Job& job, const Setup& s) {
   return job.mpi.broadcast(0, 0);  // rank 0's exit code
 }
 
+// What the model file keeps besides W: data.bias, and for a classifier (W's rows the classes) the
+// training file's label of each class, so predictions speak the file's labels.
+sfb::io::ModelMeta model_meta(const sfb::Config& cfg, const Setup& s) {
+  sfb::io::ModelMeta meta;
+  meta.bias = cfg.data.bias;
+  const bool classifier = is_classifier(cfg);
+  if (classifier && static_cast<int64_t>(s.data.labels.size()) == s.model->rows()) meta.labels = s.data.labels;
+  return meta;
+}
+
+// Every rank read the same data (it inferred the same features and label map from its copy of
+// data.train): false, rank 0 having said which differ, when not.
+bool agree_on_data(Job& job, const Setup& s) {
+  uint64_t h = sfb::fnv1a64(std::as_bytes(std::span(s.data.labels)));
+  const int64_t shape[2] = {s.model->rows(), s.model->cols()};
+  h = sfb::fnv1a64(std::as_bytes(std::span(shape)), h);
+  try {
+    sfb::comm::check_values_equal(job.mpi.allgather(static_cast<int64_t>(h)),
+                                  "the data's shape and label map (every rank must read the same data.train)");
+  } catch (const sfb::InvalidArgument& e) {
+    if (job.rank() == 0) fmt::print(stderr, "sfbd: error: {}\n", e.what());
+    return false;
+  }
+  return true;
+}
+
 // Rank 0's outputs at the end; false when one could not be written (full disk, I/O error): each
 // file is written to a temporary and renamed, so a failure leaves the previous file (or none),
 // never a truncated one, and the checkpoint stays whole.
+// Rank 0: runtime/still_improving.h's warning for a run that stopped at its limit while still
+// improving (logged), or "".
+std::string still_improving_warning(const sfb::Config& cfg, const Setup& s, const sfb::runtime::WorkerResult& r) {
+  const bool gradient = s.model->update_rule() == sfb::api::UpdateRule::kGradientStep;
+  std::string improving = sfb::runtime::still_improving(cfg.stop, r.stop_reason, r.evals, r.start_clock, gradient);
+  if (!improving.empty()) spdlog::warn("{}", improving);
+  return improving;
+}
+
 // `sharded`: the sharded scheme's run, whose model file is written already (collectively): whether
 // it was, and the theory's bytes.
 struct ShardedOutputs {
@@ -298,7 +341,8 @@ struct ShardedOutputs {
 };
 
 bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, RankMemory memory,
-                   double cpu_stolen_share, std::optional<ShardedOutputs> sharded = std::nullopt) {
+                   double cpu_stolen_share, std::string still_improving,
+                   std::optional<ShardedOutputs> sharded = std::nullopt) {
   const auto& cfg = job.cfg;
   bool ok = !sharded || sharded->model_written;
   const auto attempt = [&](const std::string& what, const std::function<void()>& write) {
@@ -312,21 +356,22 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     else if (result.stop_reason == "diverged" || result.stop_reason == "replica_drift")
       spdlog::error("{} not written: the run stopped with reason \"{}\"", path, result.stop_reason);
     else
-      attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked()); });
+      attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked(), model_meta(cfg, s)); });
   }
   SfbRun run{cfg,
-             result,
-             s.model->name(),
-             s.workers,
-             s.model->rows(),
-             s.model->cols(),
-             s.model->sparse_v(),
-             s.data.eval_sample.n,
-             s.model->layout(),
-             s.auto_choice,
-             s.lr_search,
-             std::move(memory),
-             cpu_stolen_share};
+                   result,
+                   s.model->name(),
+                   s.workers,
+                   s.model->rows(),
+                   s.model->cols(),
+                   s.model->sparse_v(),
+                   s.data.eval_sample.n,
+                   s.model->layout(),
+                   s.auto_choice,
+                   s.lr_search,
+                   std::move(memory),
+                   cpu_stolen_share,
+                   std::move(still_improving)};
   if (sharded) {
     run.sharded = true;
     run.sharded_theory_bytes = sharded->theory_bytes;
@@ -391,12 +436,55 @@ int evaluate_sharded(Job& job, const std::string& path) {
   return kExitOk;
 }
 
+namespace {
+
+// --evaluate's per-class report of a classifier on the test set (predict.h), with the confusion
+// matrix as CSV text (--evaluate writes no file). `test` is the loaded test set, or null: data.test
+// is read with the model file's label map. `data_labels`: the label map the data gave, to be the
+// file's.
+sfb::Json class_report(const sfb::Config& cfg, const std::string& path, const sfb::io::Dataset* test,
+                       const std::vector<int64_t>& data_labels) {
+  const Classifier c = read_classifier(path);
+  SFB_CHECK_DATA(c.meta.labels.empty() || data_labels.empty() || c.meta.labels == data_labels,
+                 "--evaluate {}: the model file's {} labels ({} .. {}) are not the {} labels of data.train {}", path,
+                 c.meta.labels.size(), c.meta.labels.front(), c.meta.labels.back(), data_labels.size(), cfg.data.train);
+  const sfb::ClassReport r = test ? score_rows(c, *test, nullptr, false)
+                                  : score_libsvm(c, cfg.data.test, cfg.data.max_test_samples, nullptr, false);
+  sfb::Json j = class_report_json(r, c.labels);
+  j["confusion_csv"] = r.confusion_csv(c.labels);
+  return j;
+}
+
+// --evaluate without data.train (libsvm): the model file's W and label map on data.test alone.
+int evaluate_test_only(Job& job, const std::string& path) {
+  const auto& cfg = job.cfg;
+  sfb::Json j;
+  const bool ok = job.all_ok("evaluating the model file on data.test", [&] {
+    if (job.rank() != 0) return;
+    SFB_CHECK(cfg.data.format == sfb::DataFormat::kLibsvm && !cfg.data.test.empty(),
+              "--evaluate without data.train needs data.format = \"libsvm\" and data.test");
+    const sfb::io::ModelMeta meta = sfb::io::read_model_meta(path);
+    j = {{"model_file", path}, {"J", meta.rows}, {"D", meta.cols}, {"format_version", meta.version}};
+    j["classes"] = class_report(cfg, path, nullptr, {});
+    j["test_rows"] = j["classes"]["rows"];
+    j["test_accuracy"] = j["classes"]["accuracy"];
+    j["test_log_loss"] = j["classes"]["log_loss"];
+  });
+  if (!ok) return kExitBadInput;
+  if (job.rank() == 0) fmt::print("{}", sfb::to_document(j));
+  return kExitOk;
+}
+
+}  // namespace
+
 int evaluate_sfb(Job& job, const std::string& path) {
   const auto& cfg = job.cfg;
   if (cfg.comm.scheme == sfb::Scheme::kSharded) return evaluate_sharded(job, path);
+  if (cfg.data.format == sfb::DataFormat::kLibsvm && cfg.data.train.empty()) return evaluate_test_only(job, path);
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
   sfb::Matrix stored;  // W in the model's layout, read straight from the file (no second copy)
+  sfb::Json report;    // a classifier's per-class report on the test set
   // Rank 0 evaluates on the whole training and test sets; other ranks (under mpirun) wait.
   const bool ok = job.all_ok("agreeing that the model file and data loaded", [&] {
     if (job.rank() != 0) return;
@@ -409,6 +497,7 @@ int evaluate_sfb(Job& job, const std::string& path) {
     stored.resize(sfb::stored_rows(model->layout(), model->rows(), model->cols()),
                   sfb::stored_cols(model->layout(), model->rows(), model->cols()));
     check_model_file("--evaluate", path, *model, sfb::row_sink(stored, model->layout()));
+    if (is_classifier(cfg) && data.test.n > 0) report = class_report(cfg, path, &data.test, data.labels);
   });
   if (!ok) return kExitBadInput;
   if (job.rank() != 0) return kExitOk;
@@ -433,6 +522,10 @@ int evaluate_sfb(Job& job, const std::string& path) {
   sfb::Json metrics = sfb::Json::object();
   for (const auto& [k, v] : model->metrics(Wl, data.train, 0, test ? &data.test : nullptr)) metrics[k] = sfb::sig(v, 8);
   j["metrics"] = metrics;
+  if (!report.is_null()) {
+    j["test_log_loss"] = report["log_loss"];
+    j["classes"] = report;
+  }
   fmt::print("{}", sfb::to_document(j));
   return kExitOk;
 }
@@ -675,7 +768,7 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     if (finite && !bad)
       worker.file_order([&](const sfb::RowSource& src) {
-        out.model_written = write_output(cfg, path, [&] { sfb::io::write_model(path, src); });
+        out.model_written = write_output(cfg, path, [&] { sfb::io::write_model(path, src, model_meta(cfg, s)); });
       });
     else if (job.rank() == 0)
       spdlog::error("{} not written: {}", path,
@@ -684,7 +777,8 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory), steal, out);
+    const bool written =
+        write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result), out);
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }
   job.transport.reset();
@@ -695,7 +789,7 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
-  if (!set_up(job, s)) return kExitBadInput;
+  if (!set_up(job, s) || !agree_on_data(job, s)) return kExitBadInput;
   // Every worker computes the same limit (total_train counts all ranks' rows); servers run until told.
   job.cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, s.workers * cfg.optimizer.minibatch);
   if (!s.server)
@@ -755,7 +849,7 @@ int run_sfb(Job& job) {
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory), steal);
+    const bool written = write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result));
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

@@ -136,7 +136,9 @@ TEST(Config, BuiltInModelKeysWithAPluginAreAnErrorNamingWhereTheyWereSet) {
 }
 
 TEST(Config, CrossFieldRules) {
-  EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\ntrain = \"x\"\n"), HasSubstr("needs data.features > 0"));
+  EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\n"), HasSubstr("\"libsvm\" needs data.train"));
+  EXPECT_THAT(error_of("[data]\nformat = \"libsvm\"\ntrain = \"x\"\nclasses = 1\n"),
+              HasSubstr("data.classes = 1: a classifier needs 2 classes or more"));
   EXPECT_THAT(error_of("[data]\nformat = \"idx\"\n"), HasSubstr("needs data.train_images"));
 }
 
@@ -237,7 +239,7 @@ TEST(Config, EachModeRefusesTheKeysTheSchemaMarksForTheOther) {
   }
   EXPECT_GE(sfb_only, 30);
   EXPECT_GE(cnn_only, 10);
-  EXPECT_EQ(built_in, 11) << "model.name .. model.lasso_steps";
+  EXPECT_EQ(built_in, 12) << "model.name .. model.lasso_steps, model.C";
   EXPECT_THAT(error_of(std::string(kBase) + "[job]\nmode = \"mgwfbp\"\n", {"model.params.alpha=1"}),
               HasSubstr("model.params is not used by job.mode = \"mgwfbp\""));
 }

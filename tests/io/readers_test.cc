@@ -114,6 +114,62 @@ TEST(Libsvm, BadTokensNameFileAndLine) {
               HasSubstr("bad.svm:2: label 17777777777777777777777777777777777"));
 }
 
+// data.features and data.classes unset: one pass over the file finds them as liblinear does (the
+// largest index; any integer labels, mapped to 0..J-1 in ascending order), on every rank alike.
+TEST(Libsvm, FeaturesAndClassesFromTheFile) {
+  TempDir dir;
+  write_raw(dir.file("t.svm"), "+7 2:1 5:2\n-3 1:1\n# c\n42 3:1\n7 9:1\n");
+  write_raw(dir.file("test.svm"), "42 1:1 12:5\n-3 9:2\n");
+  const LibsvmSummary sum = scan_libsvm(dir.file("t.svm"));
+  EXPECT_EQ(sum.rows, 4);
+  EXPECT_EQ(sum.max_index, 9);
+  EXPECT_EQ(sum.labels, (std::vector<int64_t>{-3, 7, 42}));
+  DataConfig cfg;
+  cfg.format = DataFormat::kLibsvm;
+  cfg.bias = false;
+  cfg.train = dir.file("t.svm");
+  cfg.test = dir.file("test.svm");
+  for (int p : {1, 2, 3}) {
+    for (int r = 0; r < p; ++r) {
+      const LoadedData d = load_data(cfg, 1, r, p, true);
+      EXPECT_EQ(d.labels, (std::vector<int64_t>{-3, 7, 42}));
+      EXPECT_EQ(d.train.dim, 9);
+      EXPECT_EQ(d.train.classes, 3);
+      EXPECT_EQ(d.total_train, 4);
+    }
+  }
+  cfg.partition = Partition::kContiguous;
+  const LoadedData d = load_data(cfg, 1, 0, 1, true);
+  EXPECT_EQ(d.train.labels, (std::vector<int32_t>{1, 0, 2, 1}));
+  // The test file's index 12 is beyond the training file's 9: skipped, as liblinear-predict does.
+  EXPECT_EQ(d.test.labels, (std::vector<int32_t>{2, 0}));
+  EXPECT_EQ(d.test.csr.nonZeros(), 2);
+  // With data.classes set the labels are data.label_offset + j, as before.
+  cfg.classes = 50;
+  cfg.label_offset = -3;
+  EXPECT_EQ(load_data(cfg, 1, 0, 1, false).labels.at(45), 42);
+}
+
+TEST(Libsvm, ABadFileIsNamedByLineAndWhatIsThere) {
+  TempDir dir;
+  DataConfig cfg;
+  cfg.format = DataFormat::kLibsvm;
+  cfg.train = dir.file("t.svm");
+  auto err = [&](const std::string& content) {
+    write_raw(cfg.train, content);
+    return data_error([&] { load_data(cfg, 1, 0, 1, false); });
+  };
+  EXPECT_THAT(err("1 1:1\n2 1:1\n0.5 2:1\n"), HasSubstr("t.svm:3: label '0.5' is not an integer"));
+  EXPECT_THAT(err("1 1:1\n1 2:1\n"), HasSubstr("every one of its 2 rows has label 1"));
+  EXPECT_THAT(err("1 1:1\n2 4:1 3:1\n"), HasSubstr("t.svm:2: feature index 3 does not increase (after 4)"));
+  // A test label the training file does not have.
+  write_raw(dir.file("test.svm"), "1 1:1\n5 1:1\n");
+  cfg.test = dir.file("test.svm");
+  write_raw(cfg.train, "1 1:1\n2 1:1\n");
+  EXPECT_THAT(data_error([&] { load_data(cfg, 1, 0, 1, true); }),
+              HasSubstr("test.svm:2: label 5 is not one of the 2 labels the model knows (1 .. 2)"));
+}
+
 TEST(Partition, CoversEveryRowOnce) {
   for (int64_t n : {0, 1, 7, 60000}) {
     for (int p : {1, 2, 3, 4, 7}) {

@@ -96,6 +96,26 @@ TEST(L2Mlr, SgdSfsAreTheCrossEntropyGradientAndTheProxIsAShrinkage) {
   EXPECT_LT((G2 - G2ref).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
+// model.C is liblinear's C: lambda = 1 / (C n) over the n training rows of every rank (here 6
+// rows of which this rank holds all; then 24 rows in all), whatever model.lambda says.
+TEST(L2Mlr, CIsLiblinearsC) {
+  Config cfg = base_config();
+  cfg.model.name = "l2mlr";
+  cfg.model.lambda = 0.3;
+  cfg.model.C = 2;
+  io::Dataset data = io::make_synthetic({6, 5, 3, 1.0, 0.0, 11, 0});
+  const Matrix W = 0.3f * Matrix::Random(3, data.dim);
+  ConfigModelContext ctx(cfg, data, data.n, 0, 1);
+  auto m = make_model("l2mlr", ctx);
+  EXPECT_DOUBLE_EQ(m->prox_scale(0.5), 1.0 / (1.0 + 0.5 / 12.0));
+  EXPECT_NEAR(m->objective(W, data, 0), Mlr::cross_entropy(W, data, 0) + 0.5 / 12.0 * W.squaredNorm(), 1e-5);
+  ConfigModelContext ctx4(cfg, data, 24, 0, 4);
+  EXPECT_DOUBLE_EQ(make_model("l2mlr", ctx4)->prox_scale(0.5), 1.0 / (1.0 + 0.5 / 48.0));
+  cfg.model.C = 0;
+  ConfigModelContext ctx0(cfg, data, data.n, 0, 1);
+  EXPECT_DOUBLE_EQ(make_model("l2mlr", ctx0)->prox_scale(0.5), 1.0 / 1.15);
+}
+
 TEST(L2Mlr, OneRankEqualsTheSerialProximalSgdReference) {
   Config cfg = base_config();
   cfg.model.name = "l2mlr";

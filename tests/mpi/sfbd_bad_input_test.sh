@@ -39,7 +39,7 @@ expect bad-range 2 "neg.toml:6: sfb.staleness must be 0 to 2^53 or \"inf\", got 
 expect bad-override 2 "--set optimizer.minibatch=0: optimizer.minibatch must be in [1," -- "${MPI[@]}" -np 4 "$SFBD" --config "$base" --set optimizer.minibatch=0
 expect missing-config 2 "$OUT/nope.toml: cannot read config" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/nope.toml"
 expect missing-data 2 "$OUT/missing.svm: cannot open" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/missing.toml"
-expect bad-libsvm 2 "$OUT/bad.svm:2: feature index 12 is outside [1, 10]" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/badsvm.toml"
+expect bad-libsvm 2 "$OUT/bad.svm:2: feature index 12 (the file's largest) is above data.features = 10" -- "${MPI[@]}" -np 2 "$SFBD" --config "$OUT/badsvm.toml"
 expect bad-idx 2 "bad.svm: not an IDX file" -- "${MPI[@]}" -np 4 "$SFBD" --config "$OUT/badidx.toml"
 expect config-mismatch 2 "differs between ranks" -- "${MPI[@]}" -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" : \
   -np 2 "$SFBD" --config "$base" --set output.dir="$OUT/o4" --set sfb.staleness=1

@@ -237,12 +237,15 @@ const std::vector<Field>& schema() {
     f.push_back(string_field("data.test", &Config::data, &DataConfig::test, {},
                              "libsvm: test file; empty disables test accuracy."));
     f.push_back(int_field("data.features", &Config::data, &DataConfig::features, 0, int64_t{1} << 31,
-                          "libsvm: number of features (indices 1..features); synthetic: D "
-                          "before the bias. Required for both."));
+                          "libsvm: number of features (indices 1..features); 0: the largest index in "
+                          "data.train (one pass, as liblinear reads it; the test file's larger indices are "
+                          "skipped). synthetic: D before the bias, required."));
     f.push_back(int_field("data.classes", &Config::data, &DataConfig::classes, 0, int64_t{1} << 31,
-                          "Number of classes J. 0: max training label + 1 (idx only)."));
+                          "Number of classes J. 0: from the training file: idx: max label + 1; libsvm: its "
+                          "distinct labels (any integers) mapped to 0..J-1 in ascending order, the map kept in "
+                          "the model file (as liblinear does). Required for synthetic."));
     f.push_back(int_field("data.label_offset", &Config::data, &DataConfig::label_offset, -kMax, kMax,
-                          "libsvm: subtracted from every label (1 for labels 1..J)."));
+                          "libsvm with data.classes set: subtracted from every label (1 for labels 1..J)."));
     f.push_back(
         bool_field("data.bias", &Config::data, &DataConfig::bias, "Append a constant 1 feature (D grows by 1)."));
     f.push_back(choice_field("data.partition", &Config::data, &DataConfig::partition,
@@ -284,7 +287,11 @@ const std::vector<Field>& schema() {
                      "row-major otherwise), \"row-major\" (J x D) or \"feature-major\" (D x J; mlr and "
                      "l2mlr only). Files hold W row-major either way. A plugin declares its own.")));
     f.push_back(built_in_model(float_field("model.lambda", &Config::model, &ModelConfig::lambda, 0.0, 1e6,
-                                           "l2mlr: L2 weight lambda of (lambda/2)||W||^2.")));
+                                           "l2mlr: L2 weight lambda of (lambda/2)||W||^2 (model.C > 0 sets it).")));
+    f.push_back(built_in_model(float_field("model.C", &Config::model, &ModelConfig::C, 0.0, 1e12,
+                                           "l2mlr: liblinear's C (-c): > 0 sets lambda = 1 / (C n), n the "
+                                           "training rows, so that n lambda/2 ||W||^2 + sum of losses is "
+                                           "liblinear's ||W||^2/2 + C sum of losses; 0: model.lambda.")));
     f.push_back(built_in_model(string_field("model.solver", &Config::model, &ModelConfig::solver, {"sgd", "sdca"},
                                             "l2mlr: \"sgd\" (proximal SGD, O(1) prox by a scale factor) or \"sdca\" "
                                             "(stochastic dual coordinate ascent; optimizer.lr is not used).")));
@@ -640,9 +647,11 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
     SFB_CHECK(cfg.data.test_images.empty() == cfg.data.test_labels.empty(),
               "{}: data.test_images and data.test_labels must be given together", name);
   } else if (cfg.data.format == sfb::DataFormat::kLibsvm) {
-    SFB_CHECK(!cfg.data.train.empty(), "{}: data.format = \"libsvm\" needs data.train", name);
-    SFB_CHECK(cfg.data.features > 0, "{}: data.format = \"libsvm\" needs data.features > 0", name);
-    SFB_CHECK(cfg.data.classes > 1, "{}: data.format = \"libsvm\" needs data.classes >= 2", name);
+    // data.train may be left out for --evaluate on data.test (load_data refuses training without it).
+    SFB_CHECK(!cfg.data.train.empty() || !cfg.data.test.empty(),
+              "{}: data.format = \"libsvm\" needs data.train (and data.test for a test set)", name);
+    SFB_CHECK(cfg.data.classes != 1, "{}: data.classes = 1: a classifier needs 2 classes or more (0: from the file)",
+              name);
   } else {
     SFB_CHECK(cfg.data.features > 0, "{}: data.format = \"synthetic\" needs data.features > 0", name);
     SFB_CHECK(cfg.data.classes > 1, "{}: data.format = \"synthetic\" needs data.classes >= 2", name);

@@ -135,6 +135,7 @@ struct ModelConfig {
   std::string init;             // model file to start from ("": the model's own init())
   std::string layout = "auto";  // built-in models' W in memory: auto | row-major | feature-major
   double lambda = 1e-4;         // l2mlr: L2 weight
+  double C = 0.0;               // l2mlr: liblinear's C; > 0 sets lambda = 1 / (C n), n the training rows
   std::string solver = "sgd";   // l2mlr: sgd (proximal SGD) | sdca
   double sdca_sigma = 0.0;      // l2mlr sdca: 0 = P * K (safe for P * K simultaneous dual steps)
   int64_t dim = 32;             // dml: rows of L (projection dimension)

@@ -1,5 +1,6 @@
 #include "sfb/io/libsvm_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +17,9 @@
 
 namespace sfb::io {
 namespace {
+
+constexpr double kMaxLabel = 9007199254740992.0;  // 2^53: every integer up to it is a double
+constexpr int64_t kMaxIndex = INT32_MAX - 1;      // a column index, with room for data.bias's
 
 bool is_data_line(std::string_view s) {
   const size_t p = s.find_first_not_of(" \t\r");
@@ -41,8 +46,8 @@ class LineParser {
     while (pos_ < s_.size() && s_[pos_] != ' ' && s_[pos_] != '\t' && s_[pos_] != '\r') ++pos_;
     return s_.substr(start, pos_ - start);
   }
-  // The class of the line's label: an integer (a leading '+' as in "+1" is fine) minus the offset.
-  int32_t label(const LibsvmOptions& opt) {
+  // The line's label as the file writes it: an integer (a leading '+' as in "+1" is fine).
+  int64_t raw_label() {
     std::string_view lab = next_token();
     const std::string shown = excerpt(lab, 40);
     if (lab.size() > 1 && lab[0] == '+') lab.remove_prefix(1);
@@ -50,16 +55,32 @@ class LineParser {
     auto [p, ec] = std::from_chars(lab.data(), lab.data() + lab.size(), value);
     SFB_CHECK_DATA(
         ec == std::errc() && p == lab.data() + lab.size() && std::isfinite(value) && value == std::floor(value),
-        "{}:{}: label '{}' is not an integer", path_, lineno_, shown);
+        "{}:{}: label '{}' is not an integer (the first token of a line is its class label)", path_, lineno_, shown);
     // Range-check in double first: casting a huge label to int64 is undefined (found by fuzz_libsvm).
-    const double shifted = value - static_cast<double>(opt.label_offset);
+    SFB_CHECK_DATA(std::abs(value) <= kMaxLabel, "{}:{}: label {} is outside [-2^53, 2^53]", path_, lineno_, shown);
+    return static_cast<int64_t>(value);
+  }
+  // The class of the line's label: its index in opt.label_map, or the label minus the offset.
+  int32_t label(const LibsvmOptions& opt) {
+    const int64_t value = raw_label();
+    if (!opt.label_map.empty()) {
+      const auto& m = opt.label_map;
+      const auto it = std::lower_bound(m.begin(), m.end(), value);
+      if (it != m.end() && *it == value) return static_cast<int32_t>(it - m.begin());
+      SFB_CHECK_DATA(opt.unknown_labels, "{}:{}: label {} is not one of the {} labels the model knows ({} .. {})",
+                     path_, lineno_, value, m.size(), m.front(), m.back());
+      return -1;
+    }
+    const double shifted = static_cast<double>(value) - static_cast<double>(opt.label_offset);
     SFB_CHECK_DATA(shifted >= 0 && shifted < static_cast<double>(opt.classes),
-                   "{}:{}: label {} minus data.label_offset {} is outside [0, {})", path_, lineno_, shown,
-                   opt.label_offset, opt.classes);
+                   "{}:{}: label {} minus data.label_offset {} is outside [0, {}) (leave data.classes unset to take "
+                   "the classes from the file)",
+                   path_, lineno_, value, opt.label_offset, opt.classes);
     return static_cast<int32_t>(shifted);
   }
-  // index:value with a 1-based index in [1, features]; values that underflow float are 0.
-  std::pair<int64_t, float> feature(std::string_view tok, int64_t features) {
+  // index:value with a 1-based index in [1, features] (above it too when `skip`: the caller drops
+  // it); values that underflow float are 0.
+  std::pair<int64_t, float> feature(std::string_view tok, int64_t features, bool skip = false) {
     const size_t colon = tok.find(':');
     SFB_CHECK_DATA(colon != std::string_view::npos, "{}:{}: token '{}' is not index:value", path_, lineno_,
                    excerpt(tok, 40));
@@ -67,8 +88,10 @@ class LineParser {
     auto [ip, iec] = std::from_chars(tok.data(), tok.data() + colon, idx);
     SFB_CHECK_DATA(iec == std::errc() && ip == tok.data() + colon, "{}:{}: index '{}' is not an integer", path_,
                    lineno_, excerpt(tok.substr(0, colon), 40));
-    SFB_CHECK_DATA(idx >= 1 && idx <= features, "{}:{}: feature index {} is outside [1, {}] (data.features)", path_,
-                   lineno_, idx, features);
+    SFB_CHECK_DATA(idx >= 1 && (idx <= features || (skip && idx <= kMaxIndex)),
+                   "{}:{}: feature index {} is outside [1, {}] (data.features; leave it unset to take it from the "
+                   "file)",
+                   path_, lineno_, idx, features);
     const std::string_view text = tok.substr(colon + 1);
     double v = 0;
     auto [vp, vec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -94,6 +117,38 @@ class LineParser {
 };
 
 }  // namespace
+
+LibsvmSummary scan_libsvm(std::istream& in, const std::string& path) {
+  LibsvmSummary sum;
+  std::map<int64_t, int64_t> labels;  // label: its first line
+  std::string line;
+  for (int64_t lineno = 1; std::getline(in, line); ++lineno) {
+    if (!is_data_line(line)) continue;
+    ++sum.rows;
+    LineParser p(line, path, lineno);
+    labels.emplace(p.raw_label(), lineno);
+    int64_t prev = 0;
+    for (std::string_view tok = p.next_token(); !tok.empty(); tok = p.next_token()) {
+      const int64_t idx = p.feature(tok, kMaxIndex).first;
+      SFB_CHECK_DATA(idx > prev, "{}:{}: feature index {} does not increase (after {})", path, lineno, idx, prev);
+      prev = idx;
+    }
+    if (prev > sum.max_index) {
+      sum.max_index = prev;
+      sum.max_index_line = lineno;
+    }
+  }
+  for (const auto& [label, line] : labels) {
+    sum.labels.push_back(label);
+    sum.label_lines.push_back(line);
+  }
+  return sum;
+}
+
+LibsvmSummary scan_libsvm(const std::string& path) {
+  auto in = open(path);
+  return scan_libsvm(in, path);
+}
 
 int64_t count_libsvm_rows(const std::string& path) {
   auto in = open(path);
@@ -134,6 +189,8 @@ struct RowFilter {
 
 Dataset parse(std::istream& in, const std::string& path, const LibsvmOptions& opt, RowFilter filter) {
   SFB_ENFORCE(opt.features > 0 && opt.classes > 0, "features {} classes {}", opt.features, opt.classes);
+  SFB_ENFORCE(opt.label_map.empty() || static_cast<int64_t>(opt.label_map.size()) == opt.classes,
+              "label map of {} for {} classes", opt.label_map.size(), opt.classes);
   if (filter.rows)
     for (size_t i = 1; i < filter.rows->size(); ++i)
       SFB_ENFORCE((*filter.rows)[i] > (*filter.rows)[i - 1], "row list not ascending at {}", i);
@@ -152,9 +209,10 @@ Dataset parse(std::istream& in, const std::string& path, const LibsvmOptions& op
     labels.push_back(p.label(opt));
     int64_t prev = 0;
     for (std::string_view tok = p.next_token(); !tok.empty(); tok = p.next_token()) {
-      const auto [idx, val] = p.feature(tok, opt.features);
+      const auto [idx, val] = p.feature(tok, opt.features, opt.skip_extra_features);
       SFB_CHECK_DATA(idx > prev, "{}:{}: feature index {} does not increase (after {})", path, lineno, idx, prev);
       prev = idx;
+      if (idx > opt.features) continue;
       cols.push_back(static_cast<int32_t>(idx - 1));
       vals.push_back(val);
     }

@@ -64,13 +64,60 @@ void load_idx_data(const DataConfig& data, uint64_t seed, const LoadRequest& req
                  out.test.dim, out.train.dim);
 }
 
+// data.features and data.classes when set (checked against the file, so that every rank finds the
+// same first error, naming its line); else what the pass over data.train finds, as liblinear reads
+// it: the largest index, and the distinct labels mapped to 0..J-1 in ascending order.
+LibsvmOptions libsvm_options(const DataConfig& data, int64_t& rows, std::vector<int64_t>& labels) {
+  LibsvmOptions opt;
+  opt.features = data.features;
+  opt.classes = data.classes;
+  opt.label_offset = data.label_offset;
+  const LibsvmSummary sum = scan_libsvm(data.train);
+  rows = sum.rows;
+  const std::string& f = data.train;
+  if (opt.features == 0) {
+    SFB_CHECK_DATA(sum.rows == 0 || sum.max_index > 0, "{}: none of its {} rows has a feature", f, sum.rows);
+    opt.features = sum.max_index;
+  }
+  SFB_CHECK_DATA(sum.max_index <= opt.features,
+                 "{}:{}: feature index {} (the file's largest) is above data.features = {}; leave data.features "
+                 "unset (0) to take it from the file",
+                 f, sum.max_index_line, sum.max_index, opt.features);
+  if (opt.classes == 0) {
+    SFB_CHECK_DATA(sum.rows == 0 || sum.labels.size() >= 2,
+                   "{}: every one of its {} rows has label {}: a classifier needs 2 classes or more", f, sum.rows,
+                   sum.labels.empty() ? 0 : sum.labels.front());
+    opt.classes = static_cast<int64_t>(sum.labels.size());
+    opt.label_map = sum.labels;
+  }
+  for (size_t i : {size_t{0}, sum.labels.size() - 1}) {
+    if (!opt.label_map.empty() || sum.labels.empty()) break;
+    const int64_t l = sum.labels[i];
+    SFB_CHECK_DATA(l - data.label_offset >= 0 && l - data.label_offset < opt.classes,
+                   "{}:{}: label {} minus data.label_offset {} is outside [0, {}) (the file's labels are {} distinct "
+                   "from {} to {}); leave data.classes unset (0) to map any labels to classes as liblinear does",
+                   f, sum.label_lines[i], l, data.label_offset, opt.classes, sum.labels.size(), sum.labels.front(),
+                   sum.labels.back());
+  }
+  labels = opt.label_map;
+  if (labels.empty())
+    for (int64_t j = 0; j < opt.classes; ++j) labels.push_back(data.label_offset + j);
+  return opt;
+}
+
 void load_libsvm_data(const DataConfig& data, uint64_t seed, const LoadRequest& req, LoadedData& out) {
-  const LibsvmOptions opt{data.features, data.classes, data.label_offset};
-  out.total_train = cap(count_libsvm_rows(data.train), data.max_train_samples);
+  SFB_CHECK(!data.train.empty(),
+            "data.format = \"libsvm\" needs data.train to train (sfbd --evaluate MODEL and --predict MODEL work "
+            "without it)");
+  int64_t rows = 0;
+  LibsvmOptions opt = libsvm_options(data, rows, out.labels);
+  out.total_train = cap(rows, data.max_train_samples);
   SFB_CHECK_DATA(out.total_train > 0, "{}: no data rows (the file is empty or holds only comments)", data.train);
   const Selection sel = select(data, seed, out.total_train, req);
   out.train = read_libsvm(data.train, opt, sel.train);
   if (!sel.sample.empty()) out.eval_sample = read_libsvm(data.train, opt, sel.sample);
+  // Indices the training file does not have are skipped in the test file, as liblinear-predict does.
+  opt.skip_extra_features = data.features == 0;
   if (req.want_test && !data.test.empty())
     out.test = read_libsvm(data.test, opt, 0, cap(count_libsvm_rows(data.test), data.max_test_samples));
 }

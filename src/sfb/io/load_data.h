@@ -1,6 +1,8 @@
 #pragma once
 // Loads the training partition of one rank and (optionally) the test set, as the config says:
 // IDX, libsvm or synthetic, with the bias feature appended when data.bias is set.
+#include <vector>
+
 #include "sfb/core/config.h"
 #include "sfb/core/memory.h"
 #include "sfb/io/dataset.h"
@@ -12,6 +14,10 @@ struct LoadedData {
   Dataset test;             // empty unless requested and configured
   Dataset eval_sample;      // the objective's uniform sample of all training rows; empty unless requested
   int64_t total_train = 0;  // rows over all ranks
+  // libsvm: the file's label of each class 0..J-1 (any integers, ascending: liblinear's map when
+  // data.classes is unset, else data.label_offset + j); empty for the other formats (labels are
+  // the classes). Every rank reads the same file, so every rank holds the same map.
+  std::vector<int64_t> labels;
 };
 
 struct LoadRequest {

@@ -80,6 +80,8 @@ L2Mlr::L2Mlr(const api::ModelContext& ctx)
   const std::string solver = ctx.param_string("solver", "sgd");
   SFB_CHECK(solver == "sgd" || solver == "sdca", "model.solver must be \"sgd\" or \"sdca\", got \"{}\"", solver);
   sdca_ = solver == "sdca";
+  // model.C: liblinear's C, lambda = 1 / (C n).
+  if (const double C = ctx.param_double("C", 0.0); C > 0) lambda_ = 1.0 / (C * static_cast<double>(ctx.train_total()));
   lambda_n_ = lambda_ * static_cast<double>(ctx.train_total());
   const double sigma = ctx.param_double("sdca_sigma", 0.0);
   // b = P K dual steps at once are a dual ascent when damped by the ESO bound of a b-nice sampling,
