@@ -126,6 +126,28 @@ void Job::claim_outputs() {
   }
   for (const auto& [path, key] : by_path)
     if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
+  claimed = std::move(by_path);
+}
+
+void Job::claim_output(const std::string& path, const std::string& key) {
+  if (rank() != 0) return;
+  const auto abs = std::filesystem::absolute(path).lexically_normal().string();
+  if (const auto it = claimed.find(abs); it != claimed.end())
+    throw sfb::InvalidArgument(
+        fmt::format("{} and {} are the same file, {}: one would overwrite the other; give "
+                    "each its own name",
+                    it->second, key, abs));
+  if (!resume_path.empty()) {
+    std::error_code ec;
+    const bool same = abs == std::filesystem::absolute(resume_path).lexically_normal().string() ||
+                      std::filesystem::equivalent(abs, resume_path, ec);
+    SFB_CHECK(!same,
+              "{} is {}, the checkpoint this run resumes from: writing it would destroy the checkpoint; "
+              "rename output.trace",
+              key, abs);
+  }
+  if (!check_only) sfb::prepare_output_file(abs, key);
+  claimed.emplace(abs, key);
 }
 
 bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write) {

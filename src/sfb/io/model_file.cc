@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -79,12 +81,21 @@ Matrix read_model(const std::string& path) {
   return w;
 }
 
-void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open) {
+void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open,
+                FileSeal* seal) {
   FileReader in(path, "model file");
   const Bytes head = in.read_head(kModelHeaderBytes);
+  const bool sealed = seal && !seal->empty();  // a second read: the first one's CRC held
+  if (seal) seal_or_check(*seal, in, head);
   const Header h = decode_header(head, in.size() - std::min<uint64_t>(in.size(), kModelHeaderBytes), path);
   const RowSink sink = open(h.rows, h.cols);
   const uint32_t crc = read_row_blocks(in, h.rows, h.cols, sink, 0);
+  if (seal) in.check_identity(seal->identity, "while it was read");
+  if (sealed && crc != h.crc)
+    throw FileChanged(
+        fmt::format("{}: the model file changed while it was read (its CRC held when it was verified, "
+                    "now it does not): refused",
+                    path));
   SFB_CHECK_DATA(crc == h.crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", path,
                  h.crc, crc);
 }

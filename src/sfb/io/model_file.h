@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 
+#include "sfb/core/files.h"
 #include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
@@ -32,6 +33,8 @@ Matrix read_model(const std::string& path);
 // Reads the header, calls open(rows, cols) (which may refuse the shape by throwing, and returns where
 // the rows go), streams W into it, then checks the CRC: on a mismatch it throws DataError, and what
 // the sink received must be discarded.
-void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open);
+// `seal` as read_checkpoint's: filled by a first read, checked by the next.
+void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open,
+                FileSeal* seal = nullptr);
 
 }  // namespace sfb::io
