@@ -6,12 +6,15 @@
 # search with nothing to hold out, differing secret files, and the scripts' hostile arguments and
 # environment. Each case: the documented exit code and message within a time limit, no crash, no
 # hang, nothing replaced.
-#   hostile5_test.sh <sfbd> <source dir> <swap_on_open shim> <sfb-datagen>
+#   hostile5_test.sh <sfbd> <source dir> <swap_on_open shim> <sfb-datagen> [files|outputs|resume|outcomes|scripts]
+# (one part, as ctest runs them side by side; all of them without the fifth argument)
 set -uo pipefail
 SFBD=$1
 SRC=$2
 SHIM=$3
 DATAGEN=$4
+PART=${5:-all}
+part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 source "$SRC/tests/mpi/lib.sh"
 export OMP_NUM_THREADS=1
 OUT=$(mktemp -d)
@@ -39,6 +42,7 @@ open(sys.argv[2], 'wb').write(b)
 PY
 }
 
+if part files; then
 echo "== 1. a checkpoint or model.init replaced between its check and its use is refused (exit 2), no crash"
 sfb_mpirun -np 2 "$SFBD" "${SMALL[@]}" --set stop.max_clocks=40 --set eval.every=20 --set checkpoint.path=ck.bin \
   --set checkpoint.every=20 --set output.dir="$OUT/base" > "$OUT/base.log" 2>&1 || fail "base run: $(tail -3 "$OUT/base.log")"
@@ -64,7 +68,7 @@ expect model-init-swapped 2 60 "$OUT/init.bin: the model file changed after it w
   SFB_SWAP_WITH="$OUT/init-other.bin" "$SFBD" "${SMALL[@]}" --set stop.max_clocks=20 --set model.init="$OUT/init.bin" \
   --set output.dir="$OUT/initswap"
 [ -e "$OUT/initswap/model.bin" ] && fail "model-init-swapped: a model was written"
-# Untouched, the same files resume and start as before (the seal holds what was verified).
+# Untouched, the same checkpoint resumes as before (the seal holds what was verified).
 expect checkpoint-untouched 0 60 "" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${SMALL[@]}" --set stop.max_clocks=60 \
   --set eval.every=20 --set output.dir="$OUT/resumed" --resume "$OUT/base/ck.bin"
 
@@ -75,6 +79,9 @@ expect header-bit-flip 2 60 "$OUT/flipped.bin: checksum mismatch" -- "${SFB_MPIR
   --set stop.max_clocks=60 --set output.dir="$OUT/flip" --resume "$OUT/flipped.bin"
 grep -q "this run stops at clock" <<<"$LAST_OUT" && fail "header-bit-flip: a corrupted field was trusted"
 
+fi
+
+if part outputs; then
 echo "== 3. outputs that are not regular files are refused naming the key, never opened or replaced"
 mkfifo "$OUT/trace.fifo" "$OUT/metrics.fifo"
 expect trace-fifo 2 30 "output.trace: $OUT/trace.fifo is a FIFO" -- \
@@ -107,6 +114,9 @@ expect cnn-trace-is-the-checkpoint 2 60 "output.trace (this resumed run's trace,
   --set checkpoint.every=20 --set output.trace=t.json --set output.dir="$OUT/cnn" --resume "$OUT/cnn/t.from-20.json"
 cmp -s "$OUT/cnn/t.from-20.json" "$OUT/cnn-ck.copy" && ok "the checkpoint is intact" || fail "the checkpoint was touched"
 
+fi
+
+if part resume; then
 echo "== 5. an lr = \"auto\" job resumes from its own command: sfb-run's restart reuses the rate"
 "$RUN" --max-restarts 2 -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${SMALL[@]}" --set optimizer.lr='"auto"' \
   --set optimizer.lr_search_clocks=10 --set stop.max_clocks=3000 --set eval.every=20 --set checkpoint.path=ck.bin \
@@ -140,6 +150,9 @@ again=$(grep -c 'the rate the job that wrote .* chose (not searched again)' "$OU
   "$OUT/cauto/sfb-run/attempt-2.log" && ok "CNN mode: restarted, resumed with the checkpoint's rate" ||
   fail "CNN mode: exit $rc: $(tail -3 "$OUT/cauto/sfb-run/attempt-2.log" 2> /dev/null)"
 
+fi
+
+if part outcomes; then
 echo "== 6. a rate search with nothing to hold out says it judged on training rows"
 expect lr-no-holdout 0 60 "judged on rows they train on" -- "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${SMALL[@]}" \
   --set data.synthetic_samples=6 --set optimizer.minibatch=1 --set optimizer.lr_search_clocks=4 --find-lr \
@@ -156,6 +169,9 @@ expect secret-differs 2 60 "comm.secret_file = \"job.key\": rank(s) 1 read anoth
   --set stop.max_clocks=10 --set output.dir="$OUT/sec" : -np 1 -wdir "$OUT/rb" "$SFBD" "${SMALL[@]}" \
   --set comm.transport=tcp --set comm.secret_file=job.key --set stop.max_clocks=10 --set output.dir="$OUT/sec"
 
+fi
+
+if part scripts; then
 echo "== 8. the scripts: sfb-run's flags, the netns and Slurm scripts' environment"
 expect sfb-run-np-last 2 10 "the launcher's -np '': a rank count" -- "$RUN" -- mpirun -np
 expect sfb-run-np-word 2 10 "the launcher's -n 'sfbd'" -- "$RUN" -- mpirun -n sfbd --config x.toml
@@ -188,5 +204,7 @@ else
   echo "skip netns-down-state: cannot add a dummy link here"
 fi
 rm -rf "$state"
+
+fi
 
 sfb_test_summary
