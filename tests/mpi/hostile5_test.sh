@@ -177,15 +177,17 @@ expect sfb-run-np-last 2 10 "the launcher's -np '': a rank count" -- "$RUN" -- m
 expect sfb-run-np-word 2 10 "the launcher's -n 'sfbd'" -- "$RUN" -- mpirun -n sfbd --config x.toml
 expect sfb-run-restarts 2 10 "--max-restarts 'x'" -- "$RUN" --max-restarts x -- mpirun -np 2 sfbd
 expect sfb-run-resume-last 2 10 "--resume needs a checkpoint" -- "$RUN" -- mpirun -np 2 "$SFBD" "${SMALL[@]}" --resume
+# Checked through commands that change nothing (status, env): were the check ever lost, `down`
+# with a prefix of .* would delete every link its old grep matched.
 for prefix in '.*' 'sfb|lo' 'a b' 'x/../y' 'UPPER' 'waytoolongprefix' '-sfb'; do
-  expect "netns-prefix '$prefix'" 2 10 "SFB_NETNS_PREFIX '$prefix'" -- env SFB_NETNS_PREFIX="$prefix" "$SRC/scripts/netns-cluster.sh" down
-  expect "slurm-prefix '$prefix'" 2 10 "SFB_NETNS_PREFIX '$prefix'" -- env SFB_NETNS_PREFIX="$prefix" "$SRC/scripts/slurm-cluster.sh" down
+  expect "netns-prefix '$prefix'" 2 10 "SFB_NETNS_PREFIX '$prefix'" -- env SFB_NETNS_PREFIX="$prefix" "$SRC/scripts/netns-cluster.sh" status
+  expect "slurm-prefix '$prefix'" 2 10 "SFB_NETNS_PREFIX '$prefix'" -- env SFB_NETNS_PREFIX="$prefix" "$SRC/scripts/slurm-cluster.sh" env
 done
 for subnet in '8.8.8' '10.77' '10.77.0.0' '10.256.0' '10.77.0/8' '192.168.1;id'; do
   expect "netns-subnet '$subnet'" 2 10 "SFB_NETNS_SUBNET '$subnet'" -- env SFB_NETNS_SUBNET="$subnet" "$SRC/scripts/netns-cluster.sh" status
 done
 for port in 0 80 65536 '6917;id' ' 6918' '06918'; do
-  expect "slurm-port '$port'" 2 10 "SFB_SLURMD_PORT '$port'" -- env SFB_SLURMD_PORT="$port" "$SRC/scripts/slurm-cluster.sh" status
+  expect "slurm-port '$port'" 2 10 "SFB_SLURMD_PORT '$port'" -- env SFB_SLURMD_PORT="$port" "$SRC/scripts/slurm-cluster.sh" env
 done
 # down deletes only what its own state file records, and only names of its pattern: a link named
 # like its veths that it did not make (once deleted by `grep "^${PREFIX}v"`) stays.
