@@ -120,6 +120,22 @@ TEST(HostileChangedFiles, ACheckpointHeaderWithAFlippedBitIsReportedAsCorrupt) {
   EXPECT_THAT(data_error(in_memory), HasSubstr("checksum mismatch"));
 }
 
+// A model file's CRC covers its data, not its header: a header that does not fit the data whose CRC
+// holds is the corrupt part, and says so; with the data damaged too the file is corrupt.
+TEST(HostileChangedFiles, AModelFileHeaderWithAFlippedBitIsReportedAsCorrupt) {
+  TempDir dir;
+  const auto path = dir.file("m.bin");
+  write_model(path, Matrix::Random(3, 5));
+  std::string bytes = testing::read_raw(path);
+  bytes[16] ^= 0x01;  // rows 3 -> 2
+  testing::write_raw(path, bytes);
+  EXPECT_THAT(data_error([&] { read_model(path); }),
+              HasSubstr(path + ": the header is corrupt: the data's CRC holds but the header does not fit it"));
+  bytes[kModelHeaderBytes + 1] ^= 0x10;  // and a bit of the data
+  testing::write_raw(path, bytes);
+  EXPECT_THAT(data_error([&] { read_model(path); }), HasSubstr(path + ": checksum mismatch"));
+}
+
 // Every kind of path that is not a regular file, in a scratch directory.
 struct Specials {
   TempDir dir;

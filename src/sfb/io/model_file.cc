@@ -59,6 +59,32 @@ Header decode_header(std::span<const std::byte> head, uint64_t data_bytes, const
   SFB_CHECK_DATA(data_bytes == bytes, "{}: trailing bytes after the {} x {} model data", path, h.rows, h.cols);
   return h;
 }
+// A header that failed a structural check (`header_says`): the data's CRC (which the header does
+// not cover) tells which part is damaged, so the report never trusts a field alone. Only a file
+// with the magic, version and dtype of a model file is read to its end for this.
+void refuse_as_corrupt(FileReader& in, std::span<const std::byte> head, const std::string& path,
+                       const std::string& header_says) {
+  if (head.size() < kModelHeaderBytes || std::memcmp(head.data(), kModelMagic, 8) != 0) return;
+  uint32_t version = 0, dtype = 0, stored = 0;
+  std::memcpy(&version, head.data() + 8, 4);
+  std::memcpy(&dtype, head.data() + 12, 4);
+  std::memcpy(&stored, head.data() + 32, 4);
+  if (version != kModelVersion || dtype != 1) return;
+  uint32_t crc = 0;
+  Bytes block(std::size_t{1} << 20);
+  for (uint64_t left = in.size() - kModelHeaderBytes; left > 0;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
+    in.read(std::span(block).first(n), "data");
+    crc = crc32(std::span<const std::byte>(block).first(n), crc);
+    left -= n;
+  }
+  throw DataError(crc == stored ? fmt::format("{}: the header is corrupt: the data's CRC holds but the header does not "
+                                              "fit it ({})",
+                                              path, header_says)
+                                : fmt::format("{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is "
+                                              "corrupt (its header cannot be trusted; it says: {})",
+                                              path, stored, crc, header_says));
+}
 }  // namespace
 
 void write_model(const std::string& path, const Matrix& w) { write_model(path, row_source(w)); }
@@ -87,7 +113,13 @@ void read_model(const std::string& path, const std::function<RowSink(int64_t row
   const Bytes head = in.read_head(kModelHeaderBytes);
   const bool sealed = seal && !seal->empty();  // a second read: the first one's CRC held
   if (seal) seal_or_check(*seal, in, head);
-  const Header h = decode_header(head, in.size() - std::min<uint64_t>(in.size(), kModelHeaderBytes), path);
+  Header h;
+  try {
+    h = decode_header(head, in.size() - std::min<uint64_t>(in.size(), kModelHeaderBytes), path);
+  } catch (const DataError& e) {
+    refuse_as_corrupt(in, head, path, e.what());
+    throw;
+  }
   const RowSink sink = open(h.rows, h.cols);
   const uint32_t crc = read_row_blocks(in, h.rows, h.cols, sink, 0);
   if (seal) in.check_identity(seal->identity, "while it was read");
