@@ -76,7 +76,8 @@ void Job::claim_outputs() {
       {"output.profile", cnn ? out.profile : ""},
       {"config.resolved.toml (the record of the run)", "config.resolved.toml"},
       {"--find-lr's table", find_lr ? "lr_search.csv" : ""},
-      {"--find-lr's plot", find_lr ? "lr_search.png" : ""}};
+      {"--find-lr's plot", find_lr ? "lr_search.png" : ""},
+      {"--find-lr's gnuplot script", find_lr ? "lr_search.gp" : ""}};
   std::map<std::string, std::string> by_path;  // absolute path -> key
   // Each directory written into, with the key that first names it (output.dir first).
   std::vector<std::pair<std::string, std::string>> dirs = {

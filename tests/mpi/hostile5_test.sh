@@ -100,6 +100,10 @@ if mknod "$OUT/null" c 1 3 2> /dev/null; then
 else
   echo "skip model-device, datagen-device: mknod needs root"
 fi
+mkdir -p "$OUT/lrf" && mkfifo "$OUT/lrf/lr_search.gp"
+expect find-lr-script-fifo 2 30 "--find-lr's gnuplot script: $OUT/lrf/lr_search.gp is a FIFO" -- \
+  "$SFBD" "${SMALL[@]}" --find-lr --set output.dir="$OUT/lrf"
+[ -p "$OUT/lrf/lr_search.gp" ] || fail "find-lr-script-fifo: the FIFO was replaced"
 mkdir -p "$OUT/sumdir"
 expect summary-directory 2 30 "output.summary: $OUT/sumdir is a directory" -- \
   "$SFBD" "${SMALL[@]}" --set stop.max_clocks=20 --set output.summary="$OUT/sumdir" --set output.dir="$OUT/sd"
