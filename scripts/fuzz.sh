@@ -14,7 +14,7 @@ sfb_deps
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire libsvm idx config checkpoint)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(wire libsvm idx config checkpoint streams handshake)
 BUILD=${SFB_FUZZ_BUILD:-$SFB_ROOT/build-fuzz}
 if [ ! -f "$BUILD/build.ninja" ]; then
   CXX=clang++ cmake -S "$SFB_ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSFB_FUZZ=ON \

@@ -27,14 +27,25 @@
 # turns its stalls (holds of 100-200 ms) into the hosts' all-reduce and FMS times: measured 4-7x on sfb's
 # all-reduce at 8 hosts (docs/compare.md). A name the kernel restricts to the root namespace is
 # added to net.ipv4.tcp_allowed_congestion_control first (a machine-wide setting, said when done).
+#
+# SFB_NETNS_PREFIX (default sfb: a lower-case letter, then up to 9 letters or digits) names every
+# object; SFB_NETNS_SUBNET (default 10.77.0) is the hosts' /24, three octets of a private range
+# (10/8, 172.16/12, 192.168/16). Anything else is refused (exit 2) before any command. `down`
+# deletes only the namespaces, links and bridge its own state file records, each matching the prefix.
 set -euo pipefail
 PREFIX=${SFB_NETNS_PREFIX:-sfb}
 SUBNET=${SFB_NETNS_SUBNET:-10.77.0}
-STATE=/tmp/${PREFIX}-netns-cluster
-BR=${PREFIX}br0
 
 die() { echo "netns-cluster: $*" >&2; exit 1; }
 bad() { echo "netns-cluster: $*" >&2; exit 2; }  # a bad argument: nothing was done
+# Both are used in names, paths and addresses (and once were grep patterns): strict patterns only.
+[[ $PREFIX =~ ^[a-z][a-z0-9]{0,9}$ ]] ||
+  bad "SFB_NETNS_PREFIX '$PREFIX': a lower-case letter, then up to 9 lower-case letters or digits"
+octet='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+[[ $SUBNET =~ ^(10\.$octet|172\.(1[6-9]|2[0-9]|3[01])|192\.168)\.$octet$ ]] ||
+  bad "SFB_NETNS_SUBNET '$SUBNET': the first three octets of a private /24 (10.a.b, 172.16-31.b, 192.168.b)"
+STATE=/tmp/${PREFIX}-netns-cluster
+BR=${PREFIX}br0
 hosts() { cat "$STATE/hosts" 2>/dev/null || true; }
 
 cmd_up() {
@@ -71,13 +82,16 @@ cmd_up() {
   echo "$rate" > "$STATE/rate"
   [ -z "$cpus" ] || make_cpu_budgets "$n" "$cpus" "$period"
   ip link add "$BR" type bridge
+  echo "$BR" > "$STATE/links"
   ip addr add "$SUBNET.254/24" dev "$BR"
   ip link set "$BR" up
   : > "$STATE/hosts"
   for i in $(seq 0 $((n - 1))); do
     local ns=${PREFIX}h$i veth=${PREFIX}v$i addr=$SUBNET.$((i + 1))
     ip netns add "$ns"
+    echo "$ns" >> "$STATE/namespaces"
     ip link add "$veth" type veth peer name eth0 netns "$ns"
+    echo "$veth" >> "$STATE/links"
     ip link set "$veth" master "$BR" up
     ip -n "$ns" addr add "$addr/24" dev eth0
     ip -n "$ns" link set eth0 up
@@ -192,11 +206,27 @@ cmd_status() {
 }
 
 cmd_down() {
-  if [ -f "$STATE/hosts" ]; then
-    while read -r _ ns _; do ip netns del "$ns" 2>/dev/null || true; done < "$STATE/hosts"
+  # Only what this script's state file records, and only names it could have made: a state
+  # directory someone else planted (not root's) or a line out of pattern deletes nothing.
+  [ -d "$STATE" ] || { echo "down (no cluster: $STATE)"; return 0; }
+  [ -O "$STATE" ] && [ ! -L "$STATE" ] || die "down: $STATE is not this user's own directory: nothing deleted"
+  local name
+  if [ -f "$STATE/namespaces" ]; then
+    while read -r name; do
+      [[ $name =~ ^${PREFIX}h[0-9]{1,3}$ ]] && ip netns del "$name" 2>/dev/null || true
+    done < "$STATE/namespaces"
+  elif [ -f "$STATE/hosts" ]; then  # a cluster brought up before the namespaces file
+    while read -r _ name _; do
+      [[ $name =~ ^${PREFIX}h[0-9]{1,3}$ ]] && ip netns del "$name" 2>/dev/null || true
+    done < "$STATE/hosts"
   fi
-  for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${PREFIX}v" || true); do ip link del "$l" 2>/dev/null || true; done
-  ip link del "$BR" 2>/dev/null || true
+  if [ -f "$STATE/links" ]; then
+    while read -r name; do
+      [[ $name =~ ^${PREFIX}(v[0-9]{1,3}|br0)$ ]] && ip link del "$name" 2>/dev/null || true
+    done < "$STATE/links"
+  else
+    ip link del "$BR" 2>/dev/null || true  # its veths went with their namespaces
+  fi
   if [ -f "$STATE/cgroup" ]; then
     local root
     root=$(cat "$STATE/cgroup")

@@ -26,6 +26,21 @@ SLURMD_PORT=${SFB_SLURMD_PORT:-6918}
 
 die() { echo "slurm-cluster: $*" >&2; exit 1; }
 bad() { echo "slurm-cluster: $*" >&2; exit 2; }
+# Used in paths, slurm.conf and a pkill pattern: strict patterns, before any command (exit 2).
+[[ $PREFIX =~ ^[a-z][a-z0-9]{0,9}$ ]] ||
+  bad "SFB_NETNS_PREFIX '$PREFIX': a lower-case letter, then up to 9 lower-case letters or digits"
+for port in "SFB_SLURMCTLD_PORT=$CTLD_PORT" "SFB_SLURMD_PORT=$SLURMD_PORT"; do
+  [[ ${port#*=} =~ ^[1-9][0-9]{3,4}$ ]] && [ "${port#*=}" -le 65535 ] ||
+    bad "${port%%=*} '${port#*=}': a TCP port from 1024 to 65535"
+done
+[ "$CTLD_PORT" != "$SLURMD_PORT" ] || bad "SFB_SLURMCTLD_PORT and SFB_SLURMD_PORT are both $CTLD_PORT: give each its own"
+# A pid from the state file, signalled only when it is a number and its process one this script started.
+kill_recorded() {  # kill_recorded SIGNAL PIDFILE
+  local pid
+  pid=$(cat "$2" 2> /dev/null) || return 0
+  [[ $pid =~ ^[1-9][0-9]{0,9}$ ]] || return 0
+  case "$(cat "/proc/$pid/comm" 2> /dev/null)" in slurmd | slurmctld | munged) kill "$1" "$pid" 2> /dev/null || true ;; esac
+}
 
 write_conf() {  # write_conf N K
   local n=$1 k=$2 last=$(($1 - 1))
@@ -119,13 +134,14 @@ cmd_up() {
 
 cmd_down() {
   local f
+  [ -d "$STATE" ] || { "$HERE/netns-cluster.sh" down > /dev/null 2>&1 || true; echo "down"; return 0; }
+  [ -O "$STATE" ] && [ ! -L "$STATE" ] || die "down: $STATE is not this user's own directory: nothing stopped"
   for f in "$STATE"/slurmd.*.pid "$STATE/slurmctld.pid" "$STATE/munge/munged.pid"; do
-    [ -f "$f" ] || continue
-    kill "$(cat "$f")" 2> /dev/null || true
+    if [ -f "$f" ]; then kill_recorded -TERM "$f"; fi
   done
   sleep 0.5
   for f in "$STATE"/slurmd.*.pid "$STATE/slurmctld.pid" "$STATE/munge/munged.pid"; do
-    [ -f "$f" ] && kill -9 "$(cat "$f")" 2> /dev/null || true
+    if [ -f "$f" ]; then kill_recorded -KILL "$f"; fi
   done
   # Steps a killed slurmd left behind (slurmstepd and its tasks).
   pkill -9 -f "slurmstepd.*$STATE" 2> /dev/null || true

@@ -16,6 +16,7 @@
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/executor.h"
 #include "sfb/cnn/replanner.h"
+#include "sfb/cnn/run_log.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -212,6 +213,12 @@ int run_cnn(Job& job) {
   if (!set_up(job, s)) return kExitBadInput;
   share(job, s.has_init, s.init, "model.init = " + cfg.model.init);
   share(job, s.has_checkpoint, s.checkpoint, job.resume_path);
+  // A resumed run traces into <trace>.from-F.json: claimed like every output, before any work.
+  if (s.has_checkpoint && !cfg.output.trace.empty() && !job.all_ok("claiming the resumed run's trace", [&] {
+        const auto name = sfb::cnn::trace_path_of(cfg.output.path(cfg.output.trace), s.checkpoint.iteration);
+        job.claim_output(name, fmt::format("output.trace (this resumed run's trace, {})", name));
+      }))
+    return kExitBadInput;
   sfb::Json contended = contention(job);
   sfb::cnn::ExecutorStart start;
   if (s.has_checkpoint) {
@@ -224,11 +231,12 @@ int run_cnn(Job& job) {
                  s.init.iteration);
   }
   sfb::Json lr_search = nullptr;
+  if (s.has_checkpoint) reuse_checkpoint_lr(job, s.checkpoint.lr, job.resume_path, lr_search);
   if (cfg.optimizer.lr_auto) {
     const LrHoldout held = lr_holdout(job, s.data.train);
     std::optional<sfb::LrScore> at_start;
     const auto code = resolve_lr(
-        job, start.checkpoint ? start.checkpoint->iteration : 0, "iterations",
+        job, start.checkpoint ? start.checkpoint->iteration : 0, "iterations", held,
         [&](const sfb::OptimizerConfig& opt, int64_t iters) {
           return cnn_lr_trial(job, s, start, held, opt, iters, at_start);
         },

@@ -76,7 +76,8 @@ void Job::claim_outputs() {
       {"output.profile", cnn ? out.profile : ""},
       {"config.resolved.toml (the record of the run)", "config.resolved.toml"},
       {"--find-lr's table", find_lr ? "lr_search.csv" : ""},
-      {"--find-lr's plot", find_lr ? "lr_search.png" : ""}};
+      {"--find-lr's plot", find_lr ? "lr_search.png" : ""},
+      {"--find-lr's gnuplot script", find_lr ? "lr_search.gp" : ""}};
   std::map<std::string, std::string> by_path;  // absolute path -> key
   // Each directory written into, with the key that first names it (output.dir first).
   std::vector<std::pair<std::string, std::string>> dirs = {
@@ -126,6 +127,28 @@ void Job::claim_outputs() {
   }
   for (const auto& [path, key] : by_path)
     if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
+  claimed = std::move(by_path);
+}
+
+void Job::claim_output(const std::string& path, const std::string& key) {
+  if (rank() != 0) return;
+  const auto abs = std::filesystem::absolute(path).lexically_normal().string();
+  if (const auto it = claimed.find(abs); it != claimed.end())
+    throw sfb::InvalidArgument(
+        fmt::format("{} and {} are the same file, {}: one would overwrite the other; give "
+                    "each its own name",
+                    it->second, key, abs));
+  if (!resume_path.empty()) {
+    std::error_code ec;
+    const bool same = abs == std::filesystem::absolute(resume_path).lexically_normal().string() ||
+                      std::filesystem::equivalent(abs, resume_path, ec);
+    SFB_CHECK(!same,
+              "{} is {}, the checkpoint this run resumes from: writing it would destroy the checkpoint; "
+              "rename output.trace",
+              key, abs);
+  }
+  if (!check_only) sfb::prepare_output_file(abs, key);
+  claimed.emplace(abs, key);
 }
 
 bool write_output(const sfb::Config& cfg, const std::string& what, const std::function<void()>& write) {

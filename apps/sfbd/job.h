@@ -2,6 +2,7 @@
 // What sfbd's two training modes share: the MPI session, the transport, the resolved config, and
 // the exit codes (README: 0 success, 2 bad input, 3 a rank failed, 4 diverged).
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,12 +56,17 @@ struct Job {
   // Under --check nothing is created or locked: output.dir (or the directory it would be made in)
   // must be a writable directory.
   void claim_outputs();
+  // Rank 0, once the name of an output is known only after the inputs are read (a resumed CNN run's
+  // trace, <trace>.from-F.json): claimed like the others. Refused (InvalidArgument naming `key`)
+  // when it is another output's file, the checkpoint it resumes from, or not a regular file.
+  void claim_output(const std::string& path, const std::string& key);
   // Rank 0, once every check before training has passed: output.dir/config.resolved.toml, every
   // key of this run with the overrides applied (`sfbd --config` of it repeats the run). A job
   // refused for bad input leaves nothing behind.
   void record_config() const;
 
-  bool comm_failed = false;  // the last failed all_ok's errors included the network's (failure_exit)
+  std::map<std::string, std::string> claimed;  // rank 0: every claimed output, absolute path -> key
+  bool comm_failed = false;                    // the last failed all_ok's errors included the network's (failure_exit)
 };
 
 // Rank 0, an output at the end of a run: runs `write`; an sfb::Error (full disk, I/O error) is

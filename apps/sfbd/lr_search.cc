@@ -39,14 +39,21 @@ std::string describe(const sfb::LrScore& s) {
 
 }  // namespace
 
-std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, const LrTrialFn& trial,
-                              sfb::Json& record) {
+std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, const LrHoldout& held,
+                              const LrTrialFn& trial, sfb::Json& record) {
   auto& opt = job.cfg.optimizer;
   const int64_t to_go = job.cfg.stop.max_clocks - start_clock;
   const int64_t clocks = sfb::lr_trial_clocks(opt, to_go);
   if (job.rank() == 0)
     spdlog::info("optimizer.lr = \"auto\": searching the learning rate ({} {} per candidate of the run's {})", clocks,
                  unit, to_go);
+  // Rank 0 judges the trials; with no rows held out it judges them on its training rows.
+  const bool on_training_rows = job.rank() == 0 && held.rows.n == 0;
+  if (on_training_rows)
+    spdlog::warn(
+        "optimizer.lr = \"auto\": rank 0 holds too few rows to hold any out (eval.train_sample and a fifth of its "
+        "partition): the candidates are judged on rows they train on, which favours a rate that memorises them; "
+        "give the job more data or set optimizer.lr");
   const auto level = spdlog::get_level();
   spdlog::set_level(spdlog::level::off);  // the trials' own progress lines and divergence errors
   sfb::Stopwatch took;
@@ -60,7 +67,10 @@ std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, c
   record = {{"clocks_each", clocks},
             {"unit", unit},
             {"run_clocks", to_go},
-            {"judged_by", found.score.quality >= 0 ? "held-out accuracy" : "held-out objective"},
+            {"judged_by", on_training_rows           ? "training objective (no rows could be held out)"
+                          : found.score.quality >= 0 ? "held-out accuracy"
+                                                     : "held-out objective"},
+            {"held_out_rows", held.rows.n},
             {"seconds", sfb::fixed(took.seconds(), 3)},
             {"start", score_json(start)},
             {"chosen", found.chosen},
@@ -84,6 +94,18 @@ std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, c
     spdlog::info("optimizer.lr = \"auto\": {:.4g} ({} after {} {}, from {}; {} candidates in {:.1f} s)", found.chosen,
                  describe(found.score), clocks, unit, describe(start), found.tried.size(), took.seconds());
   return std::nullopt;
+}
+
+bool reuse_checkpoint_lr(Job& job, double lr, const std::string& path, sfb::Json& record) {
+  auto& opt = job.cfg.optimizer;
+  if (!opt.lr_auto || job.find_lr || !(lr > 0)) return false;
+  opt.lr = lr;
+  opt.lr_auto = false;
+  record = {{"chosen", lr}, {"from_checkpoint", path}, {"tried", sfb::Json::array()}};
+  if (job.rank() == 0)
+    spdlog::info("optimizer.lr = \"auto\": {:.4g}, the rate the job that wrote {} chose (not searched again)", lr,
+                 path);
+  return true;
 }
 
 int report_lr_search(Job& job, const sfb::Json& record) {

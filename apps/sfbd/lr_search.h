@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "job.h"
@@ -31,8 +32,16 @@ LrHoldout lr_holdout(const Job& job, const sfb::io::Dataset& train);
 // trials), records the candidates in `record`, and on success sets job.cfg.optimizer.lr to the
 // choice. `unit`: "clocks" or "iterations". Returns the exit code when no rate lowered the
 // held-out objective (4).
-std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, const LrTrialFn& trial,
-                              sfb::Json& record);
+// `held`: rank 0's held-out rows; none (a partition too small to hold a fifth out) means the trials
+// are judged on rows they trained on, which rank 0 warns of and `record` says (judged_by).
+std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, const LrHoldout& held,
+                              const LrTrialFn& trial, sfb::Json& record);
+
+// A resumed run of optimizer.lr = "auto" whose checkpoint carries the rate its job chose (`lr` > 0):
+// sets job.cfg.optimizer.lr to it without searching again (the run continues the same schedule)
+// and records where it came from in `record`; true then. False (nothing changed) under --find-lr,
+// which searches anew from the checkpoint, and for a checkpoint without a rate (`lr` = 0).
+bool reuse_checkpoint_lr(Job& job, double lr, const std::string& path, sfb::Json& record);
 
 // --find-lr: `record`'s candidates as a table, output.dir/lr_search.csv and a log-log plot of the
 // objective against the rate (gnuplot, with the paths as its arguments); nothing trained.

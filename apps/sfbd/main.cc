@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -23,7 +24,9 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/comm/transport/latency.h"
 #include "sfb/comm/transport/tcp.h"
+#include "sfb/core/crypto.h"
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 #include "sfb/core/gemm.h"
 #include "sfb/core/log.h"
 #include "sfb/core/memory.h"
@@ -146,6 +149,30 @@ void report_transport(Job& job) {
 
 // The transport every rank trains over; false when the ranks disagree on the config (checked
 // through MPI first: ranks that disagree on comm.transport could not even connect).
+// comm.secret_file read alike on every rank, proven before any rank connects: each rank's digest of
+// the secret (8 bytes of SHA-256 under a label of its own, never the secret) over the launcher's
+// bootstrap. False when they differ: rank 0 names the file and the ranks (else the set-up ends
+// with "a peer is stopped or unreachable", exit 3, naming no setting).
+bool secrets_agree(Job& job, const std::string& secret) {
+  int64_t digest = 0;
+  if (!secret.empty()) {
+    const std::string labelled = "sfb comm.secret_file digest\n" + secret;
+    const sfb::Digest d = sfb::sha256(std::as_bytes(std::span(labelled.data(), labelled.size())));
+    std::memcpy(&digest, d.data(), sizeof(digest));
+  }
+  const auto all = job.mpi.allgather(digest);
+  std::vector<int> differ;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) differ.push_back(static_cast<int>(r));
+  if (differ.empty()) return true;
+  if (job.rank() == 0)
+    fmt::print(stderr,
+               "sfbd: error: comm.secret_file = \"{}\": rank(s) {} read another secret than rank 0 (compared by "
+               "digest before connecting): every host must hold the same secret file\n",
+               job.cfg.comm.secret_file, fmt::join(differ, ", "));
+  return false;
+}
+
 bool connect(Job& job) {
   try {
     sfb::comm::check_values_equal(job.mpi.allgather(static_cast<int64_t>(job.cfg.fingerprint())),
@@ -177,6 +204,7 @@ bool connect(Job& job) {
         if (!job.cfg.comm.secret_file.empty()) opt.secret = sfb::comm::read_secret_file(job.cfg.comm.secret_file);
       }))
     return false;
+  if (opt.kind == "tcp" && !secrets_agree(job, opt.secret)) return false;
   const bool connected = job.all_ok("connecting the ranks", [&] {
     auto guard = job.waiting_on_peers("connecting the ranks");
     job.transport = job.mpi.make_transport(opt);
@@ -307,6 +335,12 @@ int main(int argc, char** argv) {
   double finalize_s = sfb::RuntimeConfig{}.peer_timeout_s;
   try {
     code = sfbd::run(argc, argv, mpi, watchdog, finalize_s);
+  } catch (const sfb::FileChanged& e) {
+    // A file verified before training (checkpoint, model.init) was not the one streamed: bad input,
+    // found before its first block reached a replica. Nothing was written.
+    fmt::print(stderr, "sfbd: rank {}: error: {}\n", mpi.rank(), e.what());
+    std::fflush(stderr);
+    mpi.abort(sfbd::kExitBadInput);
   } catch (const std::exception& e) {
     // A failure on one rank: the others cannot finish without it, so end the whole job. A failure
     // every rank meets alike (a plugin's contract error) is printed once: rank 0 aborts the job

@@ -31,12 +31,12 @@ struct SfbRun {
   // guests (core/machine.h MachineWatch; -1: unknown): the timing of a run with a large one is the
   // neighbours' as much as sfb's.
   double cpu_stolen_share = -1;
+  // runtime/still_improving.h: the run stopped at its limit while still improving; "" otherwise.
+  std::string still_improving;
   // comm.scheme = "sharded": each rank holds a block of W's rows (its checksum is of those rows),
   // and the theory's bytes come from the model's statistics (baselines::sharded_bytes_per_clock).
   bool sharded = false;
   double sharded_theory_bytes = 0;
-  // runtime/still_improving.h: the run stopped at its limit while still improving; "" otherwise.
-  std::string still_improving;
 };
 
 // A run's steal share as summary.json has it (SFB's top level, the CNN mode's contention): 4

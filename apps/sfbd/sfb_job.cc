@@ -51,6 +51,9 @@ struct Setup {
   sfb::io::LoadedData data;
   sfb::models::ModelPtr model;
   bool init_W = false;          // model.init: start from that model file's W (checked, streamed at start)
+  sfb::FileSeal init_seal;      // what this rank's check of model.init verified: the stream must read that file
+  sfb::FileSeal ckpt_seal;      // rank 0: the same for --resume's checkpoint
+  double resumed_lr = 0;        // the rate "auto" resolved to in the checkpoint's job (0: none)
   sfb::Json auto_choice;        // comm.scheme = "auto": the profile, every prediction and the choice
   sfb::Json lr_search;          // optimizer.lr = "auto": every candidate's held-out score and the choice
   sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
@@ -95,18 +98,21 @@ sfb::RowSink finite_rows(int64_t cols, std::function<std::string(int64_t, int64_
 // finite; the rows also go to `into` when given (whose contents are to be discarded when this
 // throws). `what` names where the path came from. Throws DataError.
 void check_model_file(const std::string& what, const std::string& path, const sfb::api::Model& model,
-                      sfb::RowSink into = {}) {
-  sfb::io::read_model(path, [&](int64_t rows, int64_t cols) -> sfb::RowSink {
-    SFB_CHECK_DATA(rows == model.rows() && cols == model.cols(),
-                   "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, rows, cols,
-                   model.name(), model.rows(), model.cols());
-    return finite_rows(
-        cols,
-        [what, path](int64_t r0, int64_t r1) {
-          return fmt::format("{} {}: W has non-finite values (rows {}..{})", what, path, r0, r1);
-        },
-        std::move(into));
-  });
+                      sfb::RowSink into = {}, sfb::FileSeal* seal = nullptr) {
+  sfb::io::read_model(
+      path,
+      [&](int64_t rows, int64_t cols) -> sfb::RowSink {
+        SFB_CHECK_DATA(rows == model.rows() && cols == model.cols(),
+                       "{} {}: the file's W is {} x {} but model \"{}\" on this data is {} x {}", what, path, rows,
+                       cols, model.name(), model.rows(), model.cols());
+        return finite_rows(
+            cols,
+            [what, path](int64_t r0, int64_t r1) {
+              return fmt::format("{} {}: W has non-finite values (rows {}..{})", what, path, r0, r1);
+            },
+            std::move(into));
+      },
+      nullptr, seal);
 }
 
 // comm.scheme = "sharded": the model and the config can train so, and every rank owns rows of W.
@@ -176,7 +182,7 @@ bool set_up(Job& job, Setup& s) {
                                                        v_floats, general_prox, process);
     s.memory.check(available, s.server ? "serving this model's shard" : "training this model");
     if (!s.server && !cfg.model.init.empty()) {
-      check_model_file("model.init =", cfg.model.init, *s.model);
+      check_model_file("model.init =", cfg.model.init, *s.model, {}, &s.init_seal);
       s.init_W = true;
     }
   });
@@ -201,36 +207,47 @@ void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb:
                  ckpt.cols, model->name(), model->rows(), model->cols());
 }
 
-// Rank 0: reads the whole checkpoint once without keeping it (header, CRC, every value finite).
-sfb::io::CheckpointInfo verify_checkpoint(const sfb::Config& cfg, const std::string& path,
-                                          const sfb::api::Model* model) {
-  return sfb::io::read_checkpoint(path, [&](const sfb::io::CheckpointInfo& info) -> sfb::RowSink {
-    check_resumable(cfg, path, info, model);
-    return finite_rows(info.cols, [&path](int64_t r0, int64_t r1) {
-      return fmt::format(
-          "{}: the checkpoint's W has non-finite values (rows {}..{}; its CRC is valid: it was written so); resume "
-          "from an earlier checkpoint",
-          path, r0, r1);
-    });
-  });
+// Rank 0: reads the whole checkpoint once without keeping it (header, CRC, every value finite) and
+// seals it (`seal`: what a later read must find). Its header's fields are judged only once the CRC
+// has passed: a corrupted header is reported as corruption, not by a field it changed.
+sfb::io::CheckpointInfo verify_checkpoint(const sfb::Config& cfg, const std::string& path, const sfb::api::Model* model,
+                                          sfb::FileSeal& seal) {
+  std::string non_finite;  // the first block with a non-finite value, reported after the CRC
+  const auto info = sfb::io::read_checkpoint(
+      path,
+      [&](const sfb::io::CheckpointInfo& i) -> sfb::RowSink {
+        return [&non_finite, cols = i.cols](int64_t r0, int64_t n, const float* data) {
+          if (non_finite.empty() && !Eigen::Map<const Eigen::ArrayXf>(data, n * cols).allFinite())
+            non_finite = fmt::format("rows {}..{}", r0, r0 + n - 1);
+        };
+      },
+      sfb::kRowBlockBytes, &seal);
+  check_resumable(cfg, path, info, model);
+  SFB_CHECK_DATA(non_finite.empty(),
+                 "{}: the checkpoint's W has non-finite values ({}; its CRC is valid: it was written so); resume "
+                 "from an earlier checkpoint",
+                 path, non_finite);
+  return info;
 }
 
 // --resume: rank 0 reads and checks the checkpoint, every rank learns its clock from rank 0 (the file
 // need only exist where rank 0 runs); W itself follows in row blocks when the worker starts
 // (broadcast_checkpoint). False when it is unusable.
-bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::CheckpointInfo& info) {
+bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::CheckpointInfo& info, sfb::FileSeal& seal) {
   const auto& path = job.resume_path;
   const bool ok = job.all_ok("agreeing on the checkpoint", [&] {
-    if (job.rank() == 0) info = verify_checkpoint(job.cfg, path, model);
+    if (job.rank() == 0) info = verify_checkpoint(job.cfg, path, model, seal);
   });
   if (!ok) return false;
   sfb::ByteWriter w;
   w.put<int64_t>(info.clock);
   w.put<int32_t>(info.ranks);
+  w.put<double>(info.lr);
   const sfb::Bytes head = sfb::comm::broadcast_bytes(*job.transport, 0, w.bytes());
   sfb::ByteReader r(head, "checkpoint broadcast", sfb::ByteReader::Source::kMessage);
   info.clock = r.get<int64_t>("clock");
   info.ranks = r.get<int32_t>("ranks");
+  info.lr = r.get<double>("lr");
   spdlog::info("resuming from {} at clock {} (written by {} ranks)", path, info.clock, info.ranks);
   return true;
 }
@@ -239,23 +256,27 @@ bool load_checkpoint(Job& job, const sfb::api::Model* model, sfb::io::Checkpoint
 // broadcasts each block (collective; the blocks follow rows_per_block(D, 1 MiB) on every rank). A
 // barrier every 8 blocks keeps rank 0 from running ahead: no rank ever holds more than 8 blocks
 // that its replica has not taken yet.
-void broadcast_checkpoint(Job& job, const std::string& path, int64_t J, int64_t D, const sfb::RowSink& sink) {
+void broadcast_checkpoint(Job& job, const std::string& path, const sfb::FileSeal& seal, int64_t J, int64_t D,
+                          const sfb::RowSink& sink) {
   constexpr int64_t kBlockBytes = int64_t{1} << 20;
   int64_t blocks = 0;
   const auto pace = [&job, &blocks] {
     if (++blocks % 8 == 0) job.transport->barrier();
   };
   if (job.rank() == 0) {
+    sfb::FileSeal verified = seal;  // a file that is not the one verified is refused before its first block
     sfb::io::read_checkpoint(
         path,
-        [&](const sfb::io::CheckpointInfo&) -> sfb::RowSink {
+        [&](const sfb::io::CheckpointInfo& info) -> sfb::RowSink {
+          SFB_ENFORCE(info.rows == J && info.cols == D, "{}: a sealed checkpoint of {} x {} for W {} x {}", path,
+                      info.rows, info.cols, J, D);
           return [&](int64_t r0, int64_t n, const float* data) {
             sink(r0, n, data);
             sfb::comm::broadcast_bytes(*job.transport, 0, std::as_bytes(std::span(data, static_cast<size_t>(n * D))));
             pace();
           };
         },
-        kBlockBytes);
+        kBlockBytes, &verified);
     return;
   }
   const int64_t per = std::min(J, sfb::rows_per_block(D, kBlockBytes));
@@ -359,19 +380,19 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
       attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked(), model_meta(cfg, s)); });
   }
   SfbRun run{cfg,
-                   result,
-                   s.model->name(),
-                   s.workers,
-                   s.model->rows(),
-                   s.model->cols(),
-                   s.model->sparse_v(),
-                   s.data.eval_sample.n,
-                   s.model->layout(),
-                   s.auto_choice,
-                   s.lr_search,
-                   std::move(memory),
-                   cpu_stolen_share,
-                   std::move(still_improving)};
+             result,
+             s.model->name(),
+             s.workers,
+             s.model->rows(),
+             s.model->cols(),
+             s.model->sparse_v(),
+             s.data.eval_sample.n,
+             s.model->layout(),
+             s.auto_choice,
+             s.lr_search,
+             std::move(memory),
+             cpu_stolen_share,
+             std::move(still_improving)};
   if (sharded) {
     run.sharded = true;
     run.sharded_theory_bytes = sharded->theory_bytes;
@@ -394,7 +415,7 @@ bool check_sfb(Job& job) {
     job.cfg.stop.max_clocks = job.cfg.stop.clock_limit(s.data.total_train, s.workers * job.cfg.optimizer.minibatch);
   return job.all_ok("checking the checkpoint", [&] {
     if (s.server || job.rank() != 0) return;
-    verify_checkpoint(job.cfg, job.resume_path, s.model.get());
+    verify_checkpoint(job.cfg, job.resume_path, s.model.get(), s.ckpt_seal);
   });
 }
 
@@ -730,9 +751,10 @@ std::optional<int> resolve_sfb_lr(Job& job, Setup& s, const sfb::runtime::Worker
                                                : "this model's updates take no step size");
     return kExitBadInput;
   }
+  if (reuse_checkpoint_lr(job, s.resumed_lr, job.resume_path, s.lr_search)) return std::nullopt;
   const LrHoldout held = lr_holdout(job, s.data.train);
   return resolve_lr(
-      job, start.clock, "clocks",
+      job, start.clock, "clocks", held,
       [&](const sfb::OptimizerConfig& opt, int64_t clocks) { return lr_trial(job, s, start, held, opt, clocks); },
       s.lr_search);
 }
@@ -786,6 +808,55 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
   return job.mpi.broadcast(code, 0);
 }
 
+// Where W starts: --resume's checkpoint (rank 0 verifies and seals it; its blocks are broadcast when
+// the worker starts) or model.init (every worker checked and sealed its copy in set_up). The streams
+// read only the files sealed: one that changed in between is refused (FileChanged, exit 2) before
+// its first block. False when the checkpoint is unusable (every rank).
+bool starting_weights(Job& job, Setup& s, sfb::runtime::WorkerStart& start) {
+  sfb::io::CheckpointInfo ckpt;
+  const auto& cfg = job.cfg;
+  if (!job.resume_path.empty()) {
+    // rank 0 is a worker: it has the model
+    if (!load_checkpoint(job, s.model.get(), ckpt, s.ckpt_seal)) return false;
+    start.clock = ckpt.clock;
+    s.resumed_lr = ckpt.lr;
+    if (cfg.comm.scheme == sfb::Scheme::kSharded)  // rank 0 streams the file, the engine routes each row to its owner
+      start.load = [&job, &s](const sfb::RowSink& sink) {
+        sfb::FileSeal verified = s.ckpt_seal;
+        sfb::io::read_checkpoint(
+            job.resume_path, [&sink](const sfb::io::CheckpointInfo&) { return sink; }, int64_t{4} << 20, &verified);
+      };
+    else if (!s.server)
+      start.load = [&job, &s, J = s.model->rows(), D = s.model->cols()](const sfb::RowSink& sink) {
+        broadcast_checkpoint(job, job.resume_path, s.ckpt_seal, J, D, sink);
+      };
+  } else if (s.init_W) {
+    spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
+    start.load = [&s, path = cfg.model.init, J = s.model->rows(), D = s.model->cols()](const sfb::RowSink& sink) {
+      sfb::FileSeal verified = s.init_seal;
+      sfb::io::read_model(
+          path,
+          [&](int64_t rows, int64_t cols) {
+            SFB_ENFORCE(rows == J && cols == D, "{}: a sealed model file of {} x {} for W {} x {}", path, rows, cols, J,
+                        D);
+            return sink;
+          },
+          nullptr, &verified);
+    };
+  }
+  return true;
+}
+
+// Every rank, just before training: the sealed files are still the ones verified (FileChanged
+// otherwise), so a file swapped during set-up is refused by every rank alike, before any block.
+void recheck_start_files(const Job& job, const Setup& s) {
+  if (!job.resume_path.empty()) {
+    if (job.rank() == 0) sfb::check_sealed(job.resume_path, "checkpoint", s.ckpt_seal);
+  } else if (s.init_W) {
+    sfb::check_sealed(job.cfg.model.init, "model file", s.init_seal);
+  }
+}
+
 int run_sfb(Job& job) {
   const auto& cfg = job.cfg;
   Setup s;
@@ -802,39 +873,23 @@ int run_sfb(Job& job) {
             ? fmt::format("sfb/{} to {} peers a clock", cfg.sfb.broadcast,
                           sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
             : std::string(sfb::name(cfg.comm.scheme)));
-  sfb::io::CheckpointInfo ckpt;
   sfb::runtime::WorkerStart start;
   const bool sharded = cfg.comm.scheme == sfb::Scheme::kSharded;
-  if (!job.resume_path.empty()) {
-    if (!load_checkpoint(job, s.model.get(), ckpt)) return kExitBadInput;  // rank 0 is a worker: it has the model
-    start.clock = ckpt.clock;
-    if (sharded)  // rank 0 streams the file; the engine sends each row to its owner (any P)
-      start.load = [&job](const sfb::RowSink& sink) {
-        sfb::io::read_checkpoint(
-            job.resume_path, [&sink](const sfb::io::CheckpointInfo&) { return sink; }, int64_t{4} << 20);
-      };
-    else if (!s.server)
-      start.load = [&job, J = s.model->rows(), D = s.model->cols()](const sfb::RowSink& sink) {
-        broadcast_checkpoint(job, job.resume_path, J, D, sink);
-      };
-  } else if (s.init_W) {
-    spdlog::info("starting from the W of {} (model.init)", cfg.model.init);
-    start.load = [path = cfg.model.init](const sfb::RowSink& sink) {
-      sfb::io::read_model(path, [&sink](int64_t, int64_t) { return sink; });
-    };
-  }
+  if (!starting_weights(job, s, start)) return kExitBadInput;
   start.objective_rows = &s.data.eval_sample;
   if (!resolve_auto_scheme(job, s)) return job.failure_exit();
   if (const auto code = resolve_sfb_lr(job, s, start)) return *code;
   if (job.find_lr) return report_lr_search(job, s.lr_search);
   resolve_reconcile_every(job, s);
+  if (!job.all_ok("agreeing that the files W starts from did not change", [&] { recheck_start_files(job, s); }))
+    return job.failure_exit();
   job.record_config();  // every check has passed
   spdlog::info("memory on this rank: {}", s.memory.describe());
   if (sharded) return run_sharded(job, s, start);
   if (s.server) {
     // The checkpoint's blocks go to every rank of the broadcast; a server keeps none of them.
     if (!job.resume_path.empty())
-      broadcast_checkpoint(job, job.resume_path, s.model->rows(), s.model->cols(),
+      broadcast_checkpoint(job, job.resume_path, s.ckpt_seal, s.model->rows(), s.model->cols(),
                            [](int64_t, int64_t, const float*) {});
     return run_server(job, s);
   }
@@ -849,7 +904,8 @@ int run_sfb(Job& job) {
   auto memory = gather_memory(job, s);
   int code = kExitOk;
   if (job.rank() == 0) {
-    const bool written = write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result));
+    const bool written =
+        write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result));
     const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }

@@ -212,6 +212,7 @@ Bytes encode_cnn_file(const CnnFile& f) {
       w.put_raw(plan.data(), plan.size());
       put_profile(w, f.plan->profile);
     }
+    w.put<double>(f.lr);
   }
   w.put_at<uint32_t>(kCrcOffset, checksum(w.bytes()));
   return w.take();
@@ -238,11 +239,12 @@ CnnFile decode_cnn_file(std::span<const std::byte> d, const std::string& name) {
   const auto stored = r.get<uint32_t>("CRC");
   const auto n = r.get<int64_t>("parameters");
   const auto offset = r.get<uint64_t>("parameters offset");
-  SFB_CHECK_DATA(f.iteration >= 0 && f.iteration <= kMaxClock && f.ranks >= 1,
-                 "{}: iteration {} / ranks {} are invalid (iterations are 0 to 2^53)", name, f.iteration, f.ranks);
+  // The CRC before any field is judged: a corrupted header is reported as corruption.
   const uint32_t crc = checksum(d);
   SFB_CHECK_DATA(crc == stored, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", name,
                  stored, crc);
+  SFB_CHECK_DATA(f.iteration >= 0 && f.iteration <= kMaxClock && f.ranks >= 1,
+                 "{}: iteration {} / ranks {} are invalid (iterations are 0 to 2^53)", name, f.iteration, f.ranks);
   f.network = get_network(r, name);
   SFB_CHECK_DATA(n == tensor_floats(f.network) && offset == d.size() - r.remaining(),
                  "{}: the header says {} parameters at offset {}, the network has {} at {}", name, n, offset,
@@ -271,6 +273,9 @@ CnnFile decode_cnn_file(std::span<const std::byte> d, const std::string& name) {
       s.profile = get_profile(r, name);
       f.plan = std::move(s);
     }
+    if (r.remaining() > 0) f.lr = r.get<double>("lr");  // absent in checkpoints before issue 69
+    SFB_CHECK_DATA(f.lr == 0 || (std::isfinite(f.lr) && f.lr > 0 && f.lr <= 1e6),
+                   "{}: the learning rate {} it records is not a rate", name, f.lr);
   }
   r.expect_end();
   SFB_CHECK_DATA(all_finite(f.params) && all_finite(f.velocity), "{}: non-finite parameters or momentum", name);

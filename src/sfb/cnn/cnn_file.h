@@ -21,7 +21,9 @@
 //   checkpoint:   N float32 momentum buffers (the same order); u32 1 when a plan follows (0: none):
 //                 the plan and its cost model (runtime plan message, docs/formats.md), then the
 //                 profile it was made from (u32 layers, per layer str name, i64 params, f64 t_b_us,
-//                 f64 t_f_us, i64 sf_floats, f64 t_sf_us; f64 forward_us)
+//                 f64 t_f_us, i64 sf_floats, f64 t_sf_us; f64 forward_us); then, in checkpoints
+//                 written since issue 69, f64 lr: the rate optimizer.lr = "auto" resolved to (0: the
+//                 config gave it), which a resumed run reuses instead of searching again
 //
 // Written to a temporary file, fsynced and renamed, never with non-finite values. The samplers
 // are a function of (seed, rank, ranks, iteration): no other RNG state is needed.
@@ -67,6 +69,7 @@ struct CnnFile {
   std::vector<float> params;
   std::vector<float> velocity;    // checkpoint: the momentum buffers
   std::optional<PlanState> plan;  // checkpoint: the plan in use (none while still profiling)
+  double lr = 0;                  // checkpoint: the rate "auto" resolved to (0: none)
 };
 
 // The network's description as a file stores it.

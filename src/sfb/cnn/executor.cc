@@ -234,6 +234,7 @@ CnnFile snapshot(const Config& cfg, int ranks, Network& net, const MomentumSgd& 
   f.network = network_spec(net, cfg.cnn.input);
   f.params = get_params(net);
   f.velocity = sgd.velocity();
+  f.lr = cfg.optimizer.lr_auto_written ? cfg.optimizer.lr : 0;  // a resumed "auto" run reuses it
   if (!profiling && planner.profile().size() > 0) f.plan = PlanState{planner.plan(), planner.cost(), planner.profile()};
   return f;
 }

@@ -9,16 +9,18 @@
 
 namespace sfb::cnn {
 
+std::string trace_path_of(const std::string& trace, int64_t first) {
+  if (first <= 0 || trace.empty()) return trace;
+  const std::filesystem::path p(trace);
+  return (p.parent_path() /
+          fmt::format("{}.from-{}{}", p.stem().string(), first, p.has_extension() ? p.extension().string() : ".json"))
+      .string();
+}
+
 RunLog::RunLog(const OutputConfig& out, int64_t eval_every, int64_t iterations, int rank, int64_t first)
     : out_(out), eval_every_(eval_every), iterations_(iterations), rank_(rank) {
   if (rank_ != 0) return;
-  if (const auto path = out_.path(out_.trace); !path.empty()) {
-    const std::filesystem::path p(path);
-    trace_path_ = first > 0 ? (p.parent_path() / fmt::format("{}.from-{}{}", p.stem().string(), first,
-                                                             p.has_extension() ? p.extension().string() : ".json"))
-                                  .string()
-                            : path;
-  }
+  if (const auto path = out_.path(out_.trace); !path.empty()) trace_path_ = trace_path_of(path, first);
   if (const auto path = out_.path(out_.metrics); !path.empty()) {
     create_parent_directories(path);
     // Lines of iterations after `first` belong to an interrupted run: the resumed run writes them again.

@@ -46,6 +46,10 @@ struct IterationTimeline {
   const mgwfbp::Plan* plan = nullptr;
 };
 
+// The file a run's trace goes to: `trace` (output.trace resolved), or for a run resumed from
+// iteration `first` > 0, <stem>.from-<first><ext> beside it (sfbd claims that name before training).
+std::string trace_path_of(const std::string& trace, int64_t first);
+
 class RunLog {
  public:
   // `first`: the iterations done before (a resumed run's metrics keep their lines up to it).

@@ -318,6 +318,7 @@ const std::vector<Field>& schema() {
         [](const Config& c) { return c.optimizer.lr_auto ? std::nullopt : std::optional<double>(c.optimizer.lr); },
         [](Config& c, std::optional<double> v) {
           c.optimizer.lr_auto = !v;
+          c.optimizer.lr_auto_written = !v;
           if (v) c.optimizer.lr = *v;
         },
         "Step size eta. sfb mode: of one batch, u is scaled by -eta/K; every worker applies every received "
@@ -828,6 +829,10 @@ std::string Config::resolved_toml() const {
 
 uint64_t Config::fingerprint() const { return fnv1a64(canonical()); }
 
+std::string Config::written(const std::string& key, const std::string& value) const {
+  return key == "optimizer.lr" && optimizer.lr_auto_written ? std::string("\"auto\"") : value;
+}
+
 uint64_t Config::model_fingerprint() const {
   std::string out;
   for (const auto& [key, value] : settings()) {
@@ -836,7 +841,7 @@ uint64_t Config::model_fingerprint() const {
     // a checkpoint resumes in either layout.
     if (key == "model.layout") continue;
     if (section == "job" || section == "data" || section == "model" || section == "optimizer")
-      out += key + "=" + value + "\n";
+      out += key + "=" + written(key, value) + "\n";
   }
   return fnv1a64(out);
 }
@@ -847,7 +852,7 @@ uint64_t Config::cnn_fingerprint() const {
     const std::string section = key.substr(0, key.find('.'));
     if (key == "job.seed" || section == "data" || section == "optimizer" || key == "cnn.layers" || key == "cnn.input" ||
         key == "cnn.momentum" || key == "cnn.weight_decay")
-      out += key + "=" + value + "\n";
+      out += key + "=" + written(key, value) + "\n";
   }
   return fnv1a64(out);
 }

@@ -156,7 +156,10 @@ struct ModelConfig {
 
 struct OptimizerConfig {
   double lr = 0.1;
-  bool lr_auto = false;          // optimizer.lr = "auto": sfbd searches it at start-up (core/lr_search.h)
+  bool lr_auto = false;  // optimizer.lr = "auto": sfbd searches it at start-up (core/lr_search.h)
+  // Not a key: the config said "auto" (kept once the search or a checkpoint resolved lr). The
+  // fingerprints compare what the user wrote, so a job resumes from its own checkpoints.
+  bool lr_auto_written = false;
   int64_t lr_search_clocks = 0;  // clocks each candidate of the search trains (0: lr_trial_clocks's rule)
   double lr_decay = 0.0;         // eta_c = lr / (1 + lr_decay * c)
   int64_t minibatch = 64;
@@ -306,6 +309,8 @@ struct Config {
   // cnn.momentum and cnn.weight_decay; a checkpoint resumes under other kernels, device, planner,
   // ranks, stop or output keys.
   uint64_t cnn_fingerprint() const;
+  // A setting's value as the user wrote it, for the fingerprints (optimizer.lr "auto" once resolved).
+  std::string written(const std::string& key, const std::string& value) const;
 };
 
 // Reads and validates a TOML file; overrides are "key=value" strings applied on top (the value is

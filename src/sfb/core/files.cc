@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,28 @@
 #include "sfb/core/strings.h"
 
 namespace sfb {
+
+namespace {
+FileIdentity identity_of(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+// What a path that is not a regular file is, in words.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+}  // namespace
+
+std::string FileIdentity::describe() const {
+  return fmt::format("device {} inode {}, {} bytes, modified {}.{:09d}", dev, ino, size, mtime_ns / 1000000000,
+                     mtime_ns % 1000000000);
+}
 
 namespace {
 // Writes all of `data` at `offset` (or appended when offset < 0); returns errno or 0.
@@ -68,6 +91,14 @@ void AtomicFileWriter::commit() {
     ::unlink(tmp_.c_str());
     throw Error(fmt::format("{}: fsync/close failed: {}", tmp_, std::strerror(err)));
   }
+  // Renamed over a regular file only: a device node, FIFO or socket in its place stays (checked
+  // again here: the path may have been swapped since the job claimed it).
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::unlink(tmp_.c_str());
+    throw Error(
+        fmt::format("{}: is {}, not a regular file: not replaced ({} removed)", path_, kind_of(st.st_mode), tmp_));
+  }
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
@@ -117,6 +148,14 @@ void create_parent_directories(const std::string& path) {
   create_directories(std::filesystem::path(path).parent_path().string());
 }
 
+void check_output_is_regular(const std::string& path, const std::string& key) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // a new name (or one the write will report)
+  SFB_CHECK(S_ISREG(st.st_mode),
+            "{}: {} is {}: an output is a regular file or a new name; it is never opened or replaced", key, path,
+            kind_of(st.st_mode));
+}
+
 void prepare_output_file(const std::string& path, const std::string& key) {
   namespace fs = std::filesystem;
   const fs::path p(path);
@@ -130,6 +169,7 @@ void prepare_output_file(const std::string& path, const std::string& key) {
   }
   std::error_code ec;
   SFB_CHECK(!fs::is_directory(p, ec), "{}: {} is a directory, not a file name", key, path);
+  check_output_is_regular(path, key);
   // Temporaries of this file that a killed writer left behind (see write_file_atomic).
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   const std::string stem = p.filename().string() + ".tmp.";
@@ -144,16 +184,35 @@ void prepare_output_file(const std::string& path, const std::string& key) {
 }
 
 FileReader::FileReader(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto status = fs::status(path_, ec);
-  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path_, what_, ec.message());
-  SFB_CHECK_DATA(fs::is_regular_file(status), "{}: cannot read {}: {}", path_, what_,
-                 fs::is_directory(status) ? "it is a directory" : "not a regular file");
-  size_ = fs::file_size(path_, ec);
-  SFB_CHECK_DATA(!ec, "{}: cannot read {}: {}", path_, what_, ec.message());
-  fd_ = ::open(path_.c_str(), O_RDONLY);
+  const auto refuse = [this](const struct stat& st) {
+    if (S_ISREG(st.st_mode)) return;
+    if (fd_ >= 0) ::close(fd_);  // a constructor that throws runs no destructor
+    fd_ = -1;
+    SFB_CHECK_DATA(S_ISREG(st.st_mode), "{}: cannot read {}: {}", path_, what_,
+                   S_ISDIR(st.st_mode) ? "it is a directory" : kind_of(st.st_mode));
+  };
+  // A device or FIFO is never opened; what is opened is judged again by fstat (the path may have
+  // been swapped in between), so the file checked is the file read. O_NONBLOCK: a FIFO swapped in
+  // does not block the open.
+  struct stat st {};
+  SFB_CHECK_DATA(::stat(path_.c_str(), &st) == 0, "{}: cannot read {}: {}", path_, what_, std::strerror(errno));
+  refuse(st);
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   SFB_CHECK_DATA(fd_ >= 0, "{}: cannot read {}: {}", path_, what_, std::strerror(errno));
+  if (::fstat(fd_, &st) != 0) st.st_mode = 0;
+  refuse(st);
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+  identity_ = identity_of(st);
+  size_ = identity_.size;
+}
+
+void FileReader::check_identity(const FileIdentity& sealed, const std::string& when) const {
+  struct stat st {};
+  SFB_CHECK_DATA(::fstat(fd_, &st) == 0, "{}: cannot read {}: {}", path_, what_, std::strerror(errno));
+  const FileIdentity now = identity_of(st);
+  if (now == sealed) return;
+  throw FileChanged(fmt::format("{}: the {} changed {} (verified: {}; now: {}): refused; nothing was loaded from it",
+                                path_, what_, when, sealed.describe(), now.describe()));
 }
 
 FileReader::~FileReader() {
@@ -176,6 +235,25 @@ Bytes FileReader::read_head(size_t bytes) {
   Bytes out(static_cast<size_t>(std::min<uint64_t>(bytes, size_ - std::min(size_, pos_))));
   read(out, "the header");
   return out;
+}
+
+void seal_or_check(FileSeal& seal, const FileReader& in, const Bytes& header) {
+  if (seal.empty()) {
+    seal = {in.identity(), header};
+    return;
+  }
+  in.check_identity(seal.identity, "after it was verified");
+  if (header != seal.header)
+    throw FileChanged(
+        fmt::format("{}: the file changed after it was verified (its header differs): refused; nothing "
+                    "was loaded from it",
+                    in.path()));
+}
+
+void check_sealed(const std::string& path, const std::string& what, const FileSeal& seal) {
+  FileReader in(path, what);
+  FileSeal copy = seal;
+  seal_or_check(copy, in, in.read_head(seal.header.size()));
 }
 
 Bytes read_file(const std::string& path, const std::string& what, int64_t max_bytes) {

@@ -1,6 +1,7 @@
 #include "sfb/core/metrics.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,9 +12,27 @@
 #include <spdlog/spdlog.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/files.h"
 #include "sfb/core/json.h"
 
 namespace sfb {
+
+namespace {
+// `path` opened for writing as a regular file or a new one: a FIFO, device or socket in its place is
+// refused (InvalidArgument naming it) without blocking on it or truncating it.
+int open_regular_for_writing(const std::string& path) {
+  check_output_is_regular(path, path);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InvalidArgument(fmt::format("{}: not a regular file: not written", path));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+}  // namespace
 
 std::string to_json(const EvalRecord& r) {
   Json j{{"clock", r.clock},
@@ -36,8 +55,12 @@ std::string to_json(const EvalRecord& r) {
 void JsonlWriter::open(const std::string& path) {
   close();
   path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  fd_ = open_regular_for_writing(path);
+  if (::ftruncate(fd_, 0) != 0) {
+    const int err = errno;
+    close();
+    throw InvalidArgument(fmt::format("{}: cannot truncate: {}", path, std::strerror(err)));
+  }
   size_ = 0;
 }
 
@@ -46,6 +69,7 @@ void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
   path_ = path;
   continued_seconds_ = 0;
   int64_t keep = 0;
+  check_output_is_regular(path, path);  // before the read below: a FIFO would block it
   if (std::ifstream in(path, std::ios::binary); in) {
     std::string line;
     while (std::getline(in, line) && !in.eof()) {  // a last line without its newline is incomplete
@@ -57,8 +81,7 @@ void JsonlWriter::open_continuing(const std::string& path, int64_t from_clock) {
       if (j.contains("seconds") && j["seconds"].is_number()) continued_seconds_ = j["seconds"].get<double>();
     }
   }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InvalidArgument(fmt::format("{}: cannot open for writing: {}", path, std::strerror(errno)));
+  fd_ = open_regular_for_writing(path);
   if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
     const int err = errno;
     close();

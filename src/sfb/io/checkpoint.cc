@@ -1,6 +1,9 @@
 #include "sfb/io/checkpoint.h"
 
+#include <cmath>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "sfb/core/bytes.h"
 #include "sfb/core/config.h"
@@ -26,11 +29,13 @@ Bytes encode_header(const CheckpointInfo& c, uint32_t crc) {
   w.put<uint64_t>(c.seed);
   w.put<int64_t>(c.clock);
   w.put<int32_t>(c.ranks);
-  w.put<uint32_t>(0);
+  uint64_t lr = 0;
+  std::memcpy(&lr, &c.lr, 8);
+  w.put<uint32_t>(static_cast<uint32_t>(lr));
   w.put<int64_t>(c.rows);
   w.put<int64_t>(c.cols);
   w.put<uint32_t>(crc);
-  w.put<uint32_t>(0);
+  w.put<uint32_t>(static_cast<uint32_t>(lr >> 32));
   return w.take();
 }
 
@@ -48,8 +53,43 @@ uint32_t stored_crc(std::span<const std::byte> header) {
   return crc;
 }
 
+// The magic, version and dtype of this format's header: its CRC can be computed (a file of another
+// version is reported by its version).
+bool is_v1_header(std::span<const std::byte> header) {
+  if (header.size() < kCheckpointHeaderBytes || std::memcmp(header.data(), kMagic, 8) != 0) return false;
+  uint32_t version = 0, dtype = 0;
+  std::memcpy(&version, header.data() + 8, 4);
+  std::memcpy(&dtype, header.data() + 12, 4);
+  return version == kVersion && dtype == 1;
+}
+
+// What a failed CRC says, with the structural check the header failed (`header_says`, "" when
+// none): its fields cannot be trusted, so that check is only the header's word.
+std::string corrupt(const std::string& name, uint32_t stored, uint32_t computed, const std::string& header_says) {
+  return fmt::format(
+      "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt{}", name, stored, computed,
+      header_says.empty() ? "" : fmt::format(" (its header cannot be trusted; it says: {})", header_says));
+}
+
+// A header that failed a structural check (`header_says`): when the file's CRC fails too, it is
+// reported as corrupt (its fields cannot be trusted); an intact file is left to the check's
+// message. Only a file with the magic, version and dtype of a checkpoint is read to the end for this.
+void refuse_if_corrupt(FileReader& in, std::span<const std::byte> header, const std::string& name,
+                       const std::string& header_says) {
+  if (!is_v1_header(header)) return;
+  uint32_t crc = header_crc(header);
+  Bytes block(std::size_t{1} << 20);
+  for (uint64_t left = in.size() - kCheckpointHeaderBytes; left > 0;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
+    in.read(std::span(block).first(n), "W");
+    crc = crc32(std::span<const std::byte>(block).first(n), crc);
+    left -= n;
+  }
+  if (crc != stored_crc(header)) throw DataError(corrupt(name, stored_crc(header), crc, header_says));
+}
+
 CheckpointInfo info_of(const Checkpoint& c) {
-  return {c.fingerprint, c.seed, c.clock, c.ranks, c.W.rows(), c.W.cols()};
+  return {c.fingerprint, c.seed, c.clock, c.ranks, c.W.rows(), c.W.cols(), c.lr};
 }
 }  // namespace
 
@@ -68,9 +108,14 @@ CheckpointInfo decode_checkpoint_header(std::span<const std::byte> d, uint64_t d
   c.seed = r.get<uint64_t>("seed");
   c.clock = r.get<int64_t>("clock");
   c.ranks = r.get<int32_t>("ranks");
-  r.skip(4, "reserved");
+  const uint64_t lr_low = r.get<uint32_t>("lr (low half)");
   c.rows = r.get<int64_t>("rows");
   c.cols = r.get<int64_t>("cols");
+  r.skip(4, "CRC");
+  const uint64_t lr_bits = lr_low | (uint64_t{r.get<uint32_t>("lr (high half)")} << 32);
+  std::memcpy(&c.lr, &lr_bits, 8);
+  SFB_CHECK_DATA(c.lr == 0 || (std::isfinite(c.lr) && c.lr > 0 && c.lr <= 1e6),
+                 "{}: the learning rate {} it records is not a rate", name, c.lr);
   SFB_CHECK_DATA(c.clock >= 0 && c.clock <= kMaxClock && c.ranks >= 1,
                  "{}: clock {} / ranks {} are invalid (clocks are 0 to 2^53)", name, c.clock, c.ranks);
   SFB_CHECK_DATA(c.rows >= 0 && c.cols >= 0 && c.rows <= (int64_t{1} << 31) && c.cols <= (int64_t{1} << 31),
@@ -97,14 +142,20 @@ Bytes encode_checkpoint(const Checkpoint& c) {
 
 Checkpoint decode_checkpoint(std::span<const std::byte> d, const std::string& name) {
   const uint64_t data_bytes = d.size() >= kCheckpointHeaderBytes ? d.size() - kCheckpointHeaderBytes : 0;
-  const CheckpointInfo info = decode_checkpoint_header(d, data_bytes, name);
+  CheckpointInfo info;
+  std::string header_says;  // a structural check the header failed: its word only, until the CRC holds
+  try {
+    info = decode_checkpoint_header(d, data_bytes, name);
+  } catch (const DataError& e) {
+    if (!is_v1_header(d)) throw;
+    header_says = e.what();
+  }
   const auto header = d.first(kCheckpointHeaderBytes);
   const auto data = d.subspan(kCheckpointHeaderBytes);
   const uint32_t crc = crc32(data, header_crc(header));
-  SFB_CHECK_DATA(crc == stored_crc(header),
-                 "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt", name,
-                 stored_crc(header), crc);
-  Checkpoint c{info.fingerprint, info.seed, info.clock, info.ranks, Matrix(info.rows, info.cols)};
+  SFB_CHECK_DATA(crc == stored_crc(header), "{}", corrupt(name, stored_crc(header), crc, header_says));
+  if (!header_says.empty()) throw DataError(header_says);
+  Checkpoint c{info.fingerprint, info.seed, info.clock, info.ranks, Matrix(info.rows, info.cols), info.lr};
   std::memcpy(c.W.data(), data.data(), data.size());
   return c;
 }
@@ -124,6 +175,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.seed = info.seed;
   c.clock = info.clock;
   c.ranks = info.ranks;
+  c.lr = info.lr;
   return c;
 }
 
@@ -143,16 +195,27 @@ std::unique_ptr<AtomicFileWriter> begin_checkpoint(const std::string& path, Chec
 }
 
 CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowSink(const CheckpointInfo&)>& open,
-                               int64_t block_bytes) {
+                               int64_t block_bytes, FileSeal* seal) {
   FileReader in(path, "checkpoint");
   const Bytes header = in.read_head(kCheckpointHeaderBytes);
-  const CheckpointInfo info =
-      decode_checkpoint_header(header, in.size() - std::min<uint64_t>(in.size(), kCheckpointHeaderBytes), path);
+  const bool sealed = seal && !seal->empty();  // a second read: the first one's CRC held
+  if (seal) seal_or_check(*seal, in, header);
+  CheckpointInfo info;
+  try {
+    info = decode_checkpoint_header(header, in.size() - std::min<uint64_t>(in.size(), kCheckpointHeaderBytes), path);
+  } catch (const DataError& e) {
+    refuse_if_corrupt(in, header, path, e.what());
+    throw;
+  }
   const RowSink sink = open(info);
   const uint32_t crc = read_row_blocks(in, info.rows, info.cols, sink, header_crc(header), block_bytes);
-  SFB_CHECK_DATA(crc == stored_crc(header),
-                 "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the checkpoint is corrupt", path,
-                 stored_crc(header), crc);
+  if (seal) in.check_identity(seal->identity, "while it was read");
+  if (sealed && crc != stored_crc(header))
+    throw FileChanged(
+        fmt::format("{}: the checkpoint changed while it was read (its CRC held when it was verified, "
+                    "now it does not): refused",
+                    path));
+  SFB_CHECK_DATA(crc == stored_crc(header), "{}", corrupt(path, stored_crc(header), crc, ""));
   return info;
 }
 

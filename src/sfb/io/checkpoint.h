@@ -10,11 +10,12 @@
 //   24      8     u64 job seed
 //   32      8     i64 clock: every replica had applied all batches of clocks < clock
 //   40      4     i32 ranks of the job that wrote it
-//   44      4     u32 reserved, 0
+//   44      4     u32 low half of the f64 learning rate optimizer.lr = "auto" resolved to (0: the
+//                 config gave the rate; checkpoints before issue 69 hold 0 here)
 //   48      8     i64 rows (J)
 //   56      8     i64 cols (D)
 //   64      4     u32 CRC-32 of bytes 0..63 and of the data
-//   68      4     u32 reserved, 0
+//   68      4     u32 high half of that f64 (0 with the low half)
 //   72      4*J*D float32 W, row-major
 //
 // Written to a temporary file, fsynced and renamed: a crash leaves the previous checkpoint or
@@ -43,6 +44,7 @@ struct CheckpointInfo {
   int64_t clock = 0;
   int32_t ranks = 0;
   int64_t rows = 0, cols = 0;
+  double lr = 0;  // what optimizer.lr = "auto" resolved to in the job that wrote it; 0: not "auto"
 };
 
 struct Checkpoint {
@@ -51,6 +53,7 @@ struct Checkpoint {
   int64_t clock = 0;
   int32_t ranks = 0;
   Matrix W;
+  double lr = 0;  // CheckpointInfo::lr
 };
 
 // The whole file in memory (tests, fuzzing, small matrices).
@@ -74,7 +77,12 @@ std::unique_ptr<AtomicFileWriter> begin_checkpoint(const std::string& path, Chec
 // W's rows go), streams W into it block by block, then checks the CRC: on a mismatch it throws
 // DataError, and what the sink received must be discarded.
 // `block_bytes`: the blocks' size (rows_per_block(cols, block_bytes) rows each, the last fewer).
+// A header that fails its structural checks (a shape the file's length cannot hold, a clock out of
+// range) is reported as corrupt when its CRC fails too: no field of it is named as if trusted.
+// `seal`: when empty, filled with what this read verified; when filled, the file must be that one
+// (identity and header bytes, before open() is called) and must not change while it is streamed,
+// else FileChanged naming it.
 CheckpointInfo read_checkpoint(const std::string& path, const std::function<RowSink(const CheckpointInfo&)>& open,
-                               int64_t block_bytes = kRowBlockBytes);
+                               int64_t block_bytes = kRowBlockBytes, FileSeal* seal = nullptr);
 
 }  // namespace sfb::io

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sfb/core/bytes.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -28,6 +30,7 @@ Bytes encode_header(const RowSource& w, const ModelMeta& meta, uint32_t crc) {
 
 struct Header {
   ModelMeta meta;
+  Bytes raw;  // the header's bytes as read (with a version-2 file's labels): what a FileSeal compares
   uint32_t crc = 0;
   uint32_t labels_crc = 0;  // version 2: the CRC of the label bytes, which the data's continues
 };
@@ -43,6 +46,8 @@ void read_labels(FileReader& in, Header& h, const std::string& path) {
   SFB_CHECK_DATA(L >= 0 && L <= kMaxModelLabels && static_cast<uint64_t>(L) <= left / 8,
                  "{}: label count {} does not fit the file ({} bytes after the header)", path, L, left);
   const Bytes bytes = in.read_head(static_cast<size_t>(L) * 8);
+  h.raw.insert(h.raw.end(), head.begin(), head.end());
+  h.raw.insert(h.raw.end(), bytes.begin(), bytes.end());
   h.labels_crc = crc32(bytes, 0);
   ByteReader lr(bytes, path, ByteReader::Source::kFile);
   h.meta.labels.resize(static_cast<size_t>(L));
@@ -63,6 +68,7 @@ Header decode_header(FileReader& in, const std::string& path) {
   SFB_CHECK_DATA(std::memcmp(r.take(8, "magic").data(), kModelMagic, 8) == 0, "{}: bad magic: not an sfb model file",
                  path);
   Header h;
+  h.raw = head;
   h.meta.version = r.get<uint32_t>("version");
   SFB_CHECK_DATA(h.meta.version == 1 || h.meta.version == kModelVersion,
                  "{}: model format version {} is not supported (this sfbd reads 1 and {})", path, h.meta.version,
@@ -93,6 +99,35 @@ Header decode_header(FileReader& in, const std::string& path) {
   SFB_CHECK_DATA(data_bytes == bytes, "{}: trailing bytes after the {} x {} model data", path, rows, cols);
   return h;
 }
+// A header that failed a structural check (`header_says`): the CRC, which covers the labels and the
+// data but not the fixed header, tells which part is damaged, so the report never trusts a field
+// alone. Only a file with the magic, version and dtype of a version-2 model file is read to its end
+// for this (a fresh read of `path`).
+void refuse_as_corrupt(const std::string& path, const std::string& header_says) {
+  FileReader in(path, "model file");
+  const Bytes head = in.read_head(kModelHeaderBytes);
+  if (head.size() < kModelHeaderBytes || std::memcmp(head.data(), kModelMagic, 8) != 0) return;
+  uint32_t version = 0, dtype = 0, stored = 0;
+  std::memcpy(&version, head.data() + 8, 4);
+  std::memcpy(&dtype, head.data() + 12, 4);
+  std::memcpy(&stored, head.data() + 32, 4);
+  if (version != kModelVersion || dtype != 1) return;
+  uint32_t crc = 0;  // of the labels and the data, as write_model computes it
+  Bytes block(std::size_t{1} << 20);
+  for (uint64_t left = in.size() - kModelHeaderBytes; left > 0;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
+    in.read(std::span(block).first(n), "data");
+    crc = crc32(std::span<const std::byte>(block).first(n), crc);
+    left -= n;
+  }
+  throw DataError(crc == stored ? fmt::format("{}: the header is corrupt: the data's CRC holds but the header does not "
+                                              "fit it ({})",
+                                              path, header_says)
+                                : fmt::format("{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is "
+                                              "corrupt (its header cannot be trusted; it says: {})",
+                                              path, stored, crc, header_says));
+}
+
 }  // namespace
 
 void write_model(const std::string& path, const Matrix& w, const ModelMeta& meta) {
@@ -123,11 +158,27 @@ Matrix read_model(const std::string& path, ModelMeta* meta) {
 }
 
 void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open,
-                ModelMeta* meta) {
+                ModelMeta* meta, FileSeal* seal) {
   FileReader in(path, "model file");
-  Header h = decode_header(in, path);
+  const bool sealed = seal && !seal->empty();  // a second read: the first one's CRC held
+  Header h;
+  try {
+    h = decode_header(in, path);
+  } catch (const FileChanged&) {
+    throw;
+  } catch (const DataError& e) {
+    refuse_as_corrupt(path, e.what());
+    throw;
+  }
+  if (seal) seal_or_check(*seal, in, h.raw);
   const RowSink sink = open(h.meta.rows, h.meta.cols);
   const uint32_t crc = read_row_blocks(in, h.meta.rows, h.meta.cols, sink, h.labels_crc);
+  if (seal) in.check_identity(seal->identity, "while it was read");
+  if (sealed && crc != h.crc)
+    throw FileChanged(
+        fmt::format("{}: the model file changed while it was read (its CRC held when it was verified, "
+                    "now it does not): refused",
+                    path));
   SFB_CHECK_DATA(crc == h.crc, "{}: checksum mismatch (stored 0x{:08x}, computed 0x{:08x}): the file is corrupt", path,
                  h.crc, crc);
   if (meta) *meta = std::move(h.meta);

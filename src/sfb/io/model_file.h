@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/core/files.h"
 #include "sfb/core/row_blocks.h"
 #include "sfb/core/tensor.h"
 
@@ -50,8 +51,9 @@ Matrix read_model(const std::string& path, ModelMeta* meta = nullptr);
 // Reads the header, calls open(rows, cols) (which may refuse the shape by throwing, and returns where
 // the rows go), streams W into it, then checks the CRC: on a mismatch it throws DataError, and what
 // the sink received must be discarded.
+// `seal` as read_checkpoint's: filled by a first read, checked by the next (FileChanged).
 void read_model(const std::string& path, const std::function<RowSink(int64_t rows, int64_t cols)>& open,
-                ModelMeta* meta = nullptr);
+                ModelMeta* meta = nullptr, FileSeal* seal = nullptr);
 // The header and labels only (W is not read, its CRC not checked).
 ModelMeta read_model_meta(const std::string& path);
 

@@ -133,8 +133,8 @@ void ObjectiveMonitor::write_checkpoint(int64_t clock, const View& w) {
     // Files hold W in row-major order whatever the layout: streamed in row blocks (transposed a
     // block at a time here, on the monitor), never copied whole. The fsync and rename come in
     // commit_checkpoint(), after the monitor has let go of W.
-    ckpt_writer_ =
-        io::begin_checkpoint(out_.checkpoint, {out_.model_fingerprint, out_.seed, clock, out_.ranks}, w.file_order);
+    ckpt_writer_ = io::begin_checkpoint(
+        out_.checkpoint, {out_.model_fingerprint, out_.seed, clock, out_.ranks, 0, 0, out_.lr}, w.file_order);
     pending_clock_ = clock;
   } catch (const Error& e) {
     checkpoint_failed(clock, e);

@@ -48,6 +48,7 @@ struct MonitorOutputs {
   std::string checkpoint;  // checkpoint path; "" for none
   uint64_t model_fingerprint = 0;
   uint64_t seed = 0;
+  double lr = 0;  // optimizer.lr when the config said "auto" (the checkpoint carries it), else 0
   int ranks = 1;  // workers of the job that writes the checkpoints
   // A resumed run (--resume at this clock): metrics.jsonl continues the interrupted run's file
   // from there instead of starting over; -1 for a new run.

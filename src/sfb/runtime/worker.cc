@@ -119,6 +119,7 @@ MonitorOutputs monitor_outputs(const Config& cfg, int workers, int64_t start_clo
   out.checkpoint = cfg.output.path(cfg.checkpoint.path);
   out.model_fingerprint = cfg.model_fingerprint();
   out.seed = cfg.job.seed;
+  out.lr = cfg.optimizer.lr_auto_written ? cfg.optimizer.lr : 0;  // the rate "auto" resolved to
   out.ranks = workers;
   return out;
 }
