@@ -31,7 +31,8 @@
 # Writes DIR/table.md, DIR/objective_vs_time.png, DIR/objective_vs_clock.png,
 # DIR/bytes_per_clock.png, DIR/time_breakdown.png (compute, waiting, other: they add up to the wall
 # time), DIR/drift_vs_clock.png (replica drift), DIR/profile.json, DIR/predictions.csv and
-# DIR/median_runs.txt (each run's median repeat directory) and
+# DIR/median_runs.txt (each run's median repeat directory: the repeat nearest its median seconds per
+# clock) and
 # DIR/<run>[-rN]/{metrics.jsonl,summary.json,log}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -207,8 +208,10 @@ fi
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
   awk -v t="$target" '$3 <= t { print $1; found = 1; exit } END { if (!found) print "-" }' "$1"
 }
-stats() {  # values on stdin ("-" ignored): "median min max", or "- - -" (every value "-": grep finds none)
-  { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "- - -"; else print v[int((NR + 1) / 2)], v[1], v[NR] }'
+stats() {  # values on stdin ("-" ignored): "median min max", or "- - -" (every value "-": grep finds none); an even
+  # count's median is the mean of the two middle values
+  { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "- - -"; else print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR] }'
 }
 range() {  # "median min max" -> "median" or "median (min-max)"
   awk -v r="$repeats" '{ if ($1 == "-") print "-"; else if (r > 1) printf "%.3g (%.3g-%.3g)\n", $1, $2, $3; else printf "%.3g\n", $1 }'
@@ -222,7 +225,8 @@ steady() {  # <run dir>: seconds per clock in the steady state, between the eval
     END { if (n >= 2 && c1 > c0) printf "%.6g\n", (s1 - s0) / (c1 - c0); else printf "%.6g\n", wall / (last > 0 ? last : 1) }' "$1/curve.dat"
 }
 
-# Per run: the median repeat (by seconds per clock) gives the curve and the other columns.
+# Per run: the repeat nearest the median seconds per clock (the lower of two as near) gives the
+# curve and the other columns.
 declare -A row_ttt row_spc row_dir row_steal
 for r in "${runs[@]}"; do
   mapfile -t dirs < <(repeat_dirs "$r")
@@ -233,8 +237,9 @@ for r in "${runs[@]}"; do
                     jq -r '.cpu_stolen_share // "-" | if . == "-" then . else . * 100 end' "$d/summary.json"
                   done | stats)
   med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
-  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done |
-    awk -v m="$med" '$1 == m { sub(/^[^ ]* /, ""); print; exit }')
+  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done | sort -g |
+    awk -v m="$med" '{ d = $1 - m; if (d < 0) d = -d } NR == 1 || d < best { best = d; sub(/^[^ ]* /, ""); dir = $0 }
+      END { print dir }')
 done
 
 for r in "${runs[@]}"; do echo "$r ${row_dir[$r]}"; done > "$out/median_runs.txt"
