@@ -299,7 +299,7 @@ base_ttt=""
   echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")$([ "$repeats" -gt 1 ] && echo ", $repeats repeats: medians (min-max)")"
   echo
   echo "Target objective $target (time to target = first evaluation at or below it). Bytes are the whole job's"
-  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks, FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
+  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks and the one the run ends on (the run's count over its clocks), FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
   echo "Wall time split (seconds, mean over the workers, of the SF-compute thread): compute (SF computation, or forming the dense update), wait (for the peers' clocks to be applied: network and updates), other (sampling, evaluations, start and stop): compute + wait + other = wall. update: the update thread's seconds applying to W, overlapping the wait."
   echo "s/clock: steady seconds per clock, between the evaluations after clock 0 and before the last (wall / clocks with fewer than two); predicted: sfb-plan from the profile sfbd measured on the same ranks first (BSP; none for static Halton), error = (predicted - measured) / measured."
   echo
