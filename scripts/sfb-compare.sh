@@ -18,6 +18,8 @@
 #     --target OBJ       target objective (default: the worst final objective over the runs)
 #     --repeats R        run every variant R times: medians, and min-max   (default 1)
 #     --no-predict       skip the profile and the predictions
+#     --partial-profile  keep a profile that skipped an engine run (sfbd --partial-profile; without
+#                        it such a profile is an error); predictions.md and table.md then say so
 #     --table-only       run nothing: rebuild the predictions (from DIR/profile.json), the table and
 #                        the plots from the runs already in DIR (the same options otherwise)
 #     --netns            run on the cluster of sfb-netns-cluster / scripts/netns-cluster.sh (up it first)
@@ -52,6 +54,7 @@ mpirun_local=(env OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -
 field() { jq -r --arg k "$1" '.[$k] | if type == "string" then . else tojson end' "$2"; }
 
 config="" schemes="sfb,halton,fms,allreduce" np=4 servers=1 stales="0" q="" k="" target="" netns=0 repeats=1 predict=1
+partial=()
 table_only=0
 out="runs/compare"
 sets=()
@@ -68,6 +71,7 @@ while [ $# -gt 0 ]; do
     --target) target=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --no-predict) predict=0; shift ;;
+    --partial-profile) partial=(--partial-profile); shift ;;
     --table-only) table_only=1; shift ;;
     --netns) netns=1; shift ;;
     --out) out=$2; shift 2 ;;
@@ -121,7 +125,7 @@ if [ "$predict" = 1 ] && [ "$table_only" = 0 ]; then
   echo "== profile: $pranks ranks: sfbd --profile $out/profile.json"
   mkdir -p "$out/profile"
   launch "$pranks" "$out/profile/log" "${base[@]}" --set output.dir="$out/profile" "${pscheme[@]}" "${sets[@]}" \
-    --profile "$out/profile.json" || { tail -20 "$out/profile/log"; exit 1; }
+    --profile "$out/profile.json" "${partial[@]}" || { tail -20 "$out/profile/log"; exit 1; }
 fi
 
 # Every (scheme, Q) to run: Halton schemes once per Q of --q, the others once.
@@ -298,6 +302,8 @@ base_ttt=""
 {
   echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")$([ "$repeats" -gt 1 ] && echo ", $repeats repeats: medians (min-max)")"
   echo
+  skipped=$([ "$predict" = 1 ] && jq -r '(.skipped // []) | join(", ")' "$out/profile.json" 2>/dev/null || true)
+  [ -z "$skipped" ] || { echo "**PARTIAL PROFILE: not measured: $skipped** (--partial-profile): the predictions of the schemes they anchor stand on their pieces alone."; echo; }
   echo "Target objective $target (time to target = first evaluation at or below it). Bytes are the whole job's"
   echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks and the one the run ends on (the run's count over its clocks), FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
   echo "Wall time split (seconds, mean over the workers, of the SF-compute thread): compute (SF computation, or forming the dense update), wait (for the peers' clocks to be applied: network and updates), other (sampling, evaluations, start and stop): compute + wait + other = wall. update: the update thread's seconds applying to W, overlapping the wait."
