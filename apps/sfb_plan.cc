@@ -10,6 +10,11 @@
 //   sfb-plan --profile p.json [--nodes 4,8,...,1024] [--links fitted,1gbe,10gbe,25gbe,ib,100gbe]
 //            [--schemes sfb,halton,fms:1,allreduce] [--one-host] [--clocks C] [--csv out.csv]
 //            [--rows J] [--cols D] [--minibatch K] [--nnz Z] [--cores C] [--threads T]
+//            [--node-memory 64GiB] [--fms-placement own|workers]
+// It also prints every scheme's memory per rank and per node by sfbd --check's estimate
+// (plan_memory.h) and, with --node-memory, which fit and how many ranks a node holds; FMS's servers
+// are placed where the profile's ran (beside the workers, or on hosts of their own) unless
+// --fms-placement says, and each FMS row says where.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,12 +22,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "cli_exit.h"
+#include "plan_memory.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/json.h"
@@ -48,6 +55,8 @@ struct Options {
   int64_t rows = 0, cols = 0, minibatch = 0;  // 0: the profile's
   double nnz = 0, cores = 0;
   int threads = 0;
+  std::string fms_placement;  // "own", "workers"; "": where the profile's servers ran
+  std::string node_memory;    // a node's memory ("64GiB", bytes); "": none given
 };
 
 // The target's shape from --rows/--cols/--minibatch/--nnz over the profile's; InvalidArgument
@@ -148,6 +157,28 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--cores", o.cores,
                  "A node's cores (default: the profiled host's); threads per rank then cores / ranks per node");
   app.add_option("--threads", o.threads, "Threads per rank (default: the profile's, or with --cores cores / ranks)");
+  app.add_option("--node-memory", o.node_memory,
+                 "A node's memory (bytes, or 64GiB, 512MiB, 2TiB, 64GB): which schemes fit and how many ranks a node "
+                 "holds");
+  app.add_option("--fms-placement", o.fms_placement,
+                 "Where FMS's servers run: own (hosts of their own), workers (server s on worker s's host, as mpirun "
+                 "--map-by node on as many hosts as workers places them) (default: where the profile's ran)");
+}
+
+// Where FMS's servers run (Target::fms_beside_workers): --fms-placement, or where the profile's ran.
+bool fms_beside_workers(const Options& o, const SchemeProfile& p) {
+  if (o.fms_placement.empty()) return p.engine_fms_servers_beside > 0;
+  SFB_CHECK(o.fms_placement == "own" || o.fms_placement == "workers",
+            "--fms-placement must be own or workers, got \"{}\"", o.fms_placement);
+  return o.fms_placement == "workers";
+}
+
+// Where FMS's servers run at N workers, for the table: "own hosts" or "beside workers 0-1".
+std::string fms_where(const Prediction& r, const Target& t) {
+  if (r.servers <= 0) return "";
+  if (!sfb::predict::fms_beside(t, r.servers))
+    return r.servers == 1 ? " (on a host of its own)" : " (on hosts of their own)";
+  return r.servers == 1 ? " (beside worker 0)" : fmt::format(" (beside workers 0-{})", r.servers - 1);
 }
 
 // Every value checked before any output (InvalidArgument naming the option and the value).
@@ -162,6 +193,40 @@ void check_options(const CLI::App& app, const Options& o, const SchemeProfile& p
   SFB_CHECK(app.count("--threads") == 0 || (o.threads >= 1 && o.threads <= 4096),
             "--threads must be threads per rank from 1 to 4096, got {}", o.threads);
   SFB_CHECK(app.count("--at") == 0 || (o.at >= 2 && o.at <= (1 << 20)), "--at must be a node count >= 2, got {}", o.at);
+  fms_beside_workers(o, p);
+  if (!o.node_memory.empty()) sfb_tools::parse_memory(o.node_memory, "--node-memory");
+}
+
+std::string gib(double bytes) { return fmt::format("{:.3g}", bytes / 1073741824.0); }
+
+// Every scheme's memory at each N (plan_memory.h), and with --node-memory whether it fits and how
+// many ranks a node holds.
+void print_memory(const Options& o, const SchemeProfile& p, const Target& base, const std::vector<int>& nodes,
+                  const std::vector<Scheme>& schemes) {
+  const double mem = o.node_memory.empty() ? 0 : sfb_tools::parse_memory(o.node_memory, "--node-memory");
+  fmt::print(
+      "## memory (GiB): sfbd --check's estimate at each rank's peak (W, its snapshot, the queues' batches, the "
+      "workspaces, the row blocks; not what the process holds before training: libraries, its data partition)\n\n");
+  const std::string fit = mem > 0 ? fmt::format(" | fits {} GiB | ranks a node holds", gib(mem)) : "";
+  fmt::print("| N | scheme | rank 0 | other ranks | FMS server | node (ranks){} |\n", fit);
+  fmt::print("|---|---|---|---|---|---|{}\n", mem > 0 ? "---|---|" : "");
+  for (int n : nodes) {
+    Target t = base;
+    t.nodes = n;
+    for (const auto& s : schemes) {
+      const auto m = sfb_tools::scheme_memory(p, s, t, mem);
+      std::string cols;
+      if (mem > 0)
+        cols = fmt::format(" | {} | {}", m.node_bytes <= mem && m.ranks_fit >= 1 ? "yes" : "**no**",
+                           m.ranks_fit >= 1 ? std::to_string(m.ranks_fit) : "none");
+      fmt::print(
+          "| {} | {} | {} | {} | {} | {} ({}{}){} |\n", n, s.label(), gib(m.rank0_bytes), gib(m.rank_bytes),
+          m.server_bytes > 0 ? gib(m.server_bytes) : "-", gib(m.node_bytes), m.ranks_per_node,
+          m.server_bytes > 0 && sfb::predict::fms_beside(t, s.servers > 0 ? s.servers : n) ? " and server 0" : "",
+          cols);
+    }
+  }
+  fmt::print("\n");
 }
 
 // One engine's two runs at the profiled N, "0.555 +- 0.021 / 0.541 +- 0.030 s (...)", and what the
@@ -217,6 +282,32 @@ void print_engines(const SchemeProfile& p) {
              p.workers, fmt::join(parts, "; "));
 }
 
+// A profile taken on a noisy machine says so: a hypervisor's steal of kNoisySteal or more of the CPU
+// time the machine wanted (sfbd --profile warns at the same share), or an engine's steady clock
+// whose standard error is kNoisySe of it or more (its runs without evaluations: those with them
+// spread by the evaluations' own clocks). Chosen bars, not fitted ones.
+constexpr double kNoisySteal = 0.10, kNoisySe = 0.10;
+void print_noise(const SchemeProfile& p) {
+  std::vector<std::string> spread;
+  for (const auto& [name, clock, se] : {std::tuple{"SFB", p.engine_clock_s, p.engine_clock_se_s},
+                                        {"the all-reduce", p.engine_allreduce_clock_s, p.engine_allreduce_clock_se_s},
+                                        {"FMS", p.engine_fms_clock_s, p.engine_fms_clock_se_s}})
+    if (clock > 0 && se >= kNoisySe * clock)
+      spread.push_back(fmt::format("{}'s {:.3g} +- {:.2g} s ({:.0f}%)", name, clock, se, 100 * se / clock));
+  const bool stolen = p.cpu_stolen_share >= kNoisySteal;
+  if (!stolen && spread.empty()) return;
+  fmt::print(
+      "# NOISY PROFILE: {}{}{}: its times measure the machine's neighbours too, and a profile taken another time "
+      "may predict the same rows tens of percent apart; profile again when the machine is quieter, or take several "
+      "profiles and compare their predictions\n",
+      stolen ? fmt::format("the hypervisor gave {:.1f}% of the CPU time the machine wanted to other guests while it "
+                           "profiled",
+                           100 * p.cpu_stolen_share)
+             : "",
+      stolen && !spread.empty() ? "; " : "",
+      spread.empty() ? "" : fmt::format("the engines' clocks spread by a tenth or more: {}", fmt::join(spread, ", ")));
+}
+
 // What the profile was taken on: the header's first lines.
 void print_profiled(const SchemeProfile& p) {
   fmt::print(
@@ -225,6 +316,13 @@ void print_profiled(const SchemeProfile& p) {
       p.config, p.model, p.J, p.D, sfb::layout_name(p.layout), p.K,
       p.sparse_v ? fmt::format("sparse ({:.1f} nnz)", p.v_nonzeros) : "dense", p.workers, p.ranks_on_host, p.cores,
       p.threads, p.link.a_us, 8e-3 / p.link.b_us_per_byte);
+  if (!p.skipped.empty())
+    fmt::print(
+        "# PARTIAL PROFILE: not measured: {} (no room in the profiler's time budget: the machine was busy or the "
+        "clocks are long); the schemes they anchor are predicted from their pieces alone, with no engine cost "
+        "of their own. Profile again when the machine is quieter\n",
+        fmt::join(p.skipped, ", "));
+  print_noise(p);
   print_engines(p);
   if (p.bcast_cpu_ns_per_byte > 0)
     fmt::print(
@@ -239,6 +337,90 @@ void print_profiled(const SchemeProfile& p) {
         p.job_K, p.K, p.job_K);
 }
 
+// The header's lines on the target: the cores a rank computes with, where FMS's servers run and the
+// shape when it is not the profile's.
+void print_target(const Options& o, const SchemeProfile& p, const Target& base, const std::vector<int>& nodes,
+                  const std::vector<Scheme>& schemes) {
+  if (o.one_host) {
+    // Every rank on the profiled host: a rank's cores shrink with N.
+    std::vector<std::string> at;
+    for (int n : nodes) {
+      Target t = base;
+      t.nodes = n;
+      at.push_back(fmt::format("{:.3g} at N = {}", sfb::predict::target_rank_cores(p, t), n));
+    }
+    fmt::print(
+        "# compute and update scaled to every rank sharing the profiled host's {:.3g} cores, a rank computing with "
+        "{} (profiled: {:.3g})\n",
+        base.cores > 0 ? base.cores : p.cores, fmt::join(at, ", "), p.rank_cores());
+  } else {
+    fmt::print("# compute and update at one rank per node, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
+               sfb::predict::target_rank_cores(p, base), p.rank_cores());
+  }
+  if (std::any_of(schemes.begin(), schemes.end(), [](const Scheme& s) { return s.name == "fms"; }))
+    fmt::print(
+        "# FMS's servers {} ({}; the profile's {}: --fms-placement)\n",
+        base.fms_beside_workers ? "beside the workers: server s on worker s's host (mpirun --map-by node on N hosts)"
+                                : "on hosts of their own, beside no worker (N + S hosts)",
+        base.fms_beside_workers ? "a server's link does not carry its own worker's share" : "the model's default",
+        p.engine_fms_servers == 0 ? "had no servers"
+        : p.engine_fms_servers_beside > 0
+            ? fmt::format("ran beside workers ({} of {})", p.engine_fms_servers_beside, p.engine_fms_servers)
+            : "ran on hosts of their own");
+  const auto& sh = base.shape;
+  if (sh.J != p.J || sh.D != p.D || sh.K != p.K || sh.v_nonzeros != p.shape().v_nonzeros)
+    fmt::print(
+        "# predicted for W {} x {}, K = {}{}: the profile's pieces rescaled by their work (sfb/predict/profile.h){}\n",
+        sh.J, sh.D, sh.K, sh.sparse_v ? fmt::format(", {:.4g} nonzeros per sample", sh.v_nonzeros) : "",
+        p.mem_bytes_per_s > 0
+            ? fmt::format(", no faster than {:.3g} GB/s of memory traffic per profiled rank", p.mem_bytes_per_s / 1e9)
+            : "; this profile has no memory bandwidth (an older sfbd): no memory floor");
+  fmt::print("\n");
+}
+
+// One link's table, its winners by N and its crossovers in N; its CSV rows appended to `csv`.
+void print_link(const Options& o, const SchemeProfile& p, const Target& base, const std::vector<int>& nodes,
+                const std::vector<Scheme>& schemes, const std::string& lname, std::string& csv) {
+  const Link link = link_of(lname, p);
+  const double mem = o.node_memory.empty() ? 0 : sfb_tools::parse_memory(o.node_memory, "--node-memory");
+  fmt::print("## {} ({:.0f} us + {:.3g} Gbit/s)\n\n", lname, link.a_us, 8e-3 / link.b_us_per_byte);
+  fmt::print(
+      "| N | scheme | s/clock | compute | network | update | engine | MB/clock | busiest link MB | time to target s "
+      "|\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<std::string> winners;
+  Target t = base;
+  t.link = link;
+  t.fitted = lname == "fitted";
+  for (int n : nodes) {
+    std::vector<Prediction> rows;
+    t.nodes = n;
+    for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t, o.clocks));
+    const Prediction* best = fastest(rows);
+    for (const auto& r : rows) {
+      fmt::print("| {} | {}{}{} | {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} |\n", n, r.scheme, fms_where(r, t),
+                 &r == best ? " **(fastest)**" : "", seconds(r.clock_s), seconds(r.compute_s), seconds(r.comm_s),
+                 seconds(r.update_s), seconds(r.engine_s), r.bytes_per_clock / 1e6, r.link_bytes_per_clock / 1e6,
+                 seconds(r.time_to_target_s));
+      const auto m = sfb_tools::scheme_memory(p, schemes[static_cast<size_t>(&r - rows.data())], t, mem);
+      csv += fmt::format(
+          "{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{:.6g},{}\n",
+          lname, n, r.scheme, r.q, r.servers, r.clock_s, r.compute_s, r.comm_s, r.update_s, r.engine_s,
+          r.bytes_per_clock, r.link_bytes_per_clock, r.time_to_target_s, &r == best ? 1 : 0,
+          r.servers <= 0                           ? ""
+          : sfb::predict::fms_beside(t, r.servers) ? "workers"
+                                                   : "own",
+          m.rank0_bytes, m.rank_bytes, m.node_bytes, m.ranks_fit);
+    }
+    winners.push_back(fmt::format("{}: {}", n, best->scheme));
+  }
+  fmt::print("\nwinner by N: {}\n", fmt::join(winners, ", "));
+  const auto cross = sfb::predict::crossovers(p, schemes, nodes, t);
+  if (cross.empty()) fmt::print("crossover in N: none over {}..{}\n", nodes.front(), nodes.back());
+  for (const auto& c : cross) fmt::print("crossover in N: {} -> {} at N = {}\n", c.from, c.to, c.nodes);
+  fmt::print("\n");
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"sfb-plan: predicts SFB, Halton, FMS and the all-reduce for a matrix model at N nodes"};
   Options o;
@@ -250,59 +432,15 @@ int run(int argc, char** argv) {
   for (const auto& s : sfb::split_trimmed(o.schemes, ',')) schemes.push_back(sfb::predict::parse_scheme(s));
   check_options(app, o, p, schemes);
   const int per_host = o.one_host ? 0 : 1;
-  const Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
+  Target base{2, p.link, per_host, false, shape_of(o, p), o.cores, o.threads};
+  base.fms_beside_workers = fms_beside_workers(o, p);
   print_profiled(p);
-  fmt::print("# compute and update {}, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
-             o.one_host ? "scaled to every rank sharing the profiled host's cores" : "at one rank per node",
-             sfb::predict::target_rank_cores(p, base), p.rank_cores());
-  const auto& sh = base.shape;
-  if (sh.J != p.J || sh.D != p.D || sh.K != p.K || sh.v_nonzeros != p.shape().v_nonzeros)
-    fmt::print(
-        "# predicted for W {} x {}, K = {}{}: the profile's pieces rescaled by their work (sfb/predict/profile.h){}\n",
-        sh.J, sh.D, sh.K, sh.sparse_v ? fmt::format(", {:.4g} nonzeros per sample", sh.v_nonzeros) : "",
-        p.mem_bytes_per_s > 0
-            ? fmt::format(", no faster than {:.3g} GB/s of memory traffic per profiled rank", p.mem_bytes_per_s / 1e9)
-            : "; this profile has no memory bandwidth (an older sfbd): no memory floor");
-  fmt::print("\n");
+  print_target(o, p, base, nodes, schemes);
   std::string csv =
       "link,nodes,scheme,q,servers,clock_s,compute_s,comm_s,update_s,engine_s,bytes_per_clock,link_bytes,"
-      "time_to_target_s,winner\n";
-  for (const auto& lname : sfb::split_trimmed(o.links, ',')) {
-    const Link link = link_of(lname, p);
-    fmt::print("## {} ({:.0f} us + {:.3g} Gbit/s)\n\n", lname, link.a_us, 8e-3 / link.b_us_per_byte);
-    fmt::print(
-        "| N | scheme | s/clock | compute | network | update | engine | MB/clock | busiest link MB | time to target s "
-        "|\n");
-    fmt::print("|---|---|---|---|---|---|---|---|---|---|\n");
-    std::vector<std::string> winners;
-    for (int n : nodes) {
-      std::vector<Prediction> rows;
-      Target t = base;
-      t.nodes = n;
-      t.link = link;
-      t.fitted = lname == "fitted";
-      for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t, o.clocks));
-      const Prediction* best = fastest(rows);
-      for (const auto& r : rows) {
-        fmt::print("| {} | {}{} | {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} |\n", n, r.scheme,
-                   &r == best ? " **(fastest)**" : "", seconds(r.clock_s), seconds(r.compute_s), seconds(r.comm_s),
-                   seconds(r.update_s), seconds(r.engine_s), r.bytes_per_clock / 1e6, r.link_bytes_per_clock / 1e6,
-                   seconds(r.time_to_target_s));
-        csv += fmt::format("{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{}\n", lname, n,
-                           r.scheme, r.q, r.servers, r.clock_s, r.compute_s, r.comm_s, r.update_s, r.engine_s,
-                           r.bytes_per_clock, r.link_bytes_per_clock, r.time_to_target_s, &r == best ? 1 : 0);
-      }
-      winners.push_back(fmt::format("{}: {}", n, best->scheme));
-    }
-    fmt::print("\nwinner by N: {}\n", fmt::join(winners, ", "));
-    Target t = base;
-    t.link = link;
-    t.fitted = lname == "fitted";
-    const auto cross = sfb::predict::crossovers(p, schemes, nodes, t);
-    if (cross.empty()) fmt::print("crossover in N: none over {}..{}\n", nodes.front(), nodes.back());
-    for (const auto& c : cross) fmt::print("crossover in N: {} -> {} at N = {}\n", c.from, c.to, c.nodes);
-    fmt::print("\n");
-  }
+      "time_to_target_s,winner,servers_on,rank0_bytes,rank_bytes,node_bytes,ranks_fit\n";
+  print_memory(o, p, base, nodes, schemes);
+  for (const auto& lname : sfb::split_trimmed(o.links, ',')) print_link(o, p, base, nodes, schemes, lname, csv);
   Target at = base;
   at.nodes = o.at > 0 ? o.at : std::max(2, p.workers);
   fmt::print("## crossover in link rate at N = {} (start-up {:.0f} us)\n\n{}", at.nodes, p.link.a_us,

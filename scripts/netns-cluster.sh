@@ -26,7 +26,9 @@
 # keeps this machine's, which a namespace inherits). A machine whose default is bbr (v1) otherwise
 # turns its stalls (holds of 100-200 ms) into the hosts' all-reduce and FMS times: measured 4-7x on sfb's
 # all-reduce at 8 hosts (docs/compare.md). A name the kernel restricts to the root namespace is
-# added to net.ipv4.tcp_allowed_congestion_control first (a machine-wide setting, said when done).
+# added to net.ipv4.tcp_allowed_congestion_control first (a machine-wide setting, said when done);
+# up records the value it found in its state and `down` puts it back (unless something else changed
+# the setting since: then it says so and leaves it).
 #
 # SFB_NETNS_PREFIX (default sfb: a lower-case letter, then up to 9 letters or digits) names every
 # object; SFB_NETNS_SUBNET (default 10.77.0) is the hosts' /24, three octets of a private range
@@ -135,9 +137,12 @@ set_tcp_cc() {
   ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" 2>/dev/null && return 0
   allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
   if [[ " $allowed " != *" $cc "* ]]; then
+    # The value found and the one set, for down (written first: a failure below still restores).
+    [ -f "$STATE/tcp_allowed_before" ] || echo "$allowed" > "$STATE/tcp_allowed_before"
     sysctl -qw net.ipv4.tcp_allowed_congestion_control="$allowed $cc" ||
       die "up: cannot allow $cc in net.ipv4.tcp_allowed_congestion_control"
-    echo "netns-cluster: net.ipv4.tcp_allowed_congestion_control is now '$allowed $cc' (machine-wide)" >&2
+    cat /proc/sys/net/ipv4/tcp_allowed_congestion_control > "$STATE/tcp_allowed_set"
+    echo "netns-cluster: net.ipv4.tcp_allowed_congestion_control is now '$allowed $cc' (machine-wide; down restores '$allowed')" >&2
   fi
   ip netns exec "$ns" sysctl -qw net.ipv4.tcp_congestion_control="$cc" ||
     die "up: cannot set $ns's TCP congestion control to $cc"
@@ -189,10 +194,39 @@ cmd_run() {
   # --map-by node: ranks go round-robin over the hosts (rank r on host r mod N), so with P workers
   # on N = P hosts the FMS server ranks P.. land next to workers 0.., as Bosen co-locates them
   # (Open MPI's default, by slot, would pack ranks 0 and 1 onto the first host).
-  exec mpirun --allow-run-as-root --oversubscribe --bind-to none --map-by node \
+  # mpirun's stderr goes through quiet_setpgid; it runs in the background so that a signal to this
+  # script reaches it (TERM, INT and HUP are passed on), with this script's stdin, and its status is
+  # this script's.
+  local err filter pid rc=0
+  exec {err}> >(quiet_setpgid >&2)
+  filter=$!
+  mpirun --allow-run-as-root --oversubscribe --bind-to none --map-by node \
     --hostfile "$STATE/hostfile" --mca plm_rsh_agent "$STATE/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca mpi_yield_when_idle 1 --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET.0/24" --mca oob_tcp_if_include "$SUBNET.0/24" \
-    -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@"
+    -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" "$@" 0<&0 2>&"$err" &
+  pid=$!
+  exec {err}>&-
+  trap 'kill -s TERM "$pid" 2>/dev/null || true' TERM INT HUP
+  while :; do
+    rc=0
+    wait "$pid" || rc=$?
+    kill -0 "$pid" 2>/dev/null || break  # ended (not a signal to this script that cut the wait short)
+  done
+  wait "$filter" 2>/dev/null || true  # its last lines out before this script's status
+  return "$rc"
+}
+
+# Drops one line of Open MPI's from stderr, passing every other on as it comes: "[host:pid]
+# plm:rsh: Warning: setpgid(P,P) failed in parent with errno=...(13)". Its rsh launcher forks each
+# daemon's agent, and the child puts itself in a process group of its own (setpgid(0, 0)) before it
+# execs the agent, while the parent makes the same call for it (plm_rsh_module.c). When the child
+# has exec'd first, the parent's call fails with EACCES (13), which mpirun reports and ignores: the
+# child had done it. The child closes every descriptor up to the open-files limit before its exec,
+# so the lower the limit the more often it wins: under `ulimit -n 1024` or 64 the warning came on
+# one run in four, under this machine's 20000 on none of twelve. Any other setpgid failure (another
+# errno) passes.
+quiet_setpgid() {
+  grep --line-buffered -Ev '^(\[[^]]*\] )?plm:rsh: Warning: setpgid\(([0-9]+),\2\) failed in parent with errno=.*\(13\)$' || true
 }
 
 cmd_status() {
@@ -233,8 +267,27 @@ cmd_down() {
     for g in "$root"/h*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null || true; done
     rmdir "$root" 2>/dev/null || echo "netns-cluster: $root still has processes; it stays" >&2
   fi
+  restore_tcp_allowed
   rm -rf "$STATE"
   echo "down"
+}
+
+# net.ipv4.tcp_allowed_congestion_control as up found it, when up changed it (set_tcp_cc) and
+# nothing changed it since. The namespaces' defaults are gone with them; another cluster's keep
+# theirs (the kernel checks the list when a default is set, not when a socket takes it).
+restore_tcp_allowed() {
+  [ -f "$STATE/tcp_allowed_before" ] || return 0
+  local before now set
+  before=$(cat "$STATE/tcp_allowed_before")
+  now=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)
+  set=$(cat "$STATE/tcp_allowed_set" 2>/dev/null || echo "$now")
+  if [ "$now" != "$set" ]; then
+    echo "netns-cluster: net.ipv4.tcp_allowed_congestion_control is '$now', not the '$set' up set: left as it is (up found '$before')" >&2
+  elif sysctl -qw net.ipv4.tcp_allowed_congestion_control="$before"; then
+    echo "netns-cluster: net.ipv4.tcp_allowed_congestion_control restored to '$before'" >&2
+  else
+    echo "netns-cluster: cannot restore net.ipv4.tcp_allowed_congestion_control to '$before' (it is '$now')" >&2
+  fi
 }
 
 case "${1:-}" in

@@ -19,6 +19,8 @@
 #     --target OBJ       target objective (default: the worst final objective over the runs)
 #     --repeats R        run every variant R times: medians, and min-max   (default 1)
 #     --no-predict       skip the profile and the predictions
+#     --partial-profile  keep a profile that skipped an engine run (sfbd --partial-profile; without
+#                        it such a profile is an error); predictions.md and table.md then say so
 #     --table-only       run nothing: rebuild the predictions (from DIR/profile.json), the table and
 #                        the plots from the runs already in DIR (the same options otherwise)
 #     --netns            run on the cluster of sfb-netns-cluster / scripts/netns-cluster.sh (up it first)
@@ -32,7 +34,8 @@
 # Writes DIR/table.md, DIR/objective_vs_time.png, DIR/objective_vs_clock.png,
 # DIR/bytes_per_clock.png, DIR/time_breakdown.png (compute, waiting, other: they add up to the wall
 # time), DIR/drift_vs_clock.png (replica drift), DIR/profile.json, DIR/predictions.csv and
-# DIR/median_runs.txt (each run's median repeat directory) and
+# DIR/median_runs.txt (each run's median repeat directory: the repeat nearest its median seconds per
+# clock) and
 # DIR/<run>[-rN]/{metrics.jsonl,summary.json,log}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +55,7 @@ mpirun_local=(env OMP_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -
 field() { jq -r --arg k "$1" '.[$k] | if type == "string" then . else tojson end' "$2"; }
 
 config="" schemes="sfb,halton,fms,allreduce" np=4 servers=1 stales="0" q="" k="" target="" netns=0 repeats=1 predict=1
+partial=()
 table_only=0
 out="runs/compare"
 sets=()
@@ -68,6 +72,7 @@ while [ $# -gt 0 ]; do
     --target) target=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --no-predict) predict=0; shift ;;
+    --partial-profile) partial=(--partial-profile); shift ;;
     --table-only) table_only=1; shift ;;
     --netns) netns=1; shift ;;
     --out) out=$2; shift 2 ;;
@@ -121,7 +126,7 @@ if [ "$predict" = 1 ] && [ "$table_only" = 0 ]; then
   echo "== profile: $pranks ranks: sfbd --profile $out/profile.json"
   mkdir -p "$out/profile"
   launch "$pranks" "$out/profile/log" "${base[@]}" --set output.dir="$out/profile" "${pscheme[@]}" "${sets[@]}" \
-    --profile "$out/profile.json" || { tail -20 "$out/profile/log"; exit 1; }
+    --profile "$out/profile.json" "${partial[@]}" || { tail -20 "$out/profile/log"; exit 1; }
 fi
 
 # Every (scheme, Q) to run: Halton schemes once per Q of --q, the others once.
@@ -213,8 +218,10 @@ fi
 ttt() {  # time to target: the first evaluation at or below it (seconds), or "-" when never
   awk -v t="$target" '$3 <= t { print $1; found = 1; exit } END { if (!found) print "-" }' "$1"
 }
-stats() {  # values on stdin ("-" ignored): "median min max", or "- - -" (every value "-": grep finds none)
-  { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "- - -"; else print v[int((NR + 1) / 2)], v[1], v[NR] }'
+stats() {  # values on stdin ("-" ignored): "median min max", or "- - -" (every value "-": grep finds none); an even
+  # count's median is the mean of the two middle values
+  { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "- - -"; else print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1], v[NR] }'
 }
 range() {  # "median min max" -> "median" or "median (min-max)"
   awk -v r="$repeats" '{ if ($1 == "-") print "-"; else if (r > 1) printf "%.3g (%.3g-%.3g)\n", $1, $2, $3; else printf "%.3g\n", $1 }'
@@ -228,7 +235,8 @@ steady() {  # <run dir>: seconds per clock in the steady state, between the eval
     END { if (n >= 2 && c1 > c0) printf "%.6g\n", (s1 - s0) / (c1 - c0); else printf "%.6g\n", wall / (last > 0 ? last : 1) }' "$1/curve.dat"
 }
 
-# Per run: the median repeat (by seconds per clock) gives the curve and the other columns.
+# Per run: the repeat nearest the median seconds per clock (the lower of two as near) gives the
+# curve and the other columns.
 declare -A row_ttt row_spc row_dir row_steal
 for r in "${runs[@]}"; do
   mapfile -t dirs < <(repeat_dirs "$r")
@@ -239,8 +247,9 @@ for r in "${runs[@]}"; do
                     jq -r '.cpu_stolen_share // "-" | if . == "-" then . else . * 100 end' "$d/summary.json"
                   done | stats)
   med=$(echo "${row_spc[$r]}" | awk '{ print $1 }')
-  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done |
-    awk -v m="$med" '$1 == m { sub(/^[^ ]* /, ""); print; exit }')
+  row_dir[$r]=$(for d in "${dirs[@]}"; do echo "$(steady "$d") $d"; done | sort -g |
+    awk -v m="$med" '{ d = $1 - m; if (d < 0) d = -d } NR == 1 || d < best { best = d; sub(/^[^ ]* /, ""); dir = $0 }
+      END { print dir }')
 done
 
 for r in "${runs[@]}"; do echo "$r ${row_dir[$r]}"; done > "$out/median_runs.txt"
@@ -299,8 +308,10 @@ base_ttt=""
 {
   echo "# sfb-compare: $(basename "$config"), P = $np workers$([ "$netns" = 1 ] && echo ", netns cluster ($(cat /tmp/${SFB_NETNS_PREFIX:-sfb}-netns-cluster/rate 2>/dev/null || echo '?') links)")$([ "$repeats" -gt 1 ] && echo ", $repeats repeats: medians (min-max)")"
   echo
+  skipped=$([ "$predict" = 1 ] && jq -r '(.skipped // []) | join(", ")' "$out/profile.json" 2>/dev/null || true)
+  [ -z "$skipped" ] || { echo "**PARTIAL PROFILE: not measured: $skipped** (--partial-profile): the predictions of the schemes they anchor stand on their pieces alone."; echo; }
   echo "Target objective $target (time to target = first evaluation at or below it). Bytes are the whole job's"
-  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks, FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
+  echo "network bytes per clock; theory: SFB full P(P-1)K(J+D), Halton PQK(J+D) plus its reconciliation all-reduce every sfb.reconcile_every clocks and the one the run ends on (the run's count over its clocks), FMS 2PJD, all-reduce 2(P-1)JD floats (a sparse v counted as 8 bytes per nonzero it had)."
   echo "Wall time split (seconds, mean over the workers, of the SF-compute thread): compute (SF computation, or forming the dense update), wait (for the peers' clocks to be applied: network and updates), other (sampling, evaluations, start and stop): compute + wait + other = wall. update: the update thread's seconds applying to W, overlapping the wait."
   echo "s/clock: steady seconds per clock, between the evaluations after clock 0 and before the last (wall / clocks with fewer than two); predicted: sfb-plan from the profile sfbd measured on the same ranks first (BSP; none for static Halton), error = (predicted - measured) / measured."
   echo

@@ -92,7 +92,9 @@ bool check_sfb(Job& job);
 int evaluate_sfb(Job& job, const std::string& model_path);
 // --profile FILE: measures the scheme profile on every rank (profiler/scheme_profiler.h); rank 0
 // writes it to FILE and prints every scheme's prediction at this job's ranks; nothing is trained.
-int profile_sfb(Job& job, const std::string& path);
+// A profile that skipped an engine run (SchemeProfile::skipped) is an error (kExitFailed, nothing
+// written) unless `partial`.
+int profile_sfb(Job& job, const std::string& path, bool partial = false);
 bool check_cnn(Job& job);
 // --evaluate FILE in CNN mode: rank 0 prints the CNN model file's test loss and accuracy, and its
 // loss and accuracy on the training set's sample (eval.train_sample rows), as JSON on stdout.

@@ -47,6 +47,7 @@ struct Cli {
   std::string resume_path;
   std::string evaluate_path;
   std::string profile_path;
+  bool partial_profile = false;
   std::string show_key;
   bool show = false;  // --show was given (an empty key is an error, never "train")
   bool find_lr = false;
@@ -83,6 +84,10 @@ std::optional<int> parse_cli(int argc, char** argv, int rank, Cli& cli) {
       ->excludes("--check")
       ->excludes("--resume")
       ->excludes("--evaluate");
+  app.add_flag("--partial-profile", cli.partial_profile,
+               "With --profile: write the profile even when an engine run did not fit in the profiler's time "
+               "budget (its \"skipped\" says which; without this flag that is an error, exit 3)")
+      ->needs("--profile");
   app.add_flag("--find-lr", cli.find_lr,
                "Run optimizer.lr = \"auto\"'s search on these ranks, print every candidate's "
                "objective, write output.dir/lr_search.csv and lr_search.png, and exit; trains nothing")
@@ -319,7 +324,7 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
                    "itself (mgwfbp.profile_iters) and mgwfbp-plan predicts it\n");
       return kExitBadInput;
     }
-    return profile_sfb(job, cli.profile_path);
+    return profile_sfb(job, cli.profile_path, cli.partial_profile);
   }
   return job.cfg.job.mode == sfb::JobMode::kMgwfbp ? run_cnn(job) : run_sfb(job);
 }

@@ -147,9 +147,9 @@ Json sfb_summary(const SfbRun& run) {
   }
   const double v_nonzeros =
       run.sparse_v ? static_cast<double>(nonzeros) / static_cast<double>(std::max<int64_t>(pairs, 1)) : -1.0;
-  const double theory = run.sharded
-                            ? run.sharded_theory_bytes
-                            : sfb::baselines::theory_bytes_per_clock(cfg, run.workers, run.J, run.D, v_nonzeros);
+  const double theory = run.sharded ? run.sharded_theory_bytes
+                                    : sfb::baselines::theory_bytes_per_clock(cfg, run.workers, run.J, run.D, v_nonzeros,
+                                                                             r.start_clock, r.final_clock);
   // Open MPI's MPI_Allreduce moves the dense baseline's bytes outside sfb's transport counters: the
   // measured bytes are then null (not a misleading 0) and bytes_counted says why.
   const bool counted = bytes_counted(cfg);

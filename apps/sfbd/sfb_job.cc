@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "job.h"
@@ -683,13 +684,27 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
 // time; docs/compare.md "How repeatable the testbed is"). On that machine, quiet, a few percent.
 constexpr double kStealWarnShare = 0.10;
 
-int profile_sfb(Job& job, const std::string& path) {
+int profile_sfb(Job& job, const std::string& path, bool partial) {
   Setup s;
   if (!set_up(job, s)) return kExitBadInput;
   sfb::predict::SchemeProfile p;
   const sfb::MachineWatch watch(job.rank() == 0);  // rank 0 writes the profile
   if (!job.all_ok("profiling the schemes", [&] { p = job_profile(job, s, true); })) return job.failure_exit();
+  // Every worker has the same profile: all of them fail alike (a server's is empty).
+  if (!p.skipped.empty() && !partial) {
+    if (job.rank() == 0)
+      spdlog::error(
+          "--profile {}: the profile is incomplete: {} did not fit in the profiler's time budget (the machine was "
+          "busy, or the job's clocks are long), and its predictions would stand on the pieces alone; nothing "
+          "written. Profile again when the machine is quieter or on a smaller stand-in job, or pass "
+          "--partial-profile to write it as it is (its \"skipped\" names what is missing)",
+          path, fmt::join(p.skipped, ", "));
+    return kExitFailed;
+  }
   if (job.rank() != 0) return kExitOk;
+  if (!p.skipped.empty())
+    spdlog::warn("--profile {}: a partial profile (--partial-profile): not measured: {}", path,
+                 fmt::join(p.skipped, ", "));
   p.cpu_stolen_share = watch.stolen_share();
   if (p.cpu_stolen_share >= kStealWarnShare)
     spdlog::warn(

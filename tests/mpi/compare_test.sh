@@ -40,7 +40,7 @@ for bad in "--target 1;print(system(\"touch PWNED\"))" "--np 0" "--np abc" "--se
   "$SRC/scripts/sfb-compare.sh" --config "$HOSTILE" "$opt" "$val" --out "$OUT/bad" > "$OUT/bad.log" 2>&1 || code=$?
   [ "$code" = 2 ] && grep -q -- "$opt" "$OUT/bad.log" || { cat "$OUT/bad.log"; fail "$opt '$val': exit $code, want 2 naming it"; }
 done
-"$SRC/scripts/sfb-compare.sh" --config "$HOSTILE" --np 3 --out "$OUT/cmp out" > "$OUT/log" 2>&1 \
+"$SRC/scripts/sfb-compare.sh" --config "$HOSTILE" --np 3 --partial-profile --out "$OUT/cmp out" > "$OUT/log" 2>&1 \
   || { cat "$OUT/log"; fail "sfb-compare failed"; }
 [ ! -e "$OUT/PWNED" ] || fail "a command in the config's name ran"
 mv "$OUT/cmp out" "$OUT/cmp"
@@ -99,7 +99,7 @@ train_sample = 300
 [stop]
 max_clocks = 40
 TOML
-"$SRC/scripts/sfb-compare.sh" --config "$OUT/sc.toml" --np 3 --servers 2 --schemes sfb,fms --out "$OUT/sc" \
+"$SRC/scripts/sfb-compare.sh" --config "$OUT/sc.toml" --np 3 --servers 2 --schemes sfb,fms --partial-profile --out "$OUT/sc" \
   > "$OUT/sc.log" 2>&1 || { cat "$OUT/sc.log"; fail "sfb-compare (sparse coding) failed"; }
 cp "$OUT/sc/table.md" "$OUT/table.md"
 cat "$OUT/table.md"

@@ -35,7 +35,7 @@ names=$(timeout 60 "$NC" run -- -np 3 hostname | sort | tr '\n' ' ')
 "$NC" down > /dev/null
 if [ -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ] || [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   "$NC" up 3 --rate 200mbit --cpus 0.5
-  timeout 300 "$NC" run -- -np 3 "$SFBD" "${common[@]}" --set output.dir="$OUT/prof" --profile "$OUT/p.json" ||
+  timeout 300 "$NC" run -- -np 3 "$SFBD" "${common[@]}" --set output.dir="$OUT/prof" --profile "$OUT/p.json" --partial-profile ||
     fail "profile under a CPU budget"
   got=$(jq -c '[.cores, .ranks_on_host]' "$OUT/p.json")
   [ "$got" = "[0.5,1]" ] || fail "profile under --cpus 0.5: [cores, ranks_on_host] = $got, expected [0.5,1]"

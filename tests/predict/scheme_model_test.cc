@@ -283,8 +283,29 @@ TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
   p.sf_fixed_s = 0.03;
   p.cpu_stolen_share = 0.0625;
   p.bcast_cpu_ns_per_byte = 0.75;
+  p.engine_fms_servers_beside = 1;
+  p.has_prox = true;
+  p.skipped = {"the two-rank SFB engine"};
   const SchemeProfile q = profile_from_json(to_json(p), "mem");
   EXPECT_EQ(to_json(q), to_json(p));
+  EXPECT_EQ(q.engine_fms_servers_beside, 1);
+  EXPECT_TRUE(q.has_prox);
+  {  // An earlier build's profile: the servers on hosts of their own, no prox; more beside than ran: an error.
+    Json earlier = to_json(p);
+    earlier.erase("engine_fms_servers_beside");
+    earlier.erase("has_prox");
+    earlier.erase("skipped");
+    const SchemeProfile e = profile_from_json(earlier, "earlier");
+    EXPECT_EQ(e.engine_fms_servers_beside, 0);
+    EXPECT_FALSE(e.has_prox);
+    EXPECT_TRUE(e.skipped.empty());
+    EXPECT_EQ(q.skipped, std::vector<std::string>{"the two-rank SFB engine"});
+    earlier["engine_fms_servers_beside"] = 3;
+    EXPECT_THROW(profile_from_json(earlier, "earlier"), DataError);
+    earlier["engine_fms_servers_beside"] = 0;
+    earlier["skipped"] = "the SFB engine";  // not a list
+    EXPECT_THROW(profile_from_json(earlier, "earlier"), DataError);
+  }
   EXPECT_EQ(q.job_K, 64);
   EXPECT_EQ(q.bcast_cpu_ns_per_byte, 0.75);
   EXPECT_EQ(q.engine_allreduce_eval_clock_se_s, 0.5);  // every other key: to_json(q) above
@@ -612,6 +633,54 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
   for (const char* name : {"fms:1", "fms:4"})
     EXPECT_NEAR(predict(p, parse_scheme(name), big).clock_s, predict(q, parse_scheme(name), big).clock_s, 1e-12)
         << name;
+}
+
+// FMS's servers where mpirun --map-by node puts them on as many hosts as workers: server s beside
+// worker s. A server's link then carries the other N - 1 workers' shares and its worker's pulls from
+// the other S - 1 servers, (N + S - 2) / S of W each way, not N / S: one server at 4 workers on a
+// 1 GbE link sends 3 W, not 4 W, and its fill is the 2 (N - 1) blocks that cross it. With more
+// servers than workers they are on hosts of their own. The profile says where its servers ran, and
+// its engine's anchor is taken there.
+TEST(SchemeModel, FmsServersBesideTheWorkersSpareTheirOwnWorkersShare) {
+  const SchemeProfile p = dense_profile(512, 512, 64);
+  const double W = 4.0 * 512 * 512;
+  Target own{4, Link{"100mbit", 50, 0.08}, 1, false};
+  Target beside = own;
+  beside.fms_beside_workers = true;
+  EXPECT_DOUBLE_EQ(fms_server_link_w(4, 1, false), 4.0);
+  EXPECT_DOUBLE_EQ(fms_server_link_w(4, 1, true), 3.0);
+  EXPECT_DOUBLE_EQ(fms_server_link_w(4, 4, true), 1.5);
+  EXPECT_DOUBLE_EQ(fms_server_link_w(4, 2, true), 2.0);
+  const Prediction o1 = predict(p, parse_scheme("fms:1"), own), b1 = predict(p, parse_scheme("fms:1"), beside);
+  EXPECT_DOUBLE_EQ(o1.link_bytes_per_clock, 4 * W);
+  EXPECT_DOUBLE_EQ(b1.link_bytes_per_clock, 3 * W);
+  EXPECT_DOUBLE_EQ(b1.bytes_per_clock, o1.bytes_per_clock);  // the job's bytes are the theory's either way
+  // The push of 3 W instead of 4 W on the server's link (minus the forming it hides), and 6 blocks of
+  // fill instead of 8 (W / 8 = 128 KiB blocks): the link's time a quarter less.
+  const double b = own.link.b_us_per_byte * 1e-6, block = W / 8;
+  ASSERT_GT(3 * W * b, p.form_dense_s + 4 * p.add_dense_s);  // the link decides at 100 Mbit/s
+  EXPECT_NEAR(o1.comm_s - b1.comm_s, W * b + 2 * block * b, 1e-9);
+  // A server per worker beside them: each host's link carries 1.5 W; the workers' own links 1 W.
+  EXPECT_DOUBLE_EQ(predict(p, parse_scheme("fms:n"), beside).link_bytes_per_clock, 1.5 * W);
+  EXPECT_DOUBLE_EQ(predict(p, parse_scheme("fms:n"), own).link_bytes_per_clock, W);
+  // More servers than workers: not beside them.
+  EXPECT_FALSE(fms_beside(beside, 5));
+  EXPECT_DOUBLE_EQ(predict(p, parse_scheme("fms:8"), beside).link_bytes_per_clock,
+                   predict(p, parse_scheme("fms:8"), own).link_bytes_per_clock);
+  // A profile whose one server ran beside worker 0, its engine twice its model there: predicted at
+  // its engine where it ran, and the anchor's excess carried to hosts of their own.
+  SchemeProfile q = p;
+  q.engine_fms_servers = 1;
+  q.engine_fms_servers_beside = 1;
+  const Target here_beside{p.workers, p.link, 1, true, {}, 0, 0, true};
+  const double modelled = predict(p, parse_scheme("fms:1"), here_beside).clock_s;
+  q.engine_fms_clock_s = 2 * modelled;
+  EXPECT_NEAR(predict(q, parse_scheme("fms:1"), here_beside).clock_s, q.engine_fms_clock_s, 1e-12);
+  Target here_own = here_beside;
+  here_own.fms_beside_workers = false;
+  const double excess = predict(q, parse_scheme("fms:1"), here_beside).engine_s;
+  EXPECT_NEAR(predict(q, parse_scheme("fms:1"), here_own).engine_s, excess, 1e-12);
+  EXPECT_GT(predict(q, parse_scheme("fms:1"), here_own).comm_s, predict(q, parse_scheme("fms:1"), here_beside).comm_s);
 }
 
 // Rank 0's evaluations delay its own pushes only. With more workers than servers a worker's link
@@ -1012,6 +1081,7 @@ std::vector<Json> profile_in_process(const Config& cfg, int ranks, int workers, 
     req.train = &data.train;
     req.workers = workers;
     req.budget_s = budget_s;
+    req.ranks_on_host = ranks;  // what MPI counts on one host: the servers too
     got[static_cast<size_t>(t.rank())] = to_json(profiler::measure_scheme_profile(req));
   };
   if (tcp)
@@ -1054,6 +1124,11 @@ TEST(SchemeProfiler, MeasuresTheFmsEngineWithItsServers) {
     for (int s = 3; s < 3 + servers; ++s) EXPECT_EQ(got[static_cast<size_t>(s)]["workers"], 0) << servers;
     const SchemeProfile p = profile_from_json(got[0], "rank 0");
     EXPECT_EQ(p.workers, 3) << servers;
+    // The workers share this machine among themselves: the servers, which MPI counts on the host too
+    // (ProfileRequest::ranks_on_host), wait while they measure and are not counted. Every server ran
+    // on a worker's machine.
+    EXPECT_EQ(p.ranks_on_host, 3) << servers;
+    EXPECT_EQ(p.engine_fms_servers_beside, servers);
     EXPECT_GT(p.engine_clock_s, 0) << servers;
     EXPECT_GT(p.engine_allreduce_clock_s, 0) << servers;
     EXPECT_GT(p.engine_fms_clock_s, 0) << servers;
@@ -1210,6 +1285,10 @@ TEST(SchemeProfiler, KeepsToItsBudgetByMeasuringASmallerMinibatch) {
     EXPECT_EQ(p.engine_fms_clock_s, 0) << servers;
     EXPECT_EQ(p.engine_allreduce_eval_clock_s, 0) << servers;
     EXPECT_EQ(p.engine_fms_eval_clock_s, 0) << servers;
+    // The engines it left out, by name: sfbd --profile refuses it without --partial-profile.
+    std::vector<std::string> skipped{"the SFB engine", "the all-reduce engine"};
+    if (servers > 0) skipped.emplace_back("the FMS engine");
+    EXPECT_EQ(p.skipped, skipped) << servers;
     EXPECT_GT(p.sf_s, 0) << servers;
     EXPECT_EQ(p.sf_fixed_s, 0) << servers;  // K = 1: nothing to tell apart
     EXPECT_GT(p.link.b_us_per_byte, 0) << servers;

@@ -11,7 +11,13 @@
 
 namespace sfb::baselines {
 
-double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t D, double v_nonzeros) {
+int64_t reconciliations_in_run(int64_t start_clock, int64_t end_clock, int64_t every) {
+  if (every <= 0 || end_clock <= start_clock) return 0;
+  return end_clock / every - start_clock / every + (end_clock % every != 0 ? 1 : 0);
+}
+
+double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t D, double v_nonzeros,
+                              int64_t start_clock, int64_t end_clock) {
   const double P = workers, K = static_cast<double>(cfg.optimizer.minibatch), j = static_cast<double>(J),
                d = static_cast<double>(D);
   if (cfg.comm.scheme == sfb::Scheme::kFms) return 4.0 * 2.0 * P * j * d;
@@ -32,10 +38,15 @@ double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t
                                                                 J, D, static_cast<double>(D));
       const int64_t w_bytes = 4 * J * D;
       const bool direct = allreduce_direct(w_bytes, workers, LinkCost{});
+      // Per clock: one every `every` clocks in the long run; in a run, those it holds over its clocks.
+      const double per_clock = end_clock > start_clock
+                                   ? static_cast<double>(reconciliations_in_run(start_clock, end_clock, every)) /
+                                         static_cast<double>(end_clock - start_clock)
+                                   : 1.0 / static_cast<double>(every);
       reconcile =
           P *
-          static_cast<double>(allreduce_bytes_sent(w_bytes, workers, direct) + allreduce_bytes_sent(4, workers, true)) /
-          static_cast<double>(every);
+          static_cast<double>(allreduce_bytes_sent(w_bytes, workers, direct) + allreduce_bytes_sent(4, workers, true)) *
+          per_clock;
     }
     return P * q * batch + reconcile;
   }

@@ -4,7 +4,10 @@
 // sfb-compare. A batch of K pairs: u is 4 K J bytes; v is 4 K D bytes dense, or 8 (K + 1) + 8 K
 // nnz(v) bytes sparse (row pointers, then an index and a value per nonzero: sfb/comm/sf_codec.h).
 //   sfb full:     P (P-1) batch_bytes
-//   sfb halton:   P Q batch_bytes
+//   sfb halton:   P Q batch_bytes, and its reconciliation: each one an all-reduce of W (and of a
+//                 float) every sfb.reconcile_every clocks; over a run of clocks (start, end], the
+//                 periodic ones within it and the one the run ends on when `end` is not on the
+//                 period (runtime/update_thread.cc), per clock of the run
 //   fms:          2 P J D 4      (every worker pushes its J x D update and pulls J x D)
 //   allreduce:    2 (P-1) J D 4  (ring: each worker sends 2 (P-1)/P of J x D)
 //   sharded:      per clock P (P-1) (samples + statistics): every rank sends its K samples (a
@@ -21,8 +24,14 @@
 namespace sfb::baselines {
 
 // `v_nonzeros`: the mean nonzeros of v per pair when the model writes sparse v (measured: the
-// workers count what they send), or a negative value for dense v.
-double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t D, double v_nonzeros);
+// workers count what they send), or a negative value for dense v. `start_clock` and `end_clock`:
+// the run's clocks, from its first (0, or a checkpoint's) to its last; with end_clock <= start_clock
+// (the default) the long run's rate, the periodic reconciliations alone.
+double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t D, double v_nonzeros,
+                              int64_t start_clock = 0, int64_t end_clock = 0);
+// Partial broadcast's reconciliations in a run of clocks (start, end] at period `every`: one at each
+// multiple of `every`, and one at `end` when it is not one (the run ends on a consensus).
+int64_t reconciliations_in_run(int64_t start_clock, int64_t end_clock, int64_t every);
 // What a sharded run did (runtime/sharded_worker.h), for its theory.
 struct ShardedRun {
   int64_t J = 0, D = 0;

@@ -235,6 +235,7 @@ Json to_json(const SchemeProfile& p) {
           {"job_K", p.job_K},
           {"sparse_v", p.sparse_v},
           {"layout", std::string(layout_name(p.layout))},
+          {"has_prox", p.has_prox},
           {"v_nonzeros", sig(p.v_nonzeros, 6)},
           {"batch_bytes", p.batch_bytes},
           {"sf_s", sig(p.sf_s, 6)},
@@ -253,6 +254,7 @@ Json to_json(const SchemeProfile& p) {
           {"engine_allreduce_clock_s", sig(p.engine_allreduce_clock_s, 6)},
           {"engine_fms_clock_s", sig(p.engine_fms_clock_s, 6)},
           {"engine_fms_servers", p.engine_fms_servers},
+          {"engine_fms_servers_beside", p.engine_fms_servers_beside},
           {"engine_allreduce_eval_clock_s", sig(p.engine_allreduce_eval_clock_s, 6)},
           {"engine_fms_eval_clock_s", sig(p.engine_fms_eval_clock_s, 6)},
           {"engine_clock_se_s", sig(p.engine_clock_se_s, 4)},
@@ -275,6 +277,7 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile", p.reconcile},
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
+          {"skipped", p.skipped},
           {"cpu_stolen_share", p.cpu_stolen_share >= 0 ? Json(sig(p.cpu_stolen_share, 4)) : Json(nullptr)},
           {"eval_every", p.eval_every},
           {"eval_s", sig(p.eval_s, 6)},
@@ -334,6 +337,8 @@ void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
   p.engine_fms_servers = static_cast<int>(k.opt("engine_fms_servers", 0, 1 << 20));
   SFB_CHECK_DATA(!(p.engine_fms_clock_s > 0) || p.engine_fms_servers >= 1,
                  "{}: \"engine_fms_clock_s\" = {} needs \"engine_fms_servers\" >= 1", source, p.engine_fms_clock_s);
+  // Profiles of earlier builds did not say where the servers ran: on hosts of their own.
+  p.engine_fms_servers_beside = static_cast<int>(k.opt("engine_fms_servers_beside", 0, p.engine_fms_servers));
   // Profiles of earlier builds have no dense engine run with evaluations.
   p.engine_allreduce_eval_clock_s = k.opt("engine_allreduce_eval_clock_s", 0, 1e6);
   p.engine_fms_eval_clock_s = k.opt("engine_fms_eval_clock_s", 0, 1e6);
@@ -374,6 +379,10 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.sparse_v = j["sparse_v"].get<bool>();
   p.v_nonzeros = k.num("v_nonzeros", 0, big);
   p.layout = stored_layout(j, source);
+  // Profiles of earlier builds did not record the model's prox: none (memory_per_rank counts less).
+  SFB_CHECK_DATA(!j.contains("has_prox") || j["has_prox"].is_boolean(), "{}: \"has_prox\" must be true or false",
+                 source);
+  p.has_prox = j.contains("has_prox") && j["has_prox"].get<bool>();
   p.batch_bytes = static_cast<int64_t>(k.num("batch_bytes", 0, big));
   p.sf_s = k.num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
@@ -400,6 +409,16 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.reconcile = json_string(j, "reconcile", source);
   p.reconcile_every = static_cast<int64_t>(k.num("reconcile_every", 0, big));
   p.profile_s = k.opt("profile_s", 0, 1e9);
+  // Profiles of earlier builds did not say what they skipped (their warnings did).
+  if (j.contains("skipped")) {
+    SFB_CHECK_DATA(j["skipped"].is_array() && j["skipped"].size() <= 16,
+                   "{}: \"skipped\" must be a list of the measurements left out", source);
+    for (const auto& e : j["skipped"]) {
+      SFB_CHECK_DATA(e.is_string() && e.get<std::string>().size() <= 64,
+                     "{}: \"skipped\" must hold the names of measurements, got {}", source, e.dump());
+      p.skipped.push_back(e.get<std::string>());
+    }
+  }
   p.cpu_stolen_share =
       j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? k.num("cpu_stolen_share", 0, 1) : -1;
   // Profiles written before evaluations were modelled leave them out; before they were measured,

@@ -34,6 +34,7 @@
 // credited only that machine's bandwidth, which is pessimistic for large nodes.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sfb/core/config.h"
 #include "sfb/core/json.h"
@@ -89,6 +90,10 @@ struct SchemeProfile {
   // D floats, or D of J feature-major), so the predictor counts them in it at any shape (a 10 x
   // 1,000,000 W: 10 rows of 4 MB, or a million of 40 bytes). Profiles of earlier builds: row-major.
   Layout layout = Layout::kRowMajor;
+  // The model has a proximal step (api::Model::has_prox): sfbd's memory estimate counts FMS's
+  // queued clocks and the servers' whole W for it (runtime/memory_estimate.h). An earlier build's
+  // profile: false.
+  bool has_prox = false;
   int64_t stored_rows(const Shape& s) const { return sfb::stored_rows(layout, s.J, s.D); }
   int64_t stored_cols(const Shape& s) const { return sfb::stored_cols(layout, s.J, s.D); }
   int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
@@ -129,6 +134,11 @@ struct SchemeProfile {
   // job was profiled without server ranks; mpirun -np P+S with comm.scheme = "fms" measures it).
   double engine_fms_clock_s = 0.0;
   int engine_fms_servers = 0;
+  // Of those servers, the ones that ran on a worker's host (its machine's CPU budget, or its
+  // hostname: profiler/scheme_profiler.cc): mpirun --map-by node on as many hosts as workers puts
+  // server s beside worker s (sfb-compare --netns on P hosts). 0: on hosts of their own, or an
+  // earlier build's profile. FMS's model places them as measured (Target::fms_beside_workers).
+  int engine_fms_servers_beside = 0;
   // Those two engines again with rank 0's monitor evaluating every eval_every clocks, over whole
   // periods, as engine_eval_clock_s for SFB (0: not measured: no period fitted, an earlier build's
   // profile, or no FMS engine): Anchors::eval_allreduce and eval_fms. The all-reduce's, where it
@@ -189,6 +199,13 @@ struct SchemeProfile {
   std::string reconcile;        // partial broadcast's reconciliation mode ("" none)
   int64_t reconcile_every = 0;  // its period in clocks (0: sfbd's automatic one)
   double profile_s = 0.0;       // how long measuring it took (0: not recorded)
+  // The engine runs the profiler meant to take and did not, for want of time in its budget (their
+  // anchors then stay at their pieces alone): "the SFB engine", "the two-rank SFB engine", "the
+  // all-reduce engine", "the FMS engine" (the runs with evaluations are not counted: a period may
+  // be longer than the budget by design). sfbd --profile refuses such a profile unless asked for a
+  // partial one (--partial-profile); sfb-plan says so at the top. Empty: none, or an earlier
+  // build's profile.
+  std::vector<std::string> skipped;
   // Of the CPU time the machine wanted while it was measured, the share a hypervisor gave to other
   // guests (core/machine.h steal_share; -1: unknown or not recorded: an earlier build's profile had
   // cpu_steal_share, a share of all the CPU time, idle included, which is not read). Not used by

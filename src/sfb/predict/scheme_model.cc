@@ -19,9 +19,11 @@ LinkCost link_cost(const Link& l) { return LinkCost{l.a_us, l.b_us_per_byte}; }
 // W's bytes at a shape.
 double w_bytes(const Shape& sh) { return 4.0 * static_cast<double>(sh.J) * static_cast<double>(sh.D); }
 
-// The target with the profile's node count (its link, cores and shape kept).
+// The target with the profile's node count (its link, cores and shape kept) and FMS's servers
+// where they ran when the profile measured them.
 Target at_profiled_nodes(const SchemeProfile& p, Target t) {
   t.nodes = p.workers;
+  t.fms_beside_workers = p.engine_fms_servers_beside > 0;
   return t;
 }
 
@@ -149,6 +151,19 @@ void predict_broadcast(const SchemeProfile& p, const SchemeProfile::Anchors& an,
   r.bytes_per_clock += N * sent / static_cast<double>(every);
 }
 
+}  // namespace
+
+double fms_server_link_w(int nodes, int servers, bool beside) {
+  const double N = nodes, S = std::max(1, servers);
+  return beside ? (N + S - 2.0) / S : N / S;
+}
+
+bool fms_beside(const Target& t, int servers) {
+  return t.fms_beside_workers && servers <= t.nodes && t.ranks_per_host == 1;
+}
+
+namespace {
+
 // A server's link in FMS's exchange: on the fitted link the profile's incast (every worker pushing
 // into one host at once).
 Link fms_link(const SchemeProfile& p, const Target& t) { return t.fitted ? p.incast() : t.link; }
@@ -165,7 +180,8 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   const Link in = fms_link(p, t);
   r.servers = S;
   r.compute_s = x.sf_s * a + form_s;
-  const double busiest = W * std::max(1.0, N / S);
+  const bool beside = fms_beside(t, S);
+  const double busiest = W * std::max(1.0, fms_server_link_w(t.nodes, S, beside));
   // Pushes and pulls overlap (the servers return each block once every worker's push of it is
   // in: fms_exchange.h), so the busiest link's one direction; a worker forms its update block by
   // block while the earlier blocks travel, so the push waits only for what the link needs beyond
@@ -182,7 +198,9 @@ Prediction fms_pieces(const SchemeProfile& p, double a, const Pieces& x, const S
   const int64_t cols = p.stored_cols(sh), rows = ps_max_shard_rows(p.stored_rows(sh), S);
   const double block = 4.0 * static_cast<double>(ps_block_rows(rows, cols) * cols);
   const auto blocks = static_cast<double>(ps_shard_blocks(rows, cols));
-  const double fill = 2.0 * N * block;  // with S >= N a worker's link is the busiest: the same count
+  // With S >= N a worker's link is the busiest: the same count. Beside the workers, a server's own
+  // worker's blocks do not cross its link.
+  const double fill = 2.0 * (beside ? N - 1.0 : N) * block;
   const double push_s = (in.a_us + busiest * in.b_us_per_byte) * 1e-6;
   const double adds_s = N / S * add_s;
   r.comm_s = std::max(std::max(0.0, push_s - form_s), adds_s) + adds_s / blocks + fill * in.b_us_per_byte * 1e-6;
@@ -214,7 +232,8 @@ struct FmsAnchor {
 };
 FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
   if (!(p.engine_fms_clock_s > 0) || p.engine_fms_servers < 1 || p.workers < 1) return {};
-  const Target here{p.workers, p.link, p.ranks_on_host, true, p.shape()};
+  Target here{p.workers, p.link, p.ranks_on_host, true, p.shape()};
+  here.fms_beside_workers = p.engine_fms_servers_beside > 0;  // where the servers ran
   const Pieces x = pieces_at(p, p.shape(), p.rank_cores(), p.ranks_on_host);
   const Prediction f = fms_pieces(p, 1.0, x, p.shape(), p.engine_fms_servers, here);
   const double modelled = f.compute_s + f.comm_s + f.update_s;
@@ -234,7 +253,11 @@ FmsAnchor fms_engine_anchor(const SchemeProfile& p) {
 // (the model alone: 2% low).
 FmsAnchor fms_anchor_at(const SchemeProfile& p, int servers, const Target& t) {
   FmsAnchor m = fms_engine_anchor(p);
-  if (m.ratio < 1.0 && (p.workers <= p.engine_fms_servers) != (t.nodes <= servers)) m.ratio = 1.0;
+  // The regime: a worker's link the busiest (a server's carries at most W each way) or a server's.
+  const bool workers_busiest_there =
+      fms_server_link_w(p.workers, p.engine_fms_servers, p.engine_fms_servers_beside > 0) <= 1.0;
+  const bool workers_busiest_here = fms_server_link_w(t.nodes, servers, fms_beside(t, servers)) <= 1.0;
+  if (m.ratio < 1.0 && workers_busiest_there != workers_busiest_here) m.ratio = 1.0;
   return m;
 }
 
@@ -242,8 +265,8 @@ FmsAnchor fms_anchor_at(const SchemeProfile& p, int servers, const Target& t) {
 // W N / S each way against a worker's W. Rank 0's evaluation delays its own pushes only; the
 // exchange waits for them only beyond that slack.
 double fms_worker_slack_s(const SchemeProfile& p, const Shape& sh, int servers, const Target& t) {
-  return w_bytes(sh) * std::max(0.0, static_cast<double>(t.nodes) / servers - 1.0) * fms_link(p, t).b_us_per_byte *
-         1e-6;
+  return w_bytes(sh) * std::max(0.0, fms_server_link_w(t.nodes, servers, fms_beside(t, servers)) - 1.0) *
+         fms_link(p, t).b_us_per_byte * 1e-6;
 }
 
 // What the evaluations cost FMS at the target: `ev` (measured at the profile's N with its servers,

@@ -24,7 +24,8 @@
 //             segmented algorithm: 2 a + 2 (N - 1) / N M b, or direct (N - 1) M b when that is not
 //             slower; at the profiled N the fit A + B M itself), add it to W (add_dense_s)
 //   fms       form the dense update, push 4 J D bytes split over S servers and pull W back: each
-//             server's link carries N/S of every worker's bytes each way, a worker's link all of
+//             server's link carries N/S of every worker's bytes each way ((N + S - 2) / S with the
+//             servers beside workers 0..S-1: Target::fms_beside_workers), a worker's link all of
 //             its own; pushes and pulls overlap (pipelined blocks), so the busiest direction
 //             a + 4 J D max(1, N/S) b, of which forming the update block by block hides its own
 //             time; the servers' adds of N shards of J D / S floats (N add_dense_s / S) run
@@ -98,7 +99,22 @@ struct Target {
   Shape shape{};        // the model's shape (J = 0: the job's, SchemeProfile::job_shape)
   double cores = 0;     // a node's cores (0: the profiled host's)
   int threads = 0;      // threads per rank (0: the profile's, or with `cores` given cores / ranks_per_host)
+  // Where FMS's servers run: on hosts of their own (false), or server s on worker s's host (true;
+  // with more servers than workers, the ones beyond on hosts of their own is not modelled: false
+  // then; with ranks sharing a host too: fms_beside), as mpirun --map-by node places them on as many
+  // hosts as workers (sfb-compare --netns).
+  // Beside a worker a server's link does not carry that worker's share, and the worker's own pulls
+  // from the other servers cross it: (N - 1 + S - 1) / S of W each way instead of N / S
+  // (fms_server_link_w). The server's CPU beside the worker's is not modelled (it adds while the
+  // worker waits for its pull).
+  bool fms_beside_workers = false;
 };
+// FMS's busiest server link's bytes each way in units of W at N workers and S servers, placed as
+// `beside` says (Target::fms_beside_workers): N / S, or (N + S - 2) / S beside the workers.
+double fms_server_link_w(int nodes, int servers, bool beside);
+// Whether FMS's servers run beside the workers at the target: Target::fms_beside_workers, S <= N and
+// a node each (ranks_per_host 1: where ranks share a host, every flow crosses its one link anyway).
+bool fms_beside(const Target& t, int servers);
 
 // A target rank's min(threads, cores / ranks sharing them), and the ranks sharing its node.
 double target_rank_cores(const SchemeProfile& p, const Target& t);

@@ -9,6 +9,8 @@
 #include <span>
 #include <thread>
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include "sfb/api/batch_sf_writer.h"
@@ -556,18 +558,59 @@ void measure_links(const ProfileRequest& r, predict::SchemeProfile& p, double sh
   p.allreduce_r2 = g.r2;
 }
 
-// Ranks whose process runs on this machine's kernel (the same boot id) in the same CPU budget
-// (cgroup): they share its cores even when MPI sees them on different hosts (network namespaces
-// with their own hostnames: the netns cluster, whose --cpus gives each host a budget of its own).
-// `fallback` (MPI's ranks on this host) when the boot id cannot be read.
-int ranks_on_machine(comm::Transport& t, int fallback, const std::string& cpu_group) {
+// This process's machine, as two keys (0: unknown): its kernel (the boot id) with its CPU budget
+// (the cgroup `cpu_group`, "" none), which ranks share even when MPI sees them on different hosts
+// (network namespaces with their own hostnames: the netns cluster, whose --cpus gives each host a
+// budget of its own), and its hostname, which MPI's notion of a host follows.
+struct MachineKeys {
+  int64_t budget = 0, host = 0;
+};
+MachineKeys machine_keys(const std::string& cpu_group) {
   std::string id;  // procfs files report size 0: read as a stream
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::getline(in, id);
-  const auto mine = static_cast<int64_t>(id.empty() ? 0 : fnv1a64(id + "\n" + cpu_group) >> 1);
-  int same = 0;
-  for (int64_t v : comm::allgather_i64(t, mine)) same += v == mine;
-  return mine == 0 ? fallback : std::max(same, fallback);
+  std::array<char, 256> name{};
+  const bool named = gethostname(name.data(), name.size() - 1) == 0 && name[0] != '\0';
+  return {static_cast<int64_t>(id.empty() ? 0 : fnv1a64(id + "\n" + cpu_group) >> 1),
+          static_cast<int64_t>(named ? fnv1a64(std::string(name.data())) >> 1 : 0)};
+}
+
+// The ranks of `t` that share this rank's machine: its budget, or its hostname where more ranks
+// share that (ranks of one host in budgets of their own still share its memory). Counted among t's
+// ranks only: in a profile with FMS's servers, the workers (a server on a worker's host waits while
+// they measure, and its MPI count of ranks on the host would count it: the profile then said 2 ranks
+// a host on netns hosts of their own). `fallback` (MPI's ranks on this host) when neither key is
+// known.
+int ranks_on_machine(comm::Transport& t, int fallback, const std::string& cpu_group) {
+  const MachineKeys mine = machine_keys(cpu_group);
+  const auto budgets = comm::allgather_i64(t, mine.budget);
+  const auto hosts = comm::allgather_i64(t, mine.host);
+  int same_budget = 0, same_host = 0;
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    same_budget += mine.budget != 0 && budgets[i] == mine.budget;
+    same_host += mine.host != 0 && hosts[i] == mine.host;
+  }
+  return mine.budget == 0 && mine.host == 0 ? fallback : std::max(same_budget, same_host);
+}
+
+// Of the FMS servers (the ranks from `workers` on), those on a worker's host: its hostname (a netns
+// host's own, or a node's), which is what shares a network link; its machine's budget where no
+// hostname is known. mpirun --map-by node on P hosts puts server s beside worker s. Every rank of
+// `all` takes part.
+int servers_beside_workers(comm::Transport& all, int workers, const std::string& cpu_group) {
+  const MachineKeys mine = machine_keys(cpu_group);
+  const auto budgets = comm::allgather_i64(all, mine.budget);
+  const auto hosts = comm::allgather_i64(all, mine.host);
+  const auto shares = [&](size_t a, size_t b) {
+    return hosts[a] != 0 ? hosts[a] == hosts[b] : budgets[a] != 0 && budgets[a] == budgets[b];
+  };
+  int beside = 0;
+  for (size_t s = static_cast<size_t>(workers); s < budgets.size(); ++s) {
+    bool any = false;
+    for (size_t w = 0; w < static_cast<size_t>(workers); ++w) any = any || shares(s, w);
+    beside += any;
+  }
+  return beside;
 }
 
 // A rank's memory bandwidth with every rank at once: a += b over two 32 MiB float arrays (beyond
@@ -712,6 +755,18 @@ double sf_fixed_part(const ProfileRequest& r, const Matrix& stored, const predic
   return sf_fixed_seconds(p.sf_s, scratch.sf_s, p.K);
 }
 
+// The workers' engine runs that time_engines meant to take and did not (SchemeProfile::skipped):
+// the SFB engine, its two-rank run (with 3 workers or more, once the SFB engine ran) and the
+// all-reduce engine.
+std::vector<std::string> skipped_engines(const predict::SchemeProfile& p) {
+  std::vector<std::string> out;
+  if (!(p.engine_clock_s > 0)) out.emplace_back("the SFB engine");
+  if (p.workers >= 3 && p.engine_clock_s > 0 && !(p.engine_pair_clock_s > 0))
+    out.emplace_back("the two-rank SFB engine");
+  if (!(p.engine_allreduce_clock_s > 0)) out.emplace_back("the all-reduce engine");
+  return out;
+}
+
 // What a profile says of the job before anything is timed.
 predict::SchemeProfile describe(const ProfileRequest& r) {
   const auto& cfg = *r.cfg;
@@ -729,6 +784,7 @@ predict::SchemeProfile describe(const ProfileRequest& r) {
   p.K = cfg.optimizer.minibatch;
   p.sparse_v = model.sparse_v();
   p.layout = model.layout();
+  p.has_prox = model.has_prox();
   // The reconciliation partial broadcast would run (runtime::reconcile_mode under sfb.broadcast = "halton").
   p.reconcile = cfg.sfb.reconcile == "auto"  ? (cfg.sfb.staleness == 0 ? "mean" : "")
                 : cfg.sfb.reconcile == "off" ? ""
@@ -773,6 +829,7 @@ predict::SchemeProfile measure_workers(const ProfileRequest& job) {
   measure_links(r, p, std::max(0.0, r.budget_s - phase("the pieces")) / 2);
   if (r.workers > 1) time_engines(r, p, std::max(0.0, r.budget_s - phase("the links")));
   p.profile_s = phase("the engines");
+  if (r.workers > 1) p.skipped = skipped_engines(p);
   return p;
 }
 
@@ -884,6 +941,8 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
             "measure_scheme_profile: {} workers of {} ranks need comm.scheme = \"fms\" with fms.servers = {} (got "
             "\"{}\", {})",
             r.workers, all.size(), all.size() - r.workers, r.cfg->comm.scheme, r.cfg->fms.servers);
+  // Where the servers run, before the workers and the servers part.
+  const int beside = servers_beside_workers(all, r.workers, r.cpu_group);
   if (all.rank() >= r.workers) {
     serve(r);
     return {};
@@ -912,6 +971,8 @@ predict::SchemeProfile measure_scheme_profile(const ProfileRequest& r) {
     }
     throw;
   }
+  p.engine_fms_servers_beside = p.engine_fms_servers > 0 ? beside : 0;
+  if (!(p.engine_fms_clock_s > 0)) p.skipped.emplace_back("the FMS engine");
   p.profile_s = largest(workers, took.seconds(), 1e-3);
   return p;
 }

@@ -54,8 +54,12 @@
 //                 servers serve it a fresh shard. The servers return an empty profile (workers 0).
 // A fit whose slope noise made non-positive (an idle, fast link) falls back to the largest size's
 // time per byte with no start-up.
-// ranks_on_host counts the ranks on this machine's kernel (its boot id) in the same CPU budget: the
-// netns cluster's "hosts" are one machine's cores, or with --cpus a cgroup's share of them each.
+// ranks_on_host counts the workers on this machine's kernel (its boot id) in the same CPU budget: the
+// netns cluster's "hosts" are one machine's cores, or with --cpus a cgroup's share of them each; or
+// on its hostname where more share that. FMS's servers are not counted (they wait while the workers
+// measure); engine_fms_servers_beside says how many ran on a worker's hostname. The engine runs that
+// did not fit in the budget are named in `skipped` (sfbd --profile refuses such a profile unless
+// --partial-profile).
 // Order and memory: the pieces first, on one W of the profile's own, freed before the engines hold
 // theirs, so profiling needs what training needs (one W per rank and bounded parts), whatever
 // the shape. Time: ProfileRequest::budget_s (60 s) bounds it whatever the shape. First one SF
