@@ -36,8 +36,8 @@ Config case_config(const Case& c) {
   cfg.model.name = std::get<0>(c);
   if (std::get<1>(c)) cfg.data.synthetic_density = 0.2;
   cfg.model.layout = std::get<2>(c);
-  cfg.model.lambda = 0.01;  // l2mlr: a shrinkage that shows
-  cfg.model.dim = 9;        // dml: 9 rows of L over 3 ranks
+  cfg.model.lambda = 0.01;                                // l2mlr: a shrinkage that shows
+  cfg.model.dim = 9;                                      // dml: 9 rows of L over 3 ranks
   if (cfg.model.name == "dml") cfg.optimizer.lr = 0.005;  // 0.2 diverges within 5 clocks
   return cfg;
 }
