@@ -367,14 +367,13 @@ ycol = int(ARGV[3])
 plot for [i=8:ARGC:2] ARGV[i] using xcol:ycol with linespoints title ARGV[i+1]
 GP
 cat > "$gp_dir/bars.gp" <<'GP'
-# ARGV: bars.dat, bytes png, time png
+# ARGV: bars.dat, bytes png, time png, "log" (or "linear" when no run sent a byte: one rank)
 set terminal pngcairo size 900,560 noenhanced
 set output ARGV[2]
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8
-set logscale y
-set ylabel 'MB per clock (log)'
+if (ARGV[4] eq "log") { set logscale y; set ylabel 'MB per clock (log)' } else { set ylabel 'MB per clock (none: one rank)'; set yrange [0:1] }
 set grid ytics
 set title 'network bytes per clock'
 set xtics rotate by -30
@@ -409,7 +408,9 @@ for r in "${runs[@]}"; do
   wall=$(field seconds "$sum") comp=$(field compute_s_mean "$sum") wait=$(field wait_s_mean "$sum")
   echo "$r $m $(field theory_bytes_per_clock "$sum") $comp $wait $(awk -v w="$wall" -v c="$comp" -v x="$wait" 'BEGIN { print w - c - x }')"
 done > "$out/bars.dat"
-gnuplot -c "$gp_dir/bars.gp" "$out/bars.dat" "$out/bytes_per_clock.png" "$out/time_breakdown.png"
+# A log scale needs a byte: a one-rank comparison sends none.
+bytes_scale=$(awk '$2 > 0 || $3 > 0 { found = 1 } END { print found ? "log" : "linear" }' "$out/bars.dat")
+gnuplot -c "$gp_dir/bars.gp" "$out/bars.dat" "$out/bytes_per_clock.png" "$out/time_breakdown.png" "$bytes_scale"
 cat "$out/table.md"
 echo
 echo "plots: $out/{objective_vs_time,objective_vs_clock,bytes_per_clock,time_breakdown}.png; raw: $out/<run>/metrics.jsonl"

@@ -8,14 +8,16 @@
 #
 #   scripts/sharded-scaling.sh [--hosts "1 2 4 8"] [--cpus 0.25] [--rate 1gbit]
 #        [--schemes sfb,allreduce,sharded] [--target 2.0] [--config configs/scaling_mlr_1024.toml]
-#        [--repeats R] [--out runs/scaling]
+#        [--repeats R] [--reuse] [--out runs/scaling]
+#
+# --reuse keeps the host counts OUT already holds (OUT/hN/median_runs.txt) and runs the others.
 #
 # Needs root (network namespaces, cgroups). Writes OUT/hN/ (sfb-compare's directories) and
 # OUT/scaling.md. The CPU budget is each host's: N x cpus above the machine's cores contend.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
-hosts="1 2 4 8" cpus=0.25 rate=1gbit schemes=sfb,allreduce,sharded target=2.0 repeats=1
+hosts="1 2 4 8" cpus=0.25 rate=1gbit schemes=sfb,allreduce,sharded target=2.0 repeats=1 reuse=0
 config="$SFB_ROOT/configs/scaling_mlr_1024.toml" out=runs/scaling
 bad() { echo "sharded-scaling: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --config) config=${2:-}; shift 2 || bad "--config needs a value" ;;
     --repeats) repeats=${2:-}; shift 2 || bad "--repeats needs a value" ;;
     --out) out=${2:-}; shift 2 || bad "--out needs a value" ;;
+    --reuse) reuse=1; shift ;;
     *) bad "unknown option $1" ;;
   esac
 done
@@ -41,6 +44,7 @@ mkdir -p "$out"
 netns=$here/netns-cluster.sh
 trap '"$netns" down > /dev/null 2>&1 || true' EXIT
 for n in $hosts; do
+  [ "$reuse" = 1 ] && [ -f "$out/h$n/median_runs.txt" ] && continue
   "$netns" down > /dev/null 2>&1 || true
   "$netns" up "$n" --cpus "$cpus" --rate "$rate" > "$out/netns-$n.log" 2>&1 || { cat "$out/netns-$n.log"; exit 1; }
   "$here/sfb-compare.sh" --config "$config" --netns --np "$n" --schemes "$schemes" --no-predict --repeats "$repeats" \
