@@ -788,6 +788,7 @@ double sharded_theory(const sfb::Config& cfg, const sfb::runtime::ShardedWorker&
   run.clocks = r.final_clock - r.start_clock;
   run.evaluations = static_cast<int64_t>(r.evals.size());
   run.checkpoints = w.checkpoints();
+  run.stopped_early = r.final_clock < cfg.stop.max_clocks;
   return sfb::baselines::sharded_bytes_per_clock(cfg, workers, run);
 }
 

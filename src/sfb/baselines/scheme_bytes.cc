@@ -78,11 +78,13 @@ double sharded_bytes_per_clock(const Config& cfg, int workers, const ShardedRun&
   if (run.clocks <= 0) return 0.0;
   const double P = workers, K = static_cast<double>(cfg.optimizer.minibatch), w = static_cast<double>(run.width);
   const double v = run.v_nonzeros < 0 ? K * 4.0 * static_cast<double>(run.D) : 4.0 * (K + 1) + K * 8.0 * run.v_nonzeros;
-  const double clock = P * (P - 1) * ((8.0 + 13.0 + 4.0 * K + v) + (8.0 + 4.0 * P * K * w));
+  const double samples = P * (P - 1) * (8.0 + 13.0 + 4.0 * K + v),
+               clock = samples + P * (P - 1) * (8.0 + 4.0 * P * K * w);
   const double eval =
       P * (P - 1) *
       (8.0 * static_cast<double>(run.eval_chunks) + 4.0 * static_cast<double>(run.eval_samples) * w + 12.0);
-  const double all = static_cast<double>(run.clocks) * clock + static_cast<double>(run.evaluations) * eval +
+  const double all = static_cast<double>(run.clocks) * clock + (run.stopped_early ? samples : 0.0) +
+                     static_cast<double>(run.evaluations) * eval +
                      static_cast<double>(run.checkpoints) * sharded_checkpoint_bytes(workers, run.J, run.D);
   return all / static_cast<double>(run.clocks);
 }

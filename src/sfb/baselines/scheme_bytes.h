@@ -10,7 +10,8 @@
 //                 period (runtime/update_thread.cc), per clock of the run
 //   fms:          2 P J D 4      (every worker pushes its J x D update and pulls J x D)
 //   allreduce:    2 (P-1) J D 4  (ring: each worker sends 2 (P-1)/P of J x D)
-//   sharded:      per clock P (P-1) (samples + statistics): every rank sends its K samples (a
+//   sharded:      per clock P (P-1) (samples + statistics) (one more clock's samples when the run
+//                 stopped before stop.max_clocks: they go out a clock ahead): every rank sends its K samples (a
 //                 21-byte head with the all-gather's id, 4 K labels, v as above but 4 (K + 1) row
 //                 offsets) and its share of the P K samples' statistics (8 + 4 P K width) to every
 //                 other rank; per evaluation P (P-1) times its statistics all-gathers (8 + 4 n width
@@ -39,6 +40,9 @@ struct ShardedRun {
   int64_t width = 0;                          // statistics floats per sample (api::statistics_width)
   int64_t eval_samples = 0, eval_chunks = 0;  // per evaluation
   int64_t clocks = 0, evaluations = 0, checkpoints = 0;
+  // A run that stopped before stop.max_clocks sent one more clock's samples: the next clock's go
+  // out while a clock computes.
+  bool stopped_early = false;
 };
 // comm.scheme = "sharded": the whole job's bytes per clock of the run.
 double sharded_bytes_per_clock(const Config& cfg, int workers, const ShardedRun& run);
