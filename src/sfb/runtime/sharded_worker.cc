@@ -236,8 +236,6 @@ struct ShardedWorker::State {
   int64_t eval_chunk() const {
     return std::clamp<int64_t>((int64_t{4} << 20) / std::max<int64_t>(blk.rows, 1), 16, 4096);
   }
-  int64_t stored_rows() const { return stored_rows_of(layout, blk.rows, D); }
-  static int64_t stored_rows_of(Layout l, int64_t rows, int64_t D) { return sfb::stored_rows(l, rows, D); }
 
   void init_block();
   void load_rows();
@@ -262,7 +260,7 @@ struct ShardedWorker::State {
 // ---- Start: W's rows from init_block or from a file, routed to their owners -------------------
 
 void ShardedWorker::State::init_block() {
-  block = Matrix::Zero(stored_rows(), sfb::stored_cols(layout, blk.rows, D));
+  block = Matrix::Zero(sfb::stored_rows(layout, blk.rows, D), sfb::stored_cols(layout, blk.rows, D));
   if (start.load) {
     load_rows();
     return;
