@@ -622,7 +622,12 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   host.deliver = [&](runtime::DenseUpdatePtr b) { got.push_back(std::move(b)); };
   FmsExchange ex(1, /*read_my_writes=*/true, /*whole_clocks=*/false);
   ASSERT_TRUE(ex.reads_own_writes());
+  // The server's answer to rank 0's one INIT block, which start() waits for.
+  group[1]->send(0, comm::kTagPs, encode_ps(PsType::kInitAck, 0, 0, 0, 0, nullptr));
   ex.start(host);
+  const auto init = group[1]->try_recv();
+  ASSERT_TRUE(init.has_value());
+  EXPECT_EQ(decode_ps_header(init->data, 0).type, PsType::kInit);
   Matrix own[3];
   for (int c = 0; c < 3; ++c) {
     auto b = std::make_shared<SfBatch>(
@@ -652,6 +657,28 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   // Under BSP nothing is kept.
   FmsExchange bsp(1, false, false);
   EXPECT_FALSE(bsp.reads_own_writes());
+}
+
+// Rank 0 seeds a server at most a window of INIT blocks ahead of the server's answers: a transport
+// receives whatever arrives, so without the window a server short of CPU held most of W's INIT
+// blocks in its inbox besides its rows (40-50 MiB over a 64 MiB W, mpi.one_w_per_rank).
+TEST(Fms, RankZeroSeedsAServerAtMostAWindowOfInitBlocksAhead) {
+  auto group = comm::make_inproc_group(2);  // rank 0 a worker, rank 1 a server that never answers
+  group[0]->set_peer_timeout(0.3);
+  const Matrix W0 = Matrix::Ones(512, 2048);  // 4 MiB
+  ASSERT_GT(ps_blocks(512, 2048, 0, 1).count(), FmsExchange::kWindow);
+  runtime::ExchangeHost host;
+  host.transport = group[0].get();
+  host.workers = 1;
+  host.J = 512;
+  host.D = 2048;
+  host.initial_W = &W0;
+  host.deliver = [](runtime::DenseUpdatePtr) {};
+  FmsExchange ex(1, false, false);
+  EXPECT_THROW(ex.start(host), CommError);
+  int64_t inits = 0;
+  while (auto m = group[1]->try_recv()) inits += decode_ps_header(m->data, 0).type == PsType::kInit;
+  EXPECT_EQ(inits, FmsExchange::kWindow);
 }
 
 TEST(Fms, ReadMyWritesUnderSspKeepsTheStalenessBoundAndEveryUpdate) {

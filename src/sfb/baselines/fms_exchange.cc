@@ -20,26 +20,52 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
   }
   in_flight_.assign(static_cast<size_t>(S_), 0);
   pulled_ = BufferPool(static_cast<int>(2 * kWindow * S_));
-  // Rank 0 seeds the servers with the initial W (model.init or the checkpoint): shards of the stored
-  // matrix's rows (the major dimension of the workers' layout), block k of every server before
-  // block k + 1, flushed every 8 MiB so that no more than that is ever encoded and in flight.
-  if (rank_ != 0) return;
-  int64_t queued = 0;
+  if (rank_ == 0) send_initial_w(host);
+}
+
+// Rank 0 seeds the servers with the initial W (model.init or the checkpoint): shards of the stored
+// matrix's rows (the major dimension of the workers' layout), block k of every server before block
+// k + 1, at most kWindow blocks a server unanswered. The window bounds what a server holds of them:
+// a transport receives whatever arrives, and a server starved of CPU (5 ranks on 2 cores) held 40-50
+// MiB of a 64 MiB W's INIT blocks in its inbox when rank 0 only flushed every 8 MiB. No PULL can come
+// meanwhile: a server answers pushes of clock start_clock, and rank 0 pushes none before start() ends.
+void FmsExchange::send_initial_w(const runtime::ExchangeHost& host) {
+  std::vector<int64_t> unanswered(static_cast<size_t>(S_), 0);
+  int64_t outstanding = 0;
+  const auto await_ack = [&] {
+    comm::Message m;
+    try {
+      m = host.transport->recv(comm::kTagPs);
+    } catch (const CommError& e) {
+      throw CommError(fmt::format("{}; rank 0 was seeding the servers with W, {} INIT blocks unanswered (none came "
+                                  "through the fms exchange: server ranks {}..{})",
+                                  e.what(), outstanding, host.workers, host.workers + S_ - 1));
+    }
+    const int s = m.src - host.workers;
+    const PsHeader h = decode_ps_header(m.data, m.src);
+    if (s < 0 || s >= S_ || h.type != PsType::kInitAck || unanswered[static_cast<size_t>(s)] == 0)
+      throw CommError(fmt::format("rank 0: from rank {}: parameter-server message of type {} while seeding the "
+                                  "servers; expected an INIT_ACK from a server (ranks {}..{}) with INIT blocks unanswered",
+                                  m.src, static_cast<uint32_t>(h.type), host.workers, host.workers + S_ - 1));
+    --unanswered[static_cast<size_t>(s)];
+    --outstanding;
+  };
   for (int64_t k = 0, more = 1; more; ++k) {
     more = 0;
     for (int s = 0; s < S_; ++s) {
       const PsBlocks& b = blocks_[static_cast<size_t>(s)];
       if (k >= b.count()) continue;
       more = 1;
+      while (unanswered[static_cast<size_t>(s)] >= kWindow) await_ack();
       const int64_t r0 = b.block_begin(k), n = b.block_rows(k);
       host.transport->send(
           host.workers + s, comm::kTagPs,
           encode_ps(PsType::kInit, host.start_clock, r0, n, host.cols(), host.initial_W->data() + r0 * host.cols()));
-      if ((queued += 4 * n * host.cols()) < (int64_t{8} << 20)) continue;
-      host.transport->flush();
-      queued = 0;
+      ++unanswered[static_cast<size_t>(s)];
+      ++outstanding;
     }
   }
+  while (outstanding > 0) await_ack();
 }
 
 void FmsExchange::send_own(const SfBatchPtr& batch) {

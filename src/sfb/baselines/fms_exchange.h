@@ -67,6 +67,7 @@ class FmsExchange final : public runtime::Exchange {
     std::vector<char> block;  // per server, per block: received (duplicates are refused)
   };
   runtime::ExchangeHost host_;
+  void send_initial_w(const runtime::ExchangeHost& host);
   void deliver_pulled(const PsHeader& h, const comm::Message& m, bool last);
   void pump();
 

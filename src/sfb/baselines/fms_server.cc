@@ -95,6 +95,7 @@ void FmsServer::on_init(comm::Message& m, const PsHeader& h) {
   std::copy(ps_payload(m.data), ps_payload(m.data) + h.rows * h.cols,
             rows_.data() + (h.row_begin - row_begin_) * h.cols);
   init_block_[static_cast<size_t>(b)] = 1;
+  t_.send(0, comm::kTagPs, encode_ps(PsType::kInitAck, h.clock, h.row_begin, 0, 0, nullptr));  // rank 0's window
   if (++init_blocks_ < blocks_.count()) return;
   version_ = h.clock;
   block_next_.assign(static_cast<size_t>(blocks_.count()), version_);
@@ -273,7 +274,10 @@ void FmsServer::handle(comm::Message& m) {
         ++byes_;
       }
       return;
-    case PsType::kPull: throw CommError(fmt::format("server rank {}: PULL from worker rank {}", t_.rank(), m.src));
+    case PsType::kPull:
+    case PsType::kInitAck:
+      throw CommError(fmt::format("server rank {}: {} from worker rank {}", t_.rank(),
+                                  h.type == PsType::kPull ? "PULL" : "INIT_ACK", m.src));
   }
 }
 

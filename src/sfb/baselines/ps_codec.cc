@@ -30,7 +30,7 @@ PsHeader decode_ps_header(const comm::Bytes& data, int from) {
   const auto magic = r.get<uint32_t>("magic");
   if (magic != kPsMagic) throw CommError(fmt::format("{}: bad magic {:#x}", what, magic));
   const auto t = r.get<uint32_t>("type");
-  if (t < 1 || t > 5) throw CommError(fmt::format("{}: unknown type {}", what, t));
+  if (t < 1 || t > 6) throw CommError(fmt::format("{}: unknown type {}", what, t));
   PsHeader h;
   h.type = static_cast<PsType>(t);
   h.clock = r.get<int64_t>("clock");

@@ -6,6 +6,8 @@
 //   PUSH: worker -> server, the worker's dense update of `clock`, the server's rows
 //   PULL: server -> worker, the server's rows of W after every worker's clock `clock`
 //   BYE:  worker -> server, the job is over (no payload)
+//   INIT_ACK: server -> rank 0, an INIT block is in the server's rows (no payload; row_begin and
+//          rows name the block): rank 0 keeps at most kPsWindowBlocks INIT blocks a server unanswered
 //   SHARD: server -> server, its rows after every worker's push of `clock`, before the model's
 //          general proximal step (which may span all rows: every server gathers W and applies it)
 #include <algorithm>
@@ -18,7 +20,7 @@
 
 namespace sfb::baselines {
 
-enum class PsType : uint32_t { kInit = 1, kPush = 2, kPull = 3, kBye = 4, kShard = 5 };
+enum class PsType : uint32_t { kInit = 1, kPush = 2, kPull = 3, kBye = 4, kShard = 5, kInitAck = 6 };
 
 // The header's fields in wire order: u32 magic "FSPS", u32 type, i64 clock, i64 row_begin, i64 rows,
 // i64 cols, i64 reserved (0).
