@@ -23,15 +23,7 @@ sfb::Config scheme_config(const SchemeProfile& p, const Scheme& s, const Target&
   cfg.eval.snapshot = p.eval_snapshot;
   cfg.sfb.staleness = 0;
   cfg.sfb.reconcile = p.reconcile.empty() ? "off" : p.reconcile;
-  if (s.name == "fms") {
-    cfg.comm.scheme = sfb::Scheme::kFms;
-    cfg.fms.servers = s.servers > 0 ? s.servers : t.nodes;
-  } else if (s.name == "allreduce") {
-    cfg.comm.scheme = sfb::Scheme::kAllreduce;
-  } else {
-    cfg.comm.scheme = sfb::Scheme::kSfb;
-    cfg.sfb.broadcast = s.name == "halton" ? sfb::Broadcast::kHalton : sfb::Broadcast::kFull;
-  }
+  s.apply_to(cfg, t.nodes);
   return cfg;
 }
 
@@ -42,9 +34,16 @@ SchemeMemory scheme_memory(const SchemeProfile& p, const Scheme& s, const Target
   const sfb::Config cfg = scheme_config(p, s, t, sh);
   const double v = sh.sparse_v ? sh.v_width() : static_cast<double>(sh.D);
   SchemeMemory m;
-  m.rank0_bytes = sfb::runtime::worker_memory(cfg, t.nodes, 0, sh.J, sh.D, v, p.has_prox, 0).total();
-  m.rank_bytes = sfb::runtime::worker_memory(cfg, t.nodes, 1, sh.J, sh.D, v, p.has_prox, 0).total();
-  const bool fms = s.name == "fms";
+  // Sharded, every rank holds its rows and evaluates: eval.train_sample's default rows (a profile
+  // keeps no row counts; the test set is not counted).
+  const auto rank_bytes = [&](int rank) {
+    return s.kind == sfb::Scheme::kSharded
+               ? sfb::runtime::sharded_memory(cfg, t.nodes, rank, sh.J, sh.D, v, cfg.eval.train_sample, 0).total()
+               : sfb::runtime::worker_memory(cfg, t.nodes, rank, sh.J, sh.D, v, p.has_prox, 0).total();
+  };
+  m.rank0_bytes = rank_bytes(0);
+  m.rank_bytes = rank_bytes(1);
+  const bool fms = s.kind == sfb::Scheme::kFms;
   const int S = fms ? static_cast<int>(cfg.fms.servers) : 0;
   if (fms) m.server_bytes = sfb::runtime::server_memory(cfg, t.nodes, sh.J, sh.D, p.has_prox && S > 1, 0).total();
   const bool beside = fms && sfb::predict::fms_beside(t, S);

@@ -357,7 +357,7 @@ void print_target(const Options& o, const SchemeProfile& p, const Target& base, 
     fmt::print("# compute and update at one rank per node, a rank computing with {:.3g} cores (profiled: {:.3g})\n",
                sfb::predict::target_rank_cores(p, base), p.rank_cores());
   }
-  if (std::any_of(schemes.begin(), schemes.end(), [](const Scheme& s) { return s.name == "fms"; }))
+  if (std::any_of(schemes.begin(), schemes.end(), [](const Scheme& s) { return s.kind == sfb::Scheme::kFms; }))
     fmt::print(
         "# FMS's servers {} ({}; the profile's {}: --fms-placement)\n",
         base.fms_beside_workers ? "beside the workers: server s on worker s's host (mpirun --map-by node on N hosts)"

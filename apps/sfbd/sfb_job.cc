@@ -59,7 +59,25 @@ struct Setup {
   sfb::Json lr_search;          // optimizer.lr = "auto": every candidate's held-out score and the choice
   sfb::Bytes recorded_profile;  // comm.auto_profile's bytes, checked by rank 0, on every rank
   sfb::MemoryEstimate memory;   // this rank's peak, estimated before training (memory_estimate.h)
+  // comm.scheme = "auto": the sharded scheme can train this job (a candidate), and whether W fits
+  // replicated on this rank (when it does not on some rank, auto shards without a profile).
+  bool shardable = false;
+  bool fits_replicated = true;
+  double v_floats = 0;       // a training row's stored floats (the memory estimate's v)
+  double process_bytes = 0;  // this process's RSS before training
 };
+
+// This rank's memory under the config's scheme (memory_estimate.h).
+sfb::MemoryEstimate rank_memory(const sfb::Config& cfg, int rank, const Setup& s) {
+  const int64_t J = s.model->rows(), D = s.model->cols();
+  if (s.server)
+    return sfb::runtime::server_memory(cfg, s.workers, J, D, s.model->has_prox() && cfg.fms.servers > 1,
+                                       s.process_bytes);
+  if (cfg.comm.scheme == sfb::Scheme::kSharded)
+    return sfb::runtime::sharded_memory(cfg, s.workers, rank, J, D, s.v_floats, s.data.eval_sample.n + s.data.test.n,
+                                        s.process_bytes);
+  return sfb::runtime::worker_memory(cfg, s.workers, rank, J, D, s.v_floats, s.model->has_prox(), s.process_bytes);
+}
 
 // Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W, K and layout; throws
 // DataError naming the file otherwise. A profile of an earlier build, which does not say how W was
@@ -157,8 +175,10 @@ bool set_up(Job& job, Setup& s) {
     const int part = s.server ? (job.rank() - s.workers) % s.workers : job.rank();
     const int64_t available = sfb::available_memory_bytes(job.mpi.ranks_on_host());
     // Rank 0 also reads the objective's sample: eval.train_sample rows drawn from the whole file (and
-    // the test set); sharded, every rank does, as every rank evaluates its rows.
-    const bool evaluates = job.rank() == 0 || sharded;
+    // the test set); sharded, every rank does, as every rank evaluates its rows. So does every rank
+    // of an "auto" job that may choose the sharded scheme (BSP, a rate given).
+    const bool may_shard = cfg.comm.scheme == sfb::Scheme::kAuto && cfg.sfb.staleness == 0 && !cfg.optimizer.lr_auto;
+    const bool evaluates = job.rank() == 0 || sharded || may_shard;
     const sfb::io::LoadRequest req{part, s.workers, evaluates, evaluates ? cfg.eval.train_sample : 0};
     sfb::io::data_memory(cfg.data, req).check(available, "loading the data");
     s.data = sfb::io::load_data(cfg.data, cfg.job.seed, req);
@@ -169,19 +189,24 @@ bool set_up(Job& job, Setup& s) {
               "fms.servers = {} is more than the {} rows of W the servers shard ({} layout): a server would hold "
               "none; use at most {} servers",
               cfg.fms.servers, stored, sfb::layout_name(s.model->layout()), stored);
-    const double v_floats =
-        d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(std::max<int64_t>(d.n, 1)) + 1
-                 : static_cast<double>(s.model->cols());
-    const bool general_prox = s.model->has_prox();
-    const auto process = static_cast<double>(std::max<int64_t>(0, sfb::current_rss_bytes()));
+    s.v_floats = d.sparse ? static_cast<double>(d.csr.nonZeros()) / static_cast<double>(std::max<int64_t>(d.n, 1)) + 1
+                          : static_cast<double>(s.model->cols());
+    s.process_bytes = static_cast<double>(std::max<int64_t>(0, sfb::current_rss_bytes()));
     if (sharded) check_shardable(cfg, *s.model, s.workers);
-    s.memory = s.server  ? sfb::runtime::server_memory(cfg, s.workers, s.model->rows(), s.model->cols(),
-                                                       general_prox && cfg.fms.servers > 1, process)
-               : sharded ? sfb::runtime::sharded_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
-                                                        v_floats, s.data.eval_sample.n + s.data.test.n, process)
-                         : sfb::runtime::worker_memory(cfg, s.workers, job.rank(), s.model->rows(), s.model->cols(),
-                                                       v_floats, general_prox, process);
-    s.memory.check(available, s.server ? "serving this model's shard" : "training this model");
+    s.shardable = may_shard && sfb::runtime::sharded_refusal(cfg, *s.model).empty() && s.model->rows() >= s.workers;
+    s.memory = rank_memory(cfg, job.rank(), s);
+    if (s.shardable && !s.memory.fits(available)) {
+      // W does not fit replicated here: "auto" shards it (every rank agrees after the set-up), if that fits.
+      s.fits_replicated = false;
+      sfb::Config as_sharded = cfg;
+      as_sharded.comm.scheme = sfb::Scheme::kSharded;
+      rank_memory(as_sharded, job.rank(), s)
+          .check(available,
+                 "training this model with W's rows sharded (comm.scheme = \"auto\": W does not fit "
+                 "replicated)");
+    } else {
+      s.memory.check(available, s.server ? "serving this model's shard" : "training this model");
+    }
     if (!s.server && !cfg.model.init.empty()) {
       check_model_file("model.init =", cfg.model.init, *s.model, {}, &s.init_seal);
       s.init_W = true;
@@ -573,8 +598,11 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
 
 // The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
 // is predicted beside them (its servers are ranks set aside at launch: mpirun -np P+S).
-std::vector<sfb::predict::Scheme> auto_candidates(const sfb::Config& cfg) {
-  return {{"sfb"}, {"halton", static_cast<int>(cfg.sfb.halton_q)}, {"allreduce"}};
+std::vector<sfb::predict::Scheme> auto_candidates(const sfb::Config& cfg, bool sharded) {
+  using sfb::predict::Scheme;
+  std::vector<Scheme> c{Scheme::sfb_full(), Scheme::halton(static_cast<int>(cfg.sfb.halton_q)), Scheme::allreduce()};
+  if (sharded) c.push_back(Scheme::sharded());
+  return c;
 }
 
 // The job's scheme profile: measured on every rank (on a model instance of its own), or the recorded
@@ -614,13 +642,17 @@ sfb::predict::SchemeProfile job_profile(Job& job, const Setup& s, bool measure) 
 // are ranks set aside at launch).
 sfb::predict::Prediction fms_prediction(const sfb::Config& cfg, const sfb::predict::SchemeProfile& p, int nodes,
                                         int per_host) {
-  return sfb::predict::predict(p, {"fms", 0, static_cast<int>(cfg.fms.servers)}, {nodes, p.link, per_host, true});
+  return sfb::predict::predict(p, sfb::predict::Scheme::fms(static_cast<int>(cfg.fms.servers)),
+                               {nodes, p.link, per_host, true});
 }
 
 // Every prediction (the candidates fastest first, then FMS) as JSON and in the log.
 sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, const sfb::predict::Prediction& fms) {
   sfb::Json preds = sfb::Json::array();
-  for (const auto* r : {&ranked[0], &ranked[1], &ranked[2], &fms}) {
+  std::vector<const sfb::predict::Prediction*> all;
+  for (const auto& r : ranked) all.push_back(&r);
+  all.push_back(&fms);
+  for (const auto* r : all) {
     spdlog::info(
         "predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}, engine {:.4f}), {:.2f} "
         "MB/clock{}",
@@ -629,6 +661,30 @@ sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, 
     preds.push_back(sfb::predict::to_json(*r));
   }
   return preds;
+}
+
+// comm.scheme = "auto" where W does not fit replicated on some rank (set_up found that the sharded
+// scheme can train the job and fits): the sharded scheme on every rank, without a profile.
+void shard_what_does_not_fit(Job& job, Setup& s) {
+  if (job.cfg.comm.scheme != sfb::Scheme::kAuto || !s.shardable) return;
+  const auto fits = job.mpi.allgather(static_cast<int64_t>(s.fits_replicated));
+  std::vector<int> short_of;
+  for (size_t r = 0; r < fits.size(); ++r)
+    if (!fits[r]) short_of.push_back(static_cast<int>(r));
+  if (short_of.empty()) return;
+  const double w_gib = 4.0 * static_cast<double>(s.model->rows()) * static_cast<double>(s.model->cols()) / (1 << 30);
+  const std::string why = fmt::format("W ({:.3g} GiB) does not fit replicated on rank{} {} (their memory estimates)",
+                                      w_gib, short_of.size() == 1 ? "" : "s", fmt::join(short_of, ", "));
+  job.cfg.comm.scheme = sfb::Scheme::kSharded;
+  s.memory = rank_memory(job.cfg, job.rank(), s);
+  s.auto_choice = {{"chosen", "sharded"}, {"reason", why}};
+  if (job.rank() == 0) {
+    spdlog::info("comm.scheme = \"auto\": sharded: {}", why);
+    if (job.cfg.comm.transport == sfb::TransportKind::kMpi)
+      spdlog::warn(
+          "the sharded scheme runs over comm.transport = \"mpi\" here, which polls; comm.transport = "
+          "\"tcp\" is faster for it (design.md \"The sharded scheme\")");
+  }
 }
 
 // comm.scheme = "auto": profiles (or reads comm.auto_profile), predicts every candidate and sets
@@ -649,13 +705,19 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   // A measured profile knows how many ranks share a machine's cores; for a recorded one, MPI's ranks
   // on this host.
   const int per_host = cfg.comm.auto_profile.empty() ? p.ranks_on_host : job.mpi.ranks_on_host();
-  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(cfg), s.workers, per_host);
+  // The sharded scheme is a candidate where it can train the job, over TCP: MPI's transport polls,
+  // and the scheme's one thread waits on two all-gathers a clock (design.md "The sharded scheme").
+  const bool mpi = cfg.comm.transport == sfb::TransportKind::kMpi;
+  if (s.shardable && mpi && job.rank() == 0)
+    spdlog::info(
+        "comm.scheme = \"auto\": the sharded scheme is not a candidate over comm.transport = \"mpi\" (it "
+        "polls); comm.transport = \"tcp\" makes it one");
+  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(cfg, s.shardable && !mpi), s.workers, per_host);
   const auto fms = fms_prediction(cfg, p, s.workers, per_host);
   const auto preds = predictions_json(ranked, fms);
   const std::string& best = ranked.front().scheme;
-  cfg.comm.scheme = best == "allreduce" ? sfb::Scheme::kAllreduce : sfb::Scheme::kSfb;
-  if (cfg.comm.scheme == sfb::Scheme::kSfb)
-    cfg.sfb.broadcast = best == "sfb" ? sfb::Broadcast::kFull : sfb::Broadcast::kHalton;
+  ranked.front().which.apply_to(cfg, s.workers);
+  s.memory = rank_memory(cfg, job.rank(), s);
   spdlog::info("comm.scheme = \"auto\": {} (predicted {:.4f} s/clock, {:.2f}x the next, {})", best, ranked[0].clock_s,
                ranked[1].clock_s / std::max(ranked[0].clock_s, 1e-12),
                cfg.comm.auto_profile.empty() ? "profile measured on these ranks" : "profile " + cfg.comm.auto_profile);
@@ -712,7 +774,7 @@ int profile_sfb(Job& job, const std::string& path, bool partial) {
         "the profile's times measure the neighbours too; profile again when the machine is quieter "
         "(cpu_stolen_share in {})",
         100.0 * p.cpu_stolen_share, path);
-  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg), p.workers, p.ranks_on_host);
+  const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(job.cfg, s.shardable), p.workers, p.ranks_on_host);
   sfb::Json j = sfb::predict::to_json(p);
   j["predictions"] = predictions_json(ranked, fms_prediction(job.cfg, p, p.workers, p.ranks_on_host));
   sfb::write_file_atomic(path, sfb::to_document(j));
@@ -890,10 +952,11 @@ int run_sfb(Job& job) {
                           sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock())
             : std::string(sfb::name(cfg.comm.scheme)));
   sfb::runtime::WorkerStart start;
+  shard_what_does_not_fit(job, s);
+  if (!resolve_auto_scheme(job, s)) return job.failure_exit();
   const bool sharded = cfg.comm.scheme == sfb::Scheme::kSharded;
   if (!starting_weights(job, s, start)) return kExitBadInput;
   start.objective_rows = &s.data.eval_sample;
-  if (!resolve_auto_scheme(job, s)) return job.failure_exit();
   if (const auto code = resolve_sfb_lr(job, s, start)) return *code;
   if (job.find_lr) return report_lr_search(job, s.lr_search);
   resolve_reconcile_every(job, s);

@@ -3,7 +3,9 @@
 # objective falls, bytes per clock match the formula within 2%, every rank holds a block of W, the
 # model file is written from the blocks); the checkpoint resumes on 2 ranks (re-sharded) to the run's
 # end; --evaluate of the model file reports the run's final accuracy; SSP, SDCA and sparse coding
-# are refused with exit 2 naming why, before any work.
+# are refused with exit 2 naming why, before any work. comm.scheme = "auto" chooses the scheme where
+# the recorded profile predicts it fastest (over TCP), and, without a profile, where W does not fit
+# replicated under the address-space limit that refuses comm.scheme = "sfb" (ulimit -v).
 #   sharded_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -69,4 +71,32 @@ for bad in "sfb.staleness=2:BSP only" "model.name=\"l2mlr\" --set model.solver=\
   set -e
   [ $rc = 2 ] && grep -qF "${bad#*:}" "$OUT/c.log" || { tail -5 "$OUT/c.log"; fail "${bad%%:*}: exit $rc"; }
 done
+echo "== auto: a recorded profile that predicts the sharded scheme fastest (4 ranks, TCP)"
+sfb_mpirun -np 4 "$SFBD" --config "$SRC/configs/compare_mlr_2048_k16.toml" --set data.synthetic_samples=4096 \
+  --set stop.max_clocks=6 --set eval.every=3 --set comm.scheme=auto --set 'comm.transport="tcp"' \
+  --set "comm.auto_profile=\"$SRC/tests/data/scheme_profile_mlr2048_k16_4h_eval.json\"" --set output.log_level=info \
+  --set "output.dir=\"$OUT/auto\"" > "$OUT/auto.log" 2>&1 || { cat "$OUT/auto.log"; fail "auto with a recorded profile"; }
+S="$OUT/auto/summary.json"
+[ "$(jq -r .auto.chosen "$S")" = sharded ] && [ "$(jq -r .scheme "$S")" = sharded ] ||
+  fail "auto chose $(jq -r .auto.chosen "$S"), trained $(jq -r .scheme "$S")"
+[ "$(jq '[.auto.predictions[].scheme] | index("sharded")' "$S")" = 0 ] || fail "sharded is not the first prediction"
+[ "$(jq -r .final_clock "$S")" = 6 ] || fail "auto: final_clock $(jq -r .final_clock "$S")"
+grep -q 'scheme = "sharded"' "$OUT/auto/config.resolved.toml" || fail "the resolved config does not name the choice"
+
+echo "== auto: W does not fit replicated (ulimit -v), so every rank takes its rows without a profile"
+BIG=(--config "$CFG" --set data.features=99999 --set data.classes=2000 --set data.synthetic_samples=2000
+  --set data.synthetic_density=0.001 --set data.synthetic_test_samples=200 --set sfb.staleness=0
+  --set stop.max_clocks=4 --set eval.every=2 --set 'comm.transport="tcp"')
+limited() { bash -c 'ulimit -v 1700000; exec "$@"' _ "${SFB_MPIRUN[@]}" -np 2 "$SFBD" "${BIG[@]}" "$@"; }
+set +e
+limited --set 'comm.scheme="sfb"' --set "output.dir=\"$OUT/nofit\"" > "$OUT/nofit.log" 2>&1
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q "needs about" "$OUT/nofit.log" || { tail -5 "$OUT/nofit.log"; fail "replicated W fit the limit (exit $rc)"; }
+limited --set comm.scheme=auto --set output.log_level=info --set "output.dir=\"$OUT/fit\"" > "$OUT/fit.log" 2>&1 ||
+  { tail -20 "$OUT/fit.log"; fail "auto under the limit"; }
+S="$OUT/fit/summary.json"
+[ "$(jq -r .scheme "$S")" = sharded ] && jq -r .auto.reason "$S" | grep -q "does not fit replicated" ||
+  fail "auto under the limit: $(jq -c '{scheme, auto}' "$S")"
+[ "$(jq -r .final_clock "$S")" = 4 ] || fail "auto under the limit: final_clock $(jq -r .final_clock "$S")"
 echo PASS

@@ -103,17 +103,17 @@ TEST(SchemeModel, BytesAreTheTheory) {
       cfg.sfb.broadcast = *choice_named<Broadcast>(broadcast);
       return baselines::theory_bytes_per_clock(cfg, N, p.J, p.D, -1);
     };
-    EXPECT_NEAR(predict(p, {"sfb"}, t).bytes_per_clock, theory("sfb", "full"), 1e-6) << N;
-    EXPECT_NEAR(predict(p, {"halton"}, t).bytes_per_clock, theory("sfb", "halton"), 1e-6) << N;
-    EXPECT_NEAR(predict(p, {"fms", 0, 2}, t).bytes_per_clock, theory("fms", "full"), 1e-6) << N;
-    EXPECT_NEAR(predict(p, {"allreduce"}, t).bytes_per_clock, theory("allreduce", "full"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, Scheme::sfb_full(), t).bytes_per_clock, theory("sfb", "full"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, Scheme::halton(0), t).bytes_per_clock, theory("sfb", "halton"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, Scheme::fms(2), t).bytes_per_clock, theory("fms", "full"), 1e-6) << N;
+    EXPECT_NEAR(predict(p, Scheme::allreduce(), t).bytes_per_clock, theory("allreduce", "full"), 1e-6) << N;
   }
 }
 
 TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   const SchemeProfile p = dense_profile(1024, 1024, 16);
   const Link l = named_link("10gbe");
-  const auto full4 = predict(p, {"sfb"}, {4, l}), full8 = predict(p, {"sfb"}, {8, l});
+  const auto full4 = predict(p, Scheme::sfb_full(), {4, l}), full8 = predict(p, Scheme::sfb_full(), {8, l});
   EXPECT_DOUBLE_EQ(full4.clock_s, full4.compute_s + full4.comm_s + full4.update_s + full4.engine_s);
   // Each worker applies its own batch and every peer's: apply_fixed + N apply_batch.
   EXPECT_DOUBLE_EQ(full8.update_s, 0.01 + 8 * 0.02);
@@ -125,7 +125,7 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   // then the last of its 8 blocks' adds (W / 8 = 512 KiB blocks) and the pipeline's fill and
   // drain: every worker's first and last block, 2 x 8 blocks on the server's link.
   const double adds = 8 * 0.01;
-  const auto fms = predict(p, {"fms", 0, 1}, {8, l});
+  const auto fms = predict(p, Scheme::fms(1), {8, l});
   const double push = (l.a_us + 8 * 4.0 * 1024 * 1024 * 8e-4) * 1e-6;
   ASSERT_LT(push, adds);  // at 10 GbE the server's adds decide
   EXPECT_NEAR(fms.comm_s, adds + adds / 8 + 16 * 512 * 1024 * 8e-4 * 1e-6, 1e-12);
@@ -133,13 +133,13 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   const Link slow{"slow", l.a_us, 8e-3};
   const double slow_push = (slow.a_us + 8 * 4.0 * 1024 * 1024 * 8e-3) * 1e-6;
   ASSERT_GT(slow_push - p.form_dense_s, adds);
-  EXPECT_NEAR(predict(p, {"fms", 0, 1}, {8, slow}).comm_s,
+  EXPECT_NEAR(predict(p, Scheme::fms(1), {8, slow}).comm_s,
               slow_push - p.form_dense_s + adds / 8 + 16 * 512 * 1024 * 8e-3 * 1e-6, 1e-12);
   // Ranks sharing cores: all 8 on the profiled 8-core host changes nothing, 16 double compute.
-  const auto shared16 = predict(p, {"sfb"}, {16, l, 0});
-  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {8, l, 0}).compute_s, p.sf_s);
+  const auto shared16 = predict(p, Scheme::sfb_full(), {16, l, 0});
+  EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), {8, l, 0}).compute_s, p.sf_s);
   EXPECT_DOUBLE_EQ(shared16.compute_s, 2 * p.sf_s);
-  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, {16, l, 1}).compute_s, p.sf_s);
+  EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), {16, l, 1}).compute_s, p.sf_s);
   EXPECT_EQ(halton_q(8, 0), 3);
   EXPECT_EQ(halton_q(4, 9), 3);
 }
@@ -185,14 +185,14 @@ TEST(Shapes, PiecesScaleWithTheirWork) {
   // Forming the dense update: its W part (add's share) as J D, its GEMM part as K J w.
   EXPECT_DOUBLE_EQ(x.form_dense_s, p.form_dense_s * (0.01 * 2 + 0.02 * 6) / 0.03);
   EXPECT_DOUBLE_EQ(x.batch_bytes, 48.0 * (2000 + 500) * 4 + 56);
-  const auto sfb8 = predict(p, {"sfb"}, at_shape(8, l, big));
+  const auto sfb8 = predict(p, Scheme::sfb_full(), at_shape(8, l, big));
   EXPECT_DOUBLE_EQ(sfb8.compute_s, 6 * p.sf_s);
   EXPECT_DOUBLE_EQ(sfb8.bytes_per_clock, 8 * 7 * x.batch_bytes);
   // Rank 0's evaluations: 32 rows a clock cost two batches' SF computation, in every scheme.
   SchemeProfile e = p;
   e.eval_rows_per_clock = 32;
-  EXPECT_DOUBLE_EQ(predict(e, {"sfb"}, {8, l}).compute_s, 3 * p.sf_s);
-  EXPECT_DOUBLE_EQ(predict(e, {"allreduce"}, {8, l}).compute_s, 3 * p.sf_s + p.form_dense_s);
+  EXPECT_DOUBLE_EQ(predict(e, Scheme::sfb_full(), {8, l}).compute_s, 3 * p.sf_s);
+  EXPECT_DOUBLE_EQ(predict(e, Scheme::allreduce(), {8, l}).compute_s, 3 * p.sf_s + p.form_dense_s);
   // Sparse v: the width is the nonzeros.
   SchemeProfile q = p;
   q.sparse_v = true;
@@ -242,7 +242,7 @@ TEST(Shapes, CoresOfTheTargetNode) {
   EXPECT_DOUBLE_EQ(p.rank_cores(), 0.5);
   const Target t16 = at_shape(8, l, p.shape(), 16);
   EXPECT_DOUBLE_EQ(target_rank_cores(p, t16), 16);
-  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, t16).compute_s, p.sf_s / 32);
+  EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), t16).compute_s, p.sf_s / 32);
   Shape big = p.shape();
   big.J *= 1000;
   const Pieces x = pieces_at(p, big, 16, 1);
@@ -258,7 +258,7 @@ TEST(Shapes, CoresOfTheTargetNode) {
   // A CPU budget of a quarter core per emulated host, one rank each.
   Target quarter = at_shape(4, l, p.shape(), 0.25);
   EXPECT_DOUBLE_EQ(target_rank_cores(p, quarter), 0.25);
-  EXPECT_DOUBLE_EQ(predict(p, {"sfb"}, quarter).compute_s, 2 * p.sf_s);
+  EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), quarter).compute_s, 2 * p.sf_s);
 }
 
 TEST(SchemeProfile, JsonRoundTripAndErrorsNameTheKey) {
@@ -412,7 +412,8 @@ TEST(RecordedProfiles, PredictionsStayPutAndAutoPicksTheMeasuredWinner) {
                             Recorded{"scheme_profile_mlr512_k1024_4h.json", "allreduce"}}) {
     const SchemeProfile p = read_profile(kData + r.file);
     const Json j = Json::parse(std::ifstream(kData + r.file));
-    const auto ranked = rank_schemes(p, {{"sfb"}, {"halton"}, {"allreduce"}}, p.workers, p.ranks_on_host);
+    const auto ranked =
+        rank_schemes(p, {Scheme::sfb_full(), Scheme::halton(0), Scheme::allreduce()}, p.workers, p.ranks_on_host);
     EXPECT_EQ(ranked.front().scheme, r.measured_winner) << r.file;
     // Every prediction the file was written with, recomputed from its profile.
     for (const auto& rec : j["predictions"]) {
@@ -501,27 +502,28 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   ASSERT_GT(p.eval_sketch_s, 0);
   const Target here{p.workers, p.link, 1, true};
   const double per_eval = p.eval_s + p.eval_copy_s + p.eval_sketch_s;
-  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s + per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), here).compute_s, p.sf_s + per_eval / 4, 1e-12);
   Target big = here;
   big.shape = p.shape();
   big.shape.J = 8 * p.J;  // 128 MiB
   big.shape.v_nonzeros = static_cast<double>(p.D);
   const Pieces x = pieces_at(p, big.shape, p.rank_cores(), 1);
-  EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_sketch_s) / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), big).compute_s, x.sf_s + (x.eval_s + x.eval_sketch_s) / 4, 1e-12);
   p.eval_snapshot = Snapshot::kCopy;
-  EXPECT_NEAR(predict(p, {"sfb"}, big).compute_s, x.sf_s + (x.eval_s + x.eval_copy_s + x.eval_sketch_s) / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), big).compute_s, x.sf_s + (x.eval_s + x.eval_copy_s + x.eval_sketch_s) / 4,
+              1e-12);
   // The SFB engine measured with the monitor evaluating: what that cost its clocks over the
   // evaluations' pieces scales them for SFB and Halton (here 3x), not for the all-reduce or FMS.
-  const double ar = predict(p, {"allreduce"}, here).compute_s;
-  const double fms = predict(p, {"fms"}, here).compute_s;
+  const double ar = predict(p, Scheme::allreduce(), here).compute_s;
+  const double fms = predict(p, Scheme::fms(1), here).compute_s;
   ASSERT_GT(p.engine_clock_s, 0);
   p.eval_snapshot = Snapshot::kAuto;
   p.engine_eval_clock_s = p.engine_clock_s + 3 * per_eval / 4;
   EXPECT_NEAR(p.anchors().eval, 3.0, 1e-9);
-  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
-  EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar, 1e-12);
-  EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::halton(0), here).compute_s, p.sf_s + 3 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).compute_s, ar, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::fms(1), here).compute_s, fms, 1e-12);
   p.engine_eval_clock_s = p.engine_clock_s / 2;  // faster with evaluations (noise): they cost nothing
   EXPECT_EQ(p.anchors().eval, 0.0);
   p.engine_eval_clock_s = 0;  // not measured: their pieces
@@ -531,24 +533,24 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   // all-reduce's run beside its wait on the network: at most their pieces (here half, then 2x
   // measured and 1x taken), and a run with them faster than the run without is the engine's clock.
   ASSERT_GT(p.engine_allreduce_clock_s, 0);
-  const double sfb = predict(p, {"sfb"}, here).compute_s;
-  const double halton = predict(p, {"halton"}, here).compute_s;
-  const double ar_clock = predict(p, {"allreduce"}, here).clock_s;  // the engine's, and the pieces
+  const double sfb = predict(p, Scheme::sfb_full(), here).compute_s;
+  const double halton = predict(p, Scheme::halton(0), here).compute_s;
+  const double ar_clock = predict(p, Scheme::allreduce(), here).clock_s;  // the engine's, and the pieces
   EXPECT_NEAR(ar_clock, p.engine_allreduce_clock_s + per_eval / 4, 1e-9);
   p.engine_allreduce_eval_clock_s = p.engine_allreduce_clock_s + 0.5 * per_eval / 4;
   EXPECT_NEAR(p.anchors().eval_allreduce, 0.5, 1e-9);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar - 0.5 * per_eval / 4, 1e-12);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, p.engine_allreduce_eval_clock_s, 1e-9);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).compute_s, ar - 0.5 * per_eval / 4, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).clock_s, p.engine_allreduce_eval_clock_s, 1e-9);
   p.engine_allreduce_eval_clock_s = p.engine_allreduce_clock_s + 2 * per_eval / 4;
   EXPECT_NEAR(p.anchors().eval_allreduce, 1.0, 1e-9);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, ar_clock, 1e-9);
-  EXPECT_NEAR(predict(p, {"fms"}, here).compute_s, fms, 1e-12);
-  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, sfb, 1e-12);
-  EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, halton, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).clock_s, ar_clock, 1e-9);
+  EXPECT_NEAR(predict(p, Scheme::fms(1), here).compute_s, fms, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), here).compute_s, sfb, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::halton(0), here).compute_s, halton, 1e-12);
   const double allreduce_s = p.engine_allreduce_clock_s;
   p.engine_allreduce_eval_clock_s = 0.9 * allreduce_s;  // faster with them
   EXPECT_EQ(p.anchors().eval_allreduce, 0.0);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, 0.9 * allreduce_s, 1e-9);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).clock_s, 0.9 * allreduce_s, 1e-9);
   p.engine_allreduce_eval_clock_s = allreduce_s + 2 * per_eval / 4;
   p.engine_fms_clock_s = 0.5;
   p.engine_fms_servers = 1;
@@ -559,18 +561,18 @@ TEST(RecordedProfiles, EvaluationsAddTheirMeasuredCostPerClock) {
   EXPECT_NEAR(p.anchors().eval_fms, 4.0, 1e-9);
   EXPECT_NEAR(predict(p, fms1, here).compute_s, fms1_measured + 3 * per_eval / 4, 1e-12);
   EXPECT_NEAR(predict(p, fms2, here).compute_s, fms2_measured, 1e-12);  // measured with 1 server
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, ar_clock, 1e-9);
-  EXPECT_NEAR(predict(p, {"halton"}, here).compute_s, halton, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).clock_s, ar_clock, 1e-9);
+  EXPECT_NEAR(predict(p, Scheme::halton(0), here).compute_s, halton, 1e-12);
   p.engine_fms_eval_clock_s = 0.4;  // faster with evaluations: they cost nothing
   EXPECT_EQ(p.anchors().eval_fms, 0.0);
   p.engine_allreduce_eval_clock_s = p.engine_fms_eval_clock_s = 0;  // not measured: their pieces
   EXPECT_EQ(p.anchors().eval_allreduce, 1.0);
   EXPECT_EQ(p.anchors().eval_fms, 1.0);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).compute_s, ar, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).compute_s, ar, 1e-12);
   // No evaluations, no cost.
   p.eval_every = 0;
   p.eval_rows_per_clock = 0;
-  EXPECT_NEAR(predict(p, {"sfb"}, here).compute_s, p.sf_s, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::sfb_full(), here).compute_s, p.sf_s, 1e-12);
 }
 
 // FMS's engine measured with its servers anchors every FMS prediction. Slower than the model (here
@@ -602,7 +604,7 @@ TEST(SchemeModel, FmsMeasuredWithItsServersAnchorsFms) {
       const double excess = per_round * static_cast<double>(ps_rounds(sh.J, sh.D, servers));
       Target profiled = t;
       profiled.nodes = p.workers;
-      const double phase = predict(q, {"fms", 0, servers}, profiled).comm_s + excess;
+      const double phase = predict(q, Scheme::fms(servers), profiled).comm_s + excess;
       const Prediction mine = predict(p, s, t), unmeasured = predict(q, s, t);
       if (t.nodes == p.workers)
         EXPECT_NEAR(mine.engine_s, excess, 1e-12) << name << " " << sh.J;
@@ -755,7 +757,7 @@ TEST(SchemeModel, ShardsAndCallsAreCutFromTheStoredRows) {
     const double at_profile = predict(p, parse_scheme("fms:4"), here).engine_s;
     grows.push_back(predict(p, parse_scheme("fms:4"), narrow_here).engine_s / at_profile);
     EXPECT_NEAR(grows.back(), rounds(n) / rounds(p.shape()), 1e-12) << layout_name(l);
-    allreduce.push_back(predict(p, {"allreduce"}, narrow).comm_s);
+    allreduce.push_back(predict(p, Scheme::allreduce(), narrow).comm_s);
     EXPECT_NEAR(allreduce.back(),
                 p.allreduce_s(4 * n.J * n.D, dense_allreduce_calls(p.stored_rows(n), p.stored_cols(n)), 8) *
                     p.anchors().dense.ratio,
@@ -976,10 +978,10 @@ TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
   p.allreduce_a_us = 100;  // the all-reduce fitted at the profile's N
   p.allreduce_b_us_per_byte = 0.01;
   const Target here{4, p.link, 1, true};
-  const double pieces = predict(p, {"allreduce"}, here).clock_s;
+  const double pieces = predict(p, Scheme::allreduce(), here).clock_s;
   p.engine_allreduce_clock_s = pieces + 0.25;  // the engine takes 0.25 s a clock more than its pieces
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).clock_s, pieces + 0.25, 1e-12);
-  EXPECT_NEAR(predict(p, {"allreduce"}, here).engine_s, 0.25, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).clock_s, pieces + 0.25, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), here).engine_s, 0.25, 1e-12);
   SchemeProfile alone = p;
   alone.engine_allreduce_clock_s = 0;
   for (const auto& [J, K] : {std::pair<int64_t, int64_t>{1000, 1024}, {8000, 16}}) {
@@ -988,7 +990,8 @@ TEST(SchemeProfile, TheDenseAnchorCarriesWhatTheEngineAddsAsSecondsPerClock) {
     other.shape = p.shape();
     other.shape.J = J;
     other.shape.K = K;
-    EXPECT_NEAR(predict(p, {"allreduce"}, other).clock_s, predict(alone, {"allreduce"}, other).clock_s + 0.25, 1e-9)
+    EXPECT_NEAR(predict(p, Scheme::allreduce(), other).clock_s,
+                predict(alone, Scheme::allreduce(), other).clock_s + 0.25, 1e-9)
         << J << " " << K;
   }
 }
@@ -1029,7 +1032,8 @@ TEST(SchemeProfile, TheAllreduceIsItsEnginesCalls) {
   EXPECT_NEAR(p.allreduce_s(16 << 20, 17, 8), (17 * 4000 * 7 / 3.0 + 0.012 * 1.75 / 1.5 * W) * 1e-6, 1e-12);
   // The all-reduce scheme's network is the engine's calls at the target, on the fitted link.
   const Target eight{8, p.link, 1, true};
-  EXPECT_NEAR(predict(p, {"allreduce"}, eight).comm_s, p.allreduce_s(16 << 20, 17, 8) * p.anchors().dense.ratio, 1e-12);
+  EXPECT_NEAR(predict(p, Scheme::allreduce(), eight).comm_s, p.allreduce_s(16 << 20, 17, 8) * p.anchors().dense.ratio,
+              1e-12);
   SchemeProfile old = p;
   old.allreduce_block_bytes = 0;  // an earlier build's fit at W / 4 and W: whole-W calls
   EXPECT_NEAR(old.allreduce_s(16 << 20, 17, 4), (4000 + 0.012 * W) * 1e-6, 1e-12);

@@ -375,7 +375,9 @@ const std::vector<Field>& schema() {
         "\"sfb\": sufficient factor broadcasting; \"fms\": full-matrix sync through "
         "fms.servers parameter-server ranks (mpirun -np P+S); \"allreduce\": all-reduce "
         "of the dense update matrix every clock (comm.collectives); \"auto\": sfbd profiles the job on the ranks "
-        "at start-up, predicts sfb (full), sfb (halton) and allreduce and trains with the one predicted fastest "
+        "at start-up, predicts sfb (full), sfb (halton), allreduce and (BSP, over TCP, a model that shards) "
+        "sharded and trains with the one predicted fastest; a W that does not fit replicated is sharded without "
+        "a profile "
         "(the log and summary.json's \"auto\" give every prediction; docs/compare.md); \"sharded\": W's rows cut "
         "into one block per rank, no rank holds W (BSP; MLR, L2-MLR sgd, DML and plugins with the row-sharded "
         "interface; docs/design.md, \"The sharded scheme\").")));

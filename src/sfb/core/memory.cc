@@ -65,9 +65,13 @@ std::string MemoryEstimate::describe() const {
   return fmt::format("about {}: {}", human_bytes(total()), fmt::join(lines, ", "));
 }
 
+bool MemoryEstimate::fits(int64_t available) const {
+  return available < 0 || total() - held() <= static_cast<double>(available);
+}
+
 void MemoryEstimate::check(int64_t available, const std::string& subject) const {
+  if (fits(available)) return;
   const double needed = total() - held();
-  if (available < 0 || needed <= static_cast<double>(available)) return;
   auto sorted = parts;
   std::stable_sort(sorted.begin(), sorted.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
   std::vector<std::string> lines;

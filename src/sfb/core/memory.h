@@ -30,8 +30,10 @@ struct MemoryEstimate {
   double held() const;
   // The parts, largest first, in plain words: "about 4.1 GiB: 3.7 GiB W itself (...), ...".
   std::string describe() const;
-  // Throws InvalidArgument listing every part and the keys that size it when what is still to be
-  // allocated exceeds `available` (ignored when available < 0).
+  // Whether what is still to be allocated (total() - held()) fits in `available` (any amount fits
+  // when available < 0: unknown).
+  bool fits(int64_t available) const;
+  // Throws InvalidArgument listing every part and the keys that size it when it does not fit.
   void check(int64_t available, const std::string& subject) const;
 };
 

@@ -30,33 +30,52 @@ Target at_profiled_nodes(const SchemeProfile& p, Target t) {
 }  // namespace
 
 std::string Scheme::label() const {
-  if (name == "halton") return q > 0 ? fmt::format("halton:q{}", q) : "halton";
-  if (name == "fms") return servers > 0 ? fmt::format("fms:s{}", servers) : "fms:n";
-  return name;
+  switch (kind) {
+    case sfb::Scheme::kSfb:
+      if (broadcast == Broadcast::kFull) return "sfb";
+      return q > 0 ? fmt::format("halton:q{}", q) : "halton";
+    case sfb::Scheme::kFms: return servers > 0 ? fmt::format("fms:s{}", servers) : "fms:n";
+    case sfb::Scheme::kAllreduce: return "allreduce";
+    case sfb::Scheme::kSharded: return "sharded";
+    case sfb::Scheme::kAuto: break;
+  }
+  return "auto";
+}
+
+void Scheme::apply_to(Config& cfg, int nodes) const {
+  cfg.comm.scheme = kind;
+  if (kind == sfb::Scheme::kSfb) {
+    cfg.sfb.broadcast = broadcast;
+    if (is_halton() && q > 0) cfg.sfb.halton_q = q;
+  }
+  if (kind == sfb::Scheme::kFms) cfg.fms.servers = servers > 0 ? servers : nodes;
 }
 
 Scheme parse_scheme(const std::string& spec) {
   const auto colon = spec.find(':');
-  Scheme s{spec.substr(0, colon)};
+  const std::string name = spec.substr(0, colon);
+  // "halton" is SFB's partial broadcast; the other names are the config's (comm.scheme).
+  const bool halton = name == "halton";
+  const auto kind = halton ? sfb::Scheme::kSfb : choice_named<sfb::Scheme>(name);
+  const bool takes_arg = halton || kind == sfb::Scheme::kFms;
+  SFB_CHECK(kind && kind != sfb::Scheme::kAuto && (colon == std::string::npos || takes_arg),
+            "unknown scheme \"{}\"; schemes are sfb, halton[:Q], fms[:S|n], allreduce, sharded", spec);
   int arg = -1;
   if (colon != std::string::npos) {
     std::string a = spec.substr(colon + 1);
-    if (s.name == "fms" && a == "n") return Scheme{"fms", 0, 0};  // a server per node
+    if (kind == sfb::Scheme::kFms && a == "n") return Scheme::fms(0);  // a server per node
     // The label form too: "halton:q3", "fms:s2" (Scheme::label, sfb-plan's CSV).
-    if (!a.empty() && ((s.name == "halton" && a[0] == 'q') || (s.name == "fms" && a[0] == 's'))) a.erase(0, 1);
+    if (!a.empty() && a[0] == (kind == sfb::Scheme::kFms ? 's' : 'q')) a.erase(0, 1);
     char* end = nullptr;
     const long v = std::strtol(a.c_str(), &end, 10);
     SFB_CHECK(!a.empty() && *end == '\0' && v >= 1 && v <= (1 << 20), "scheme \"{}\": {} must be a count >= 1", spec,
               a);
     arg = static_cast<int>(v);
   }
-  if (s.name == "halton")
-    s.q = arg > 0 ? arg : 0;
-  else if (s.name == "fms")
-    s.servers = arg > 0 ? arg : 1;
-  else
-    SFB_CHECK((s.name == "sfb" || s.name == "allreduce" || s.name == "sharded") && arg < 0,
-              "unknown scheme \"{}\"; schemes are sfb, halton[:Q], fms[:S|n], allreduce, sharded", spec);
+  if (halton) return Scheme::halton(arg > 0 ? arg : 0);
+  if (kind == sfb::Scheme::kFms) return Scheme::fms(arg > 0 ? arg : 1);
+  Scheme s;
+  s.kind = *kind;
   return s;
 }
 
@@ -316,62 +335,64 @@ void predict_sharded(const Pieces& x, const Shape& sh, double ev, const Target& 
   r.bytes_per_clock = N * r.link_bytes_per_clock;
 }
 
+// The dense all-reduce: its pieces scaled by its engine's anchor. `ev`: the evaluations' share.
+void predict_allreduce(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, const Shape& sh,
+                       double ev, const Target& t, Prediction& r) {
+  const auto wb = static_cast<int64_t>(w_bytes(sh));
+  r.compute_s = x.sf_s * an.dense.ratio + ev + x.form_dense_s * an.dense.ratio;
+  r.comm_s = target_allreduce_s(p, wb, dense_allreduce_calls(p.stored_rows(sh), p.stored_cols(sh)), t) * an.dense.ratio;
+  r.update_s = x.add_dense_s * an.dense.ratio;
+  r.engine_s = an.dense.s;
+  const double sent =
+      static_cast<double>(allreduce_bytes_sent(wb, t.nodes, allreduce_direct(wb, t.nodes, link_cost(t.link))));
+  r.link_bytes_per_clock = sent;
+  r.bytes_per_clock = t.nodes * sent;
+}
+
+// FMS with `servers` servers. Anchored by its engine measured with servers (fms_anchor_at: its
+// window rounds' seconds, or a ratio on all of it on the profile's side of N = S; the evaluations
+// less a worker's slack); else its compute and adds take the all-reduce engine's anchor and its
+// network is the model alone. `ev`: the evaluations' own time, before the engine's factor.
+void predict_fms(const SchemeProfile& p, const SchemeProfile::Anchors& an, const Pieces& x, const Shape& sh,
+                 int servers, double ev, const Target& t, Prediction& r) {
+  const bool measured_here = servers == p.engine_fms_servers;
+  const FmsAnchor m = fms_anchor_at(p, servers, t);
+  const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, sh, servers, t);
+  r.compute_s =
+      f.compute_s * m.ratio + fms_evals_s(p, ev * (measured_here ? an.eval_fms : 1.0), measured_here, sh, servers, t);
+  r.comm_s = f.comm_s * m.ratio;
+  r.update_s = f.update_s * m.ratio;
+  r.engine_s = m.measured ? fms_excess_s(p, m, x, sh, servers, t, f.comm_s) : an.dense.s;
+  r.servers = f.servers;
+  r.link_bytes_per_clock = f.link_bytes_per_clock;
+  r.bytes_per_clock = f.bytes_per_clock;
+}
+
 }  // namespace
 
 Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, double clocks_to_target) {
   SFB_CHECK(t.nodes >= 1, "nodes must be >= 1, got {}", t.nodes);
   Prediction r;
+  r.which = s;
   r.scheme = s.label();
   r.nodes = t.nodes;
   const Shape sh = target_shape(p, t);
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
-  const double W = w_bytes(sh);
   const SchemeProfile::Anchors an = p.anchors();
   // SF computation, and the evaluations, which every rank waits for under BSP: what they cost the
   // scheme's engine (Anchors::eval, eval_allreduce, eval_fms: rank 0's monitor runs them beside the
   // engine's threads; FMS's at the server count it was measured with only: 0.012 s a clock with 1
   // server, 0.103 s with 4 on the same job), their own time where that was not measured.
-  const bool broadcast = s.name == "sfb" || s.name == "halton";
-  const int servers = s.servers > 0 ? s.servers : t.nodes;
-  double factor = 1.0;
-  if (broadcast)
-    factor = an.eval;
-  else if (s.name == "allreduce")
-    factor = an.eval_allreduce;
-  else if (servers == p.engine_fms_servers)
-    factor = an.eval_fms;
-  const double ev = eval_per_clock_s(p, x, sh) * factor;
-  r.compute_s = x.sf_s * (s.name == "allreduce" ? an.dense.ratio : 1.0) + ev;
-  if (broadcast) {
-    predict_broadcast(p, an, x, sh, s.name == "sfb" ? t.nodes - 1 : halton_q(t.nodes, s.q), s.name == "halton", t, r);
-  } else if (s.name == "allreduce") {
-    const auto wb = static_cast<int64_t>(W);
-    r.compute_s += x.form_dense_s * an.dense.ratio;
-    r.comm_s =
-        target_allreduce_s(p, wb, dense_allreduce_calls(p.stored_rows(sh), p.stored_cols(sh)), t) * an.dense.ratio;
-    r.update_s = x.add_dense_s * an.dense.ratio;
-    r.engine_s = an.dense.s;
-    const double sent =
-        static_cast<double>(allreduce_bytes_sent(wb, t.nodes, allreduce_direct(wb, t.nodes, link_cost(t.link))));
-    r.link_bytes_per_clock = sent;
-    r.bytes_per_clock = t.nodes * sent;
-  } else if (s.name == "fms") {
-    // Anchored by its engine measured with servers (fms_anchor_at: its window rounds' seconds, or a
-    // ratio on all of it on the profile's side of N = S; the evaluations less a worker's slack); else
-    // its compute and adds take the all-reduce engine's anchor and its network is the model alone.
-    const FmsAnchor m = fms_anchor_at(p, servers, t);
-    const Prediction f = fms_pieces(p, m.measured ? 1.0 : an.dense.ratio, x, sh, servers, t);
-    r.compute_s = f.compute_s * m.ratio + fms_evals_s(p, ev, servers == p.engine_fms_servers, sh, servers, t);
-    r.comm_s = f.comm_s * m.ratio;
-    r.update_s = f.update_s * m.ratio;
-    r.engine_s = m.measured ? fms_excess_s(p, m, x, sh, servers, t, f.comm_s) : an.dense.s;
-    r.servers = f.servers;
-    r.link_bytes_per_clock = f.link_bytes_per_clock;
-    r.bytes_per_clock = f.bytes_per_clock;
-  } else if (s.name == "sharded") {
-    predict_sharded(x, sh, eval_per_clock_s(p, x, sh) * an.eval, t, r);
-  } else {
-    throw InvalidArgument(fmt::format("unknown scheme \"{}\"", s.name));
+  const double ev = eval_per_clock_s(p, x, sh);
+  switch (s.kind) {
+    case sfb::Scheme::kSfb:
+      r.compute_s = x.sf_s + ev * an.eval;
+      predict_broadcast(p, an, x, sh, s.is_halton() ? halton_q(t.nodes, s.q) : t.nodes - 1, s.is_halton(), t, r);
+      break;
+    case sfb::Scheme::kAllreduce: predict_allreduce(p, an, x, sh, ev * an.eval_allreduce, t, r); break;
+    case sfb::Scheme::kFms: predict_fms(p, an, x, sh, s.servers > 0 ? s.servers : t.nodes, ev, t, r); break;
+    case sfb::Scheme::kSharded: predict_sharded(x, sh, ev * an.eval, t, r); break;
+    case sfb::Scheme::kAuto: throw InvalidArgument("\"auto\" is a choice among schemes, not one to predict");
   }
   r.clock_s = r.compute_s + r.comm_s + r.update_s + r.engine_s;
   if (clocks_to_target > 0) r.time_to_target_s = clocks_to_target * r.clock_s;

@@ -70,19 +70,31 @@
 #include <string>
 #include <vector>
 
+#include "sfb/core/config.h"
 #include "sfb/core/json.h"
 #include "sfb/predict/profile.h"
 
 namespace sfb::predict {
 
-// A scheme to predict: "sfb" (full), "halton" (Q peers, 0: ceil(log2 N)), "fms" (S servers, 0: one
-// per node), "allreduce", "sharded" (W's rows over the ranks: from the pieces alone, no engine run
-// anchors it).
+// A scheme to predict, in the config's vocabulary: its comm.scheme (never auto), under kSfb its
+// sfb.broadcast (kFull; kHalton to q peers, 0: ceil(log2 N)), under kFms its servers (0: one per
+// node). kSharded: W's rows over the ranks, from the pieces alone (no engine run anchors it).
 struct Scheme {
-  std::string name;
+  sfb::Scheme kind = sfb::Scheme::kSfb;
+  Broadcast broadcast = Broadcast::kFull;
   int q = 0;
   int servers = 1;
-  std::string label() const;  // "sfb", "halton:q3", "fms:s2", "fms:n", "allreduce"
+
+  static Scheme sfb_full() { return {}; }
+  static Scheme halton(int q) { return {sfb::Scheme::kSfb, Broadcast::kHalton, q, 1}; }
+  static Scheme fms(int servers) { return {sfb::Scheme::kFms, Broadcast::kFull, 0, servers}; }
+  static Scheme allreduce() { return {sfb::Scheme::kAllreduce, Broadcast::kFull, 0, 1}; }
+  static Scheme sharded() { return {sfb::Scheme::kSharded, Broadcast::kFull, 0, 1}; }
+  bool is_halton() const { return kind == sfb::Scheme::kSfb && broadcast != Broadcast::kFull; }
+  std::string label() const;  // "sfb", "halton", "halton:q3", "fms:s2", "fms:n", "allreduce", "sharded"
+  // How sfbd runs it: cfg's comm.scheme, and sfb.broadcast with sfb.halton_q or fms.servers (a
+  // count, 0 standing for `nodes`).
+  void apply_to(Config& cfg, int nodes) const;
 };
 // "sfb", "halton", "halton:3", "fms", "fms:2", "fms:n" (a server per node), "allreduce", "sharded" (and the
 // labels "halton:q3", "fms:s2");
@@ -123,7 +135,8 @@ int target_ranks_sharing(const Target& t);
 Shape target_shape(const SchemeProfile& p, const Target& t);
 
 struct Prediction {
-  std::string scheme;  // Scheme::label()
+  Scheme which;
+  std::string scheme;  // which.label()
   int nodes = 0;
   int q = 0, servers = 0;
   // Per clock; they add up to clock_s. engine_s: the engine's own cost beyond its pieces

@@ -372,7 +372,7 @@ double time_pair_engine(const ProfileRequest& r, const predict::SchemeProfile& p
   if (r.workers < 3) return 0.0;
   // Ranks 0 and 1, with the cores the idle ranks leave them (SchemeProfile::anchors).
   const predict::Target two{2, p.link, std::min(2, p.ranks_on_host), true, p.shape()};
-  const int64_t n = engine_clocks(r, predict::predict(p, {"sfb"}, two).clock_s, budget_s);
+  const int64_t n = engine_clocks(r, predict::predict(p, predict::Scheme::sfb_full(), two).clock_s, budget_s);
   if (n == 0) return 0.0;
   int64_t pair_ns = 0;
   const double timeout_s = all.peer_timeout_s();
@@ -402,7 +402,7 @@ double time_pair_engine(const ProfileRequest& r, const predict::SchemeProfile& p
 void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double budget_s) {
   const Stopwatch took;
   const predict::Target here{r.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
-  const double sfb_s = predict::predict(p, {"sfb"}, here).clock_s;
+  const double sfb_s = predict::predict(p, predict::Scheme::sfb_full(), here).clock_s;
   if (const int64_t n = engine_clocks(r, sfb_s, budget_s / 4)) {
     const EngineClocks sfb = time_engine(r, *r.transport, Scheme::kSfb, nullptr, n, budget_s / 4);
     p.engine_clock_s = sfb.clock_s;
@@ -426,7 +426,7 @@ void time_engines(const ProfileRequest& r, predict::SchemeProfile& p, double bud
   const Config& cfg = *r.cfg;
   Config ar = cfg;
   ar.comm.scheme = sfb::Scheme::kAllreduce;
-  const double ar_s = predict::predict(p, {"allreduce"}, here).clock_s;
+  const double ar_s = predict::predict(p, predict::Scheme::allreduce(), here).clock_s;
   if (const EngineRun n = engine_clocks_before_evals(r, ar_s, left_s(r, budget_s, took)); n.clocks > 0) {
     auto ex = baselines::make_exchange(ar, r.model->has_prox(), r.allreduce);
     const EngineClocks e = time_engine(r, *r.transport, Scheme::kAllreduce, ex.get(), n.clocks, n.max_s);
@@ -882,7 +882,7 @@ void time_fms_engine(const ProfileRequest& w, comm::Transport& all, predict::Sch
   const Stopwatch took;
   const int S = all.size() - w.workers;
   const predict::Target here{w.workers, p.link, p.ranks_on_host, true, p.shape()};  // as measured
-  const double fms_s = predict::predict(p, {"fms", 0, S}, here).clock_s;
+  const double fms_s = predict::predict(p, predict::Scheme::fms(S), here).clock_s;
   const EngineRun n = engine_clocks_before_evals(w, fms_s, budget_s);
   if (n.clocks == 0) {
     if (all.rank() == 0)
