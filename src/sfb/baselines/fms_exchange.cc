@@ -37,16 +37,18 @@ void FmsExchange::send_initial_w(const runtime::ExchangeHost& host) {
     try {
       m = host.transport->recv(comm::kTagPs);
     } catch (const CommError& e) {
-      throw CommError(fmt::format("{}; rank 0 was seeding the servers with W, {} INIT blocks unanswered (none came "
-                                  "through the fms exchange: server ranks {}..{})",
-                                  e.what(), outstanding, host.workers, host.workers + S_ - 1));
+      throw CommError(
+          fmt::format("{}; rank 0 was seeding the servers with W, {} INIT blocks unanswered (none came "
+                      "through the fms exchange: server ranks {}..{})",
+                      e.what(), outstanding, host.workers, host.workers + S_ - 1));
     }
     const int s = m.src - host.workers;
     const PsHeader h = decode_ps_header(m.data, m.src);
     if (s < 0 || s >= S_ || h.type != PsType::kInitAck || unanswered[static_cast<size_t>(s)] == 0)
-      throw CommError(fmt::format("rank 0: from rank {}: parameter-server message of type {} while seeding the "
-                                  "servers; expected an INIT_ACK from a server (ranks {}..{}) with INIT blocks unanswered",
-                                  m.src, static_cast<uint32_t>(h.type), host.workers, host.workers + S_ - 1));
+      throw CommError(
+          fmt::format("rank 0: from rank {}: parameter-server message of type {} while seeding the "
+                      "servers; expected an INIT_ACK from a server (ranks {}..{}) with INIT blocks unanswered",
+                      m.src, static_cast<uint32_t>(h.type), host.workers, host.workers + S_ - 1));
     --unanswered[static_cast<size_t>(s)];
     --outstanding;
   };
