@@ -23,9 +23,9 @@
 // computes from a W that lacks its own recent updates. Under BSP the next version always includes the worker's own
 // clock before it may start another, so nothing is kept.
 //
-// Memory: the blocks in flight (kWindow per server) and the pulled blocks not yet applied (a pool of
-// 2 kWindow per server: the communication thread waits for the update thread past it). With
-// whole_clocks the pushes of a clock are queued whole on the transport (sparse coding's FMS only).
+// Memory: the blocks in flight (kWindow per server, rank 0's INIT blocks too) and the pulled blocks not yet applied (a
+// pool of 2 kWindow per server: the communication thread waits for the update thread past it). With whole_clocks the
+// pushes of a clock are queued whole on the transport (sparse coding's FMS only).
 //
 // Threads: everything runs on the worker's communication thread.
 #include <deque>

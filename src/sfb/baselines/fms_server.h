@@ -1,16 +1,16 @@
 #pragma once
 // One FMS parameter server (a rank after the P workers; see fms_exchange.h). It holds its shard of
 // W and nothing W-sized: it receives its rows of the initial W from rank 0 in blocks (INIT, the same
-// grid as PUSH and PULL), then for every clock c the PUSH of all P workers, in blocks of rows
-// (ps_codec.h). Pipelined: as soon as every worker's block b of clock c is in, it adds them to the
-// block's rows in worker-rank order (so the result does not depend on arrival order), applies a
-// scaling prox after each (below), and sends the block's new rows (version c + 1) to every worker,
-// one serialised buffer for all, while the clock's later blocks are still arriving: the server's
-// link carries pushes in and pulls out at once. A model with a general prox needs the whole W of a
-// clock first: its server waits for every block, then proceeds as below and publishes the blocks.
-// It ends when every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server
-// waits is an error naming it (before the run's first message, the longer of that and what run() is
-// given: the workers may have work of their own first, as sfbd --profile's measurements).
+// grid as PUSH and PULL, each answered by an INIT_ACK: rank 0 keeps at most kPsWindowBlocks of them
+// unanswered, so no more wait in this server's inbox), then for every clock c the PUSH of all P workers, in blocks of
+// rows (ps_codec.h). Pipelined: as soon as every worker's block b of clock c is in, it adds them to the block's rows in
+// worker-rank order (so the result does not depend on arrival order), applies a scaling prox after each (below), and
+// sends the block's new rows (version c + 1) to every worker, one serialised buffer for all, while the clock's later
+// blocks are still arriving: the server's link carries pushes in and pulls out at once. A model with a general prox
+// needs the whole W of a clock first: its server waits for every block, then proceeds as below and publishes the
+// blocks. It ends when every worker has said BYE; a peer silent for runtime.peer_timeout_s while the server waits is an
+// error naming it (before the run's first message, the longer of that and what run() is given: the workers may have
+// work of their own first, as sfbd --profile's measurements).
 //
 // The proximal step (runtime::ModelProx): a scaling prox (L2-MLR's 1 / (1 + eta lambda)) is
 // row-separable: W <- c (W + dW_p) for each worker p in rank order, as the worker's update thread
