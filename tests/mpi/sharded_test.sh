@@ -5,7 +5,9 @@
 # end; --evaluate of the model file reports the run's final accuracy; SSP, SDCA and sparse coding
 # are refused with exit 2 naming why, before any work. comm.scheme = "auto" chooses the scheme where
 # the recorded profile predicts it fastest (over TCP), and, without a profile, where W does not fit
-# replicated under the address-space limit that refuses comm.scheme = "sfb" (ulimit -v).
+# replicated under the address-space limit that refuses comm.scheme = "sfb" (ulimit -v). SIGTERM to
+# one rank stops every rank at the same clock with the model and a checkpoint written; kill -9 of one
+# rank ends the job naming it, and --resume from the last checkpoint finishes the job.
 #   sharded_test.sh <sfbd> <source dir>
 set -euo pipefail
 SFBD=$1
@@ -59,6 +61,43 @@ sfb_mpirun -np 2 "$SFBD" --config "$CFG" "${COMMON[@]}" --evaluate "$OUT/a/model
 [ "$(jq -r .test_accuracy "$OUT/eval2.json")" = "$acc" ] || fail "sharded evaluate accuracy $(jq -r .test_accuracy "$OUT/eval2.json")"
 awk -v a="$(jq -r .train_objective "$OUT/eval.json")" -v b="$(jq -r .train_objective "$OUT/eval2.json")" \
   'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * a) }' || fail "sharded evaluate's train objective"
+
+# The sfbd processes (ranks) of the run whose output.dir is $1, in start order.
+ranks_of() {
+  for p in $(pgrep -f -- "output.dir=\"$1\""); do [ "$(ps -o comm= -p "$p")" = sfbd ] && echo "$p"; done
+  true
+}
+LONG=(--set stop.max_clocks=100000000 --set checkpoint.every=50 --set checkpoint.path='"ck.bin"'
+  --set output.log_level=info)
+echo "== SIGTERM to one rank: every rank stops at the same clock, writing the model and a checkpoint"
+run 3 "${LONG[@]}" --set "output.dir=\"$OUT/sig\"" > "$OUT/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do grep -q "checkpoint at clock 100" "$OUT/sig.log" && break; sleep 0.1; done
+victim=$(ranks_of "$OUT/sig" | sed -n 2p)
+[ -n "$victim" ] || { cat "$OUT/sig.log"; fail "no rank to signal"; }
+kill -TERM "$victim"
+wait "$pid" || { tail -20 "$OUT/sig.log"; fail "SIGTERM to one rank: mpirun failed"; }
+S="$OUT/sig/summary.json"
+[ "$(jq -r .stop_reason "$S")" = "signal 15" ] || fail "stop reason $(jq -r .stop_reason "$S")"
+[ -s "$OUT/sig/model.bin" ] || fail "no model file after SIGTERM"
+grep -q "checkpoint at clock $(jq -r .final_clock "$S") written" "$OUT/sig.log" || fail "no checkpoint at the stop"
+
+echo "== kill -9 of one rank: the job ends naming it; --resume finishes from the last checkpoint"
+run 3 "${LONG[@]}" --set "output.dir=\"$OUT/k9\"" > "$OUT/k9.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do grep -q "checkpoint at clock 100" "$OUT/k9.log" && break; sleep 0.1; done
+victim=$(ranks_of "$OUT/k9" | sed -n 2p)
+kill -9 "$victim"
+set +e
+wait "$pid"
+rc=$?
+set -e
+[ $rc != 0 ] || fail "kill -9 of a rank: mpirun exited 0"
+grep -qE "fatal: .*(rank [0-9]|closed)" "$OUT/k9.log" || { tail -20 "$OUT/k9.log"; fail "no rank named the lost peer"; }
+at=$(grep -o "checkpoint at clock [0-9]*" "$OUT/k9.log" | tail -1 | awk '{ print $4 }')
+run 3 --set stop.max_clocks=$((at + 60)) --set "output.dir=\"$OUT/k9r\"" --resume "$OUT/k9/ck.bin" \
+  > "$OUT/k9r.log" 2>&1 || { tail -20 "$OUT/k9r.log"; fail "resume after kill -9"; }
+[ "$(jq -r .final_clock "$OUT/k9r/summary.json")" = $((at + 60)) ] || fail "the resumed run did not finish"
 
 echo "== refused before any work"
 for bad in "sfb.staleness=2:BSP only" "model.name=\"l2mlr\" --set model.solver=\"sdca\":model.solver = \"sdca\"" \
