@@ -19,7 +19,6 @@ void FmsExchange::start(const runtime::ExchangeHost& host) {
     total += blocks_.back().count();
   }
   in_flight_.assign(static_cast<size_t>(S_), 0);
-  pulled_ = BufferPool(static_cast<int>(2 * kWindow * S_));
   if (rank_ == 0) send_initial_w(host);
 }
 

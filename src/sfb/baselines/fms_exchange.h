@@ -47,7 +47,10 @@ class FmsExchange final : public runtime::Exchange {
  public:
   // `whole_clocks`: the servers apply a general prox and answer whole clocks (see above).
   FmsExchange(int servers, bool read_my_writes, bool whole_clocks)
-      : S_(servers), rmw_(read_my_writes), whole_clocks_(whole_clocks) {}
+      : S_(servers),
+        rmw_(read_my_writes),
+        whole_clocks_(whole_clocks),
+        pulled_(static_cast<int>(2 * kWindow * servers)) {}
   std::string name() const override { return "fms"; }
   void start(const runtime::ExchangeHost& host) override;
   void send_own(const SfBatchPtr& batch) override;
@@ -89,7 +92,9 @@ class FmsExchange final : public runtime::Exchange {
   std::map<int64_t, Assembly> versions_;  // version -> rows received so far
   int64_t next_version_ = 0;
   Matrix block_, own_rows_;  // reused: a push block being formed, an own update's rows
-  BufferPool pulled_{1};     // pulled blocks handed to the update thread (sized in start())
+  // Pulled blocks handed to the update thread. Sized here, never reassigned: abort() reads it from
+  // any thread, while start() may still be seeding the servers.
+  BufferPool pulled_;
 };
 
 }  // namespace sfb::baselines
