@@ -1,9 +1,10 @@
 // comm.scheme = "sharded" (runtime/sharded_worker.h): under BSP it is SFB's full broadcast computed
 // another way, so for the same P, K, seed and partitions its W (gathered from the blocks in file
 // order) must equal the SFB run's W within float tolerance, for MLR (dense, sparse in either layout),
-// L2-MLR and DML; its objective and accuracy, reduced across the blocks, must equal the model's own
-// on the gathered W; a re-sharded resume must continue as the SFB engine would from the same W; and
-// what cannot shard is refused with its reason.
+// L2-MLR and DML, and its objective at every evaluation SFB's; its objective and accuracy, reduced across the blocks,
+// must equal the model's own on the gathered W; a re-sharded resume must continue as the SFB engine would from the same
+// W; and what cannot shard is refused with its reason.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -52,14 +53,19 @@ struct SchemeRun {
 SchemeRun run_sfb(int P, const Config& cfg, const Matrix* from = nullptr, int64_t from_clock = 0) {
   SchemeRun out;
   testing::run_ranks(P, [&](comm::Transport& t) {
-    const auto data = io::load_data(cfg.data, cfg.job.seed, t.rank(), P, t.rank() == 0);
+    // Rank 0 evaluates the objective on the sample the sharded engine reduces over.
+    const io::LoadRequest req{t.rank(), P, t.rank() == 0, cfg.eval.train_sample};
+    const auto data = io::load_data(cfg.data, cfg.job.seed, req);
     auto model = models::make_model(cfg, data.train, data.total_train, t.rank(), P);
     WorkerStart start;
     start.W = from;
     start.clock = from_clock;
+    start.objective_rows = &data.eval_sample;
     Worker w(cfg, t, data.train, &data.test, *model, {}, start);
     auto r = w.run();
-    if (t.rank() == 0) out.W = r.W();
+    if (t.rank() != 0) return;
+    out.W = r.W();
+    out.evals = r.evals;
   });
   return out;
 }
@@ -116,6 +122,14 @@ TEST_P(ShardedScheme, ComputesSfbFullBroadcastsWAndReducesTheModelsObjective) {
     EXPECT_EQ(r.evals.back().clock, clocks);
     EXPECT_NEAR(r.evals.back().objective, r.model_objective, 1e-4 * std::max(1.0, std::abs(r.model_objective)));
     EXPECT_NEAR(r.evals.back().accuracy, r.model_accuracy, 1e-9);
+    // At every evaluation, not only the last: the same objective and accuracy as SFB's W then.
+    for (const auto& e : r.evals) {
+      const auto same =
+          std::find_if(sfb.evals.begin(), sfb.evals.end(), [&](const EvalRecord& f) { return f.clock == e.clock; });
+      ASSERT_NE(same, sfb.evals.end()) << "SFB did not evaluate clock " << e.clock;
+      EXPECT_NEAR(e.objective, same->objective, 1e-4 * std::max(1.0, std::abs(same->objective))) << e.clock;
+      EXPECT_NEAR(e.accuracy, same->accuracy, 0.01) << e.clock;
+    }
   }
 }
 
