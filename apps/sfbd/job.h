@@ -65,7 +65,7 @@ struct Job {
   // refused for bad input leaves nothing behind.
   void record_config() const;
 
-  std::map<std::string, std::string> claimed;  // rank 0: every claimed output, absolute path -> key
+  std::map<std::string, std::string> claimed{};  // rank 0: every claimed output, absolute path -> key
   bool comm_failed = false;                    // the last failed all_ok's errors included the network's (failure_exit)
 };
 

@@ -1,5 +1,6 @@
 #include "sfb/core/files.h"
 
+#include "sfb/core/hash.h"
 #include "sfb/core/memory.h"
 
 #include <fcntl.h>
@@ -7,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -235,6 +237,17 @@ Bytes FileReader::read_head(size_t bytes) {
   Bytes out(static_cast<size_t>(std::min<uint64_t>(bytes, size_ - std::min(size_, pos_))));
   read(out, "the header");
   return out;
+}
+
+uint32_t FileReader::crc32_of_next(uint64_t bytes, uint32_t running, const char* field) {
+  Bytes block(std::size_t{1} << 20);
+  for (uint64_t left = bytes; left > 0;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
+    read(std::span(block).first(n), field);
+    running = crc32(std::span<const std::byte>(block).first(n), running);
+    left -= n;
+  }
+  return running;
 }
 
 void seal_or_check(FileSeal& seal, const FileReader& in, const Bytes& header) {

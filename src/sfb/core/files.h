@@ -113,6 +113,9 @@ class FileReader {
   void read(std::span<std::byte> out, const char* field);
   // The first `bytes` bytes (or the whole file when shorter: the caller's header check names it).
   Bytes read_head(size_t bytes);
+  // The CRC-32 (core/hash.h) of the next `bytes` bytes, continuing `running`, read in 1 MiB blocks:
+  // how a checkpoint's or model file's damaged header is told from damaged data.
+  uint32_t crc32_of_next(uint64_t bytes, uint32_t running, const char* field);
 
  private:
   std::string path_, what_;

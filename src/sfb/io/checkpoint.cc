@@ -77,14 +77,7 @@ std::string corrupt(const std::string& name, uint32_t stored, uint32_t computed,
 void refuse_if_corrupt(FileReader& in, std::span<const std::byte> header, const std::string& name,
                        const std::string& header_says) {
   if (!is_v1_header(header)) return;
-  uint32_t crc = header_crc(header);
-  Bytes block(std::size_t{1} << 20);
-  for (uint64_t left = in.size() - kCheckpointHeaderBytes; left > 0;) {
-    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
-    in.read(std::span(block).first(n), "W");
-    crc = crc32(std::span<const std::byte>(block).first(n), crc);
-    left -= n;
-  }
+  const uint32_t crc = in.crc32_of_next(in.size() - kCheckpointHeaderBytes, header_crc(header), "W");
   if (crc != stored_crc(header)) throw DataError(corrupt(name, stored_crc(header), crc, header_says));
 }
 

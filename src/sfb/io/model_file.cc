@@ -112,14 +112,8 @@ void refuse_as_corrupt(const std::string& path, const std::string& header_says) 
   std::memcpy(&dtype, head.data() + 12, 4);
   std::memcpy(&stored, head.data() + 32, 4);
   if (version != kModelVersion || dtype != 1) return;
-  uint32_t crc = 0;  // of the labels and the data, as write_model computes it
-  Bytes block(std::size_t{1} << 20);
-  for (uint64_t left = in.size() - kModelHeaderBytes; left > 0;) {
-    const auto n = static_cast<size_t>(std::min<uint64_t>(left, block.size()));
-    in.read(std::span(block).first(n), "data");
-    crc = crc32(std::span<const std::byte>(block).first(n), crc);
-    left -= n;
-  }
+  // Of the labels and the data, as write_model computes it.
+  const uint32_t crc = in.crc32_of_next(in.size() - kModelHeaderBytes, 0, "data");
   throw DataError(crc == stored ? fmt::format("{}: the header is corrupt: the data's CRC holds but the header does not "
                                               "fit it ({})",
                                               path, header_says)
