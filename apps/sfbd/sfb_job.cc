@@ -836,6 +836,23 @@ std::optional<int> resolve_sfb_lr(Job& job, Setup& s, const sfb::runtime::Worker
       s.lr_search);
 }
 
+// How a training run ends, on every rank: the memory gathered, rank 0's outputs (`sharded`: the
+// sharded scheme's, its model file written already) and rank 0's exit code, which every rank returns.
+int end_of_run(Job& job, const Setup& s, const sfb::runtime::WorkerResult& result, double steal,
+               std::optional<ShardedOutputs> sharded = std::nullopt) {
+  auto memory = gather_memory(job, s);
+  int code = kExitOk;
+  if (job.rank() == 0) {
+    const bool written = write_outputs(job, s, result, std::move(memory), steal,
+                                       still_improving_warning(job.cfg, s, result), std::move(sharded));
+    const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
+    code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
+  }
+  job.transport.reset();
+  auto guard = job.waiting_on_peers("learning how the job ended");
+  return job.mpi.broadcast(code, 0);
+}
+
 // The sharded scheme's bytes per clock by its formula, from what this run's engine sent (v's mean
 // non-zeros when its samples were sparse), evaluated and checkpointed.
 double sharded_theory(const sfb::Config& cfg, const sfb::runtime::ShardedWorker& w, const sfb::runtime::WorkerResult& r,
@@ -874,16 +891,7 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
       spdlog::error("{} not written: {}", path,
                     bad ? "the run stopped with reason \"diverged\"" : "the final W has non-finite values");
   }
-  auto memory = gather_memory(job, s);
-  int code = kExitOk;
-  if (job.rank() == 0) {
-    const bool written =
-        write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result), out);
-    code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
-  }
-  job.transport.reset();
-  auto guard = job.waiting_on_peers("learning how the job ended");
-  return job.mpi.broadcast(code, 0);
+  return end_of_run(job, s, result, steal, out);
 }
 
 // Where W starts: --resume's checkpoint (rank 0 verifies and seals it; its blocks are broadcast when
@@ -980,17 +988,7 @@ int run_sfb(Job& job) {
   const double steal = watch.stolen_share();
   spdlog::info("done at clock {}: sent {} pairs, received {}, applied {}", result.final_clock, result.self.pairs_sent,
                result.self.pairs_received, result.self.pairs_applied);
-  auto memory = gather_memory(job, s);
-  int code = kExitOk;
-  if (job.rank() == 0) {
-    const bool written =
-        write_outputs(job, s, result, std::move(memory), steal, still_improving_warning(cfg, s, result));
-    const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
-    code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
-  }
-  job.transport.reset();
-  auto guard = job.waiting_on_peers("learning how the job ended");
-  return job.mpi.broadcast(code, 0);  // every rank exits with rank 0's code
+  return end_of_run(job, s, result, steal);
 }
 
 }  // namespace sfbd
