@@ -66,7 +66,7 @@ struct Job {
   void record_config() const;
 
   std::map<std::string, std::string> claimed{};  // rank 0: every claimed output, absolute path -> key
-  bool comm_failed = false;                    // the last failed all_ok's errors included the network's (failure_exit)
+  bool comm_failed = false;  // the last failed all_ok's errors included the network's (failure_exit)
 };
 
 // Rank 0, an output at the end of a run: runs `write`; an sfb::Error (full disk, I/O error) is
