@@ -99,6 +99,7 @@ set -e
 # Named by rank 0 (its connection to rank 1 broke) or by mpirun (rank 1 killed), whichever is first.
 grep -qE "connection to rank 1 |process rank 1 " "$OUT/k9.log" || { tail -20 "$OUT/k9.log"; fail "the lost rank is not named"; }
 at=$(grep -o "checkpoint at clock [0-9]*" "$OUT/k9.log" | tail -1 | awk '{ print $4 }')
+[ -n "$at" ] || { tail -20 "$OUT/k9.log"; fail "no checkpoint before the kill"; }
 run 3 --set stop.max_clocks=$((at + 60)) --set "output.dir=\"$OUT/k9r\"" --resume "$OUT/k9/ck.bin" \
   > "$OUT/k9r.log" 2>&1 || { tail -20 "$OUT/k9r.log"; fail "resume after kill -9"; }
 [ "$(jq -r .final_clock "$OUT/k9r/summary.json")" = $((at + 60)) ] || fail "the resumed run did not finish"
