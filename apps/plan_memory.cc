@@ -37,9 +37,8 @@ SchemeMemory scheme_memory(const SchemeProfile& p, const Scheme& s, const Target
   // Sharded, every rank holds its rows and evaluates: eval.train_sample's default rows (a profile
   // keeps no row counts; the test set is not counted).
   const auto rank_bytes = [&](int rank) {
-    return s.kind == sfb::Scheme::kSharded
-               ? sfb::runtime::sharded_memory(cfg, t.nodes, rank, sh.J, sh.D, v, cfg.eval.train_sample, 0).total()
-               : sfb::runtime::worker_memory(cfg, t.nodes, rank, sh.J, sh.D, v, p.has_prox, 0).total();
+    return sfb::runtime::training_memory(cfg, t.nodes, rank, sh.J, sh.D, v, p.has_prox, cfg.eval.train_sample, 0)
+        .total();
   };
   m.rank0_bytes = rank_bytes(0);
   m.rank_bytes = rank_bytes(1);

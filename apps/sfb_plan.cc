@@ -129,7 +129,7 @@ std::string rate_crossovers(const SchemeProfile& p, const std::vector<Scheme>& s
     t.link = Link{"", p.link.a_us, 8e-3 / g};
     std::vector<Prediction> rows;
     for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t));
-    const std::string best = fastest(rows)->scheme;
+    const std::string best = fastest(rows)->label();
     if (!prev.empty() && best != prev) out += fmt::format("  {} -> {} at {:.3g} Gbit/s\n", prev, best, g);
     prev = best;
   }
@@ -398,21 +398,21 @@ void print_link(const Options& o, const SchemeProfile& p, const Target& base, co
     for (const auto& s : schemes) rows.push_back(sfb::predict::predict(p, s, t, o.clocks));
     const Prediction* best = fastest(rows);
     for (const auto& r : rows) {
-      fmt::print("| {} | {}{}{} | {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} |\n", n, r.scheme, fms_where(r, t),
+      fmt::print("| {} | {}{}{} | {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {} |\n", n, r.label(), fms_where(r, t),
                  &r == best ? " **(fastest)**" : "", seconds(r.clock_s), seconds(r.compute_s), seconds(r.comm_s),
                  seconds(r.update_s), seconds(r.engine_s), r.bytes_per_clock / 1e6, r.link_bytes_per_clock / 1e6,
                  seconds(r.time_to_target_s));
       const auto m = sfb_tools::scheme_memory(p, schemes[static_cast<size_t>(&r - rows.data())], t, mem);
       csv += fmt::format(
           "{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{:.6g},{:.6g},{:.6g},{}\n",
-          lname, n, r.scheme, r.q, r.servers, r.clock_s, r.compute_s, r.comm_s, r.update_s, r.engine_s,
+          lname, n, r.label(), r.q, r.servers, r.clock_s, r.compute_s, r.comm_s, r.update_s, r.engine_s,
           r.bytes_per_clock, r.link_bytes_per_clock, r.time_to_target_s, &r == best ? 1 : 0,
           r.servers <= 0                           ? ""
           : sfb::predict::fms_beside(t, r.servers) ? "workers"
                                                    : "own",
           m.rank0_bytes, m.rank_bytes, m.node_bytes, m.ranks_fit);
     }
-    winners.push_back(fmt::format("{}: {}", n, best->scheme));
+    winners.push_back(fmt::format("{}: {}", n, best->label()));
   }
   fmt::print("\nwinner by N: {}\n", fmt::join(winners, ", "));
   const auto cross = sfb::predict::crossovers(p, schemes, nodes, t);

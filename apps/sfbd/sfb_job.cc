@@ -73,10 +73,8 @@ sfb::MemoryEstimate rank_memory(const sfb::Config& cfg, int rank, const Setup& s
   if (s.server)
     return sfb::runtime::server_memory(cfg, s.workers, J, D, s.model->has_prox() && cfg.fms.servers > 1,
                                        s.process_bytes);
-  if (cfg.comm.scheme == sfb::Scheme::kSharded)
-    return sfb::runtime::sharded_memory(cfg, s.workers, rank, J, D, s.v_floats, s.data.eval_sample.n + s.data.test.n,
-                                        s.process_bytes);
-  return sfb::runtime::worker_memory(cfg, s.workers, rank, J, D, s.v_floats, s.model->has_prox(), s.process_bytes);
+  return sfb::runtime::training_memory(cfg, s.workers, rank, J, D, s.v_floats, s.model->has_prox(),
+                                       s.data.eval_sample.n + s.data.test.n, s.process_bytes);
 }
 
 // Rank 0: comm.auto_profile's bytes, checked to be a profile of this job's W, K and layout; throws
@@ -656,7 +654,7 @@ sfb::Json predictions_json(const std::vector<sfb::predict::Prediction>& ranked, 
     spdlog::info(
         "predicted {:>10}: {:.4f} s/clock (compute {:.4f}, network {:.4f}, update {:.4f}, engine {:.4f}), {:.2f} "
         "MB/clock{}",
-        r->scheme, r->clock_s, r->compute_s, r->comm_s, r->update_s, r->engine_s, r->bytes_per_clock / 1e6,
+        r->label(), r->clock_s, r->compute_s, r->comm_s, r->update_s, r->engine_s, r->bytes_per_clock / 1e6,
         r == &fms ? fmt::format(" (not a candidate: needs {} more ranks at launch)", fms.servers) : "");
     preds.push_back(sfb::predict::to_json(*r));
   }
@@ -715,7 +713,7 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   const auto ranked = sfb::predict::rank_schemes(p, auto_candidates(cfg, s.shardable && !mpi), s.workers, per_host);
   const auto fms = fms_prediction(cfg, p, s.workers, per_host);
   const auto preds = predictions_json(ranked, fms);
-  const std::string& best = ranked.front().scheme;
+  const std::string best = ranked.front().label();
   ranked.front().which.apply_to(cfg, s.workers);
   s.memory = rank_memory(cfg, job.rank(), s);
   spdlog::info("comm.scheme = \"auto\": {} (predicted {:.4f} s/clock, {:.2f}x the next, {})", best, ranked[0].clock_s,
@@ -779,7 +777,7 @@ int profile_sfb(Job& job, const std::string& path, bool partial) {
   j["predictions"] = predictions_json(ranked, fms_prediction(job.cfg, p, p.workers, p.ranks_on_host));
   sfb::write_file_atomic(path, sfb::to_document(j));
   fmt::print("{}: profile of {} on {} ranks written; predicted fastest: {} ({:.4f} s/clock)\n", path, s.model->name(),
-             s.workers, ranked[0].scheme, ranked[0].clock_s);
+             s.workers, ranked[0].label(), ranked[0].clock_s);
   return kExitOk;
 }
 

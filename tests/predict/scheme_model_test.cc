@@ -414,12 +414,12 @@ TEST(RecordedProfiles, PredictionsStayPutAndAutoPicksTheMeasuredWinner) {
     const Json j = Json::parse(std::ifstream(kData + r.file));
     const auto ranked =
         rank_schemes(p, {Scheme::sfb_full(), Scheme::halton(0), Scheme::allreduce()}, p.workers, p.ranks_on_host);
-    EXPECT_EQ(ranked.front().scheme, r.measured_winner) << r.file;
+    EXPECT_EQ(ranked.front().label(), r.measured_winner) << r.file;
     // Every prediction the file was written with, recomputed from its profile.
     for (const auto& rec : j["predictions"]) {
       const auto s = parse_scheme(rec["scheme"].get<std::string>());
       const auto now = predict(p, s, {p.workers, p.link, p.ranks_on_host, true});
-      EXPECT_NEAR(now.clock_s, rec["clock_s"].get<double>(), 1e-4 * now.clock_s) << r.file << " " << now.scheme;
+      EXPECT_NEAR(now.clock_s, rec["clock_s"].get<double>(), 1e-4 * now.clock_s) << r.file << " " << now.label();
       EXPECT_NEAR(now.bytes_per_clock, rec["bytes_per_clock"].get<double>(), 1e-5 * now.bytes_per_clock);
     }
   }

@@ -18,7 +18,7 @@ std::vector<Crossover> crossovers(const SchemeProfile& p, const std::vector<Sche
       const Prediction r = predict(p, s, t);
       if (r.clock_s < best_s) {
         best_s = r.clock_s;
-        best = r.scheme;
+        best = r.label();
       }
     }
     if (!prev.empty() && best != prev) out.push_back({n, prev, best});

@@ -374,7 +374,6 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   SFB_CHECK(t.nodes >= 1, "nodes must be >= 1, got {}", t.nodes);
   Prediction r;
   r.which = s;
-  r.scheme = s.label();
   r.nodes = t.nodes;
   const Shape sh = target_shape(p, t);
   const Pieces x = pieces_at(p, sh, target_rank_cores(p, t), target_ranks_sharing(t));
@@ -400,7 +399,7 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
 }
 
 Json to_json(const Prediction& r) {
-  Json j = {{"scheme", r.scheme},
+  Json j = {{"scheme", r.label()},
             {"nodes", r.nodes},
             {"clock_s", sig(r.clock_s, 5)},
             {"compute_s", sig(r.compute_s, 5)},

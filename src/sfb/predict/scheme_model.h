@@ -136,7 +136,7 @@ Shape target_shape(const SchemeProfile& p, const Target& t);
 
 struct Prediction {
   Scheme which;
-  std::string scheme;  // which.label()
+  std::string label() const { return which.label(); }
   int nodes = 0;
   int q = 0, servers = 0;
   // Per clock; they add up to clock_s. engine_s: the engine's own cost beyond its pieces

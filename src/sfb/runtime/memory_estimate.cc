@@ -91,6 +91,13 @@ MemoryEstimate sharded_memory(const Config& cfg, int workers, int rank, int64_t 
   return e;
 }
 
+MemoryEstimate training_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                               bool general_prox, int64_t eval_rows, double process_bytes) {
+  if (cfg.comm.scheme == Scheme::kSharded)
+    return sharded_memory(cfg, workers, rank, J, D, v_floats, eval_rows, process_bytes);
+  return worker_memory(cfg, workers, rank, J, D, v_floats, general_prox, process_bytes);
+}
+
 MemoryEstimate server_memory(const Config& cfg, int workers, int64_t J, int64_t D, bool whole_w, double process_bytes) {
   MemoryEstimate e;
   const double w = 4.0 * static_cast<double>(J) * static_cast<double>(D);

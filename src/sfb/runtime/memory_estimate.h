@@ -25,6 +25,10 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
 // file streaming's blocks. Nothing is W-sized.
 MemoryEstimate sharded_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
                               int64_t eval_rows, double process_bytes);
+// A training rank under cfg.comm.scheme: sharded_memory for "sharded" (with `eval_rows`),
+// worker_memory for every scheme that holds a replica. sfbd and sfb-plan both ask this.
+MemoryEstimate training_memory(const Config& cfg, int workers, int rank, int64_t J, int64_t D, double v_floats,
+                               bool general_prox, int64_t eval_rows, double process_bytes);
 // An FMS parameter server (comm.scheme = "fms", the ranks after the workers): its shard of W and the
 // blocks it holds; a model with a general prox (`whole_w`) makes it assemble the whole W.
 MemoryEstimate server_memory(const Config& cfg, int workers, int64_t J, int64_t D, bool whole_w, double process_bytes);
