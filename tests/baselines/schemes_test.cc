@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -606,6 +607,20 @@ TEST(Fms, AServerWaitsForItsFirstMessageAsLongAsItIsTold) {
   }
 }
 
+// Worker rank 0 of one worker and one server, of W0's shape; `deliver` gets what it hands its update
+// thread.
+runtime::ExchangeHost one_worker_host(comm::Transport* t, const Matrix& W0,
+                                      std::function<void(runtime::DenseUpdatePtr)> deliver) {
+  runtime::ExchangeHost host;
+  host.transport = t;
+  host.workers = 1;
+  host.J = static_cast<int32_t>(W0.rows());
+  host.D = static_cast<int32_t>(W0.cols());
+  host.initial_W = &W0;
+  host.deliver = std::move(deliver);
+  return host;
+}
+
 // Read-my-writes under SSP: the worker applies its own batch at once and every version of W it gets
 // from the servers carries its own updates that version does not include yet (formed from the kept
 // factors, block by block).
@@ -613,13 +628,8 @@ TEST(Fms, ReadMyWritesKeepsOwnUpdatesTheServersHaveNotApplied) {
   auto group = comm::make_inproc_group(2);  // rank 0 a worker, rank 1 the server
   const Matrix W0 = Matrix::Zero(2, 3);
   std::vector<runtime::DenseUpdatePtr> got;
-  runtime::ExchangeHost host;
-  host.transport = group[0].get();
-  host.workers = 1;
-  host.J = 2;
-  host.D = 3;
-  host.initial_W = &W0;
-  host.deliver = [&](runtime::DenseUpdatePtr b) { got.push_back(std::move(b)); };
+  const auto host =
+      one_worker_host(group[0].get(), W0, [&](runtime::DenseUpdatePtr b) { got.push_back(std::move(b)); });
   FmsExchange ex(1, /*read_my_writes=*/true, /*whole_clocks=*/false);
   ASSERT_TRUE(ex.reads_own_writes());
   // The server's answer to rank 0's one INIT block, which start() waits for.
@@ -667,13 +677,7 @@ TEST(Fms, RankZeroSeedsAServerAtMostAWindowOfInitBlocksAhead) {
   group[0]->set_peer_timeout(0.3);
   const Matrix W0 = Matrix::Ones(512, 2048);  // 4 MiB
   ASSERT_GT(ps_blocks(512, 2048, 0, 1).count(), FmsExchange::kWindow);
-  runtime::ExchangeHost host;
-  host.transport = group[0].get();
-  host.workers = 1;
-  host.J = 512;
-  host.D = 2048;
-  host.initial_W = &W0;
-  host.deliver = [](runtime::DenseUpdatePtr) {};
+  const auto host = one_worker_host(group[0].get(), W0, [](runtime::DenseUpdatePtr) {});
   FmsExchange ex(1, false, false);
   EXPECT_THROW(ex.start(host), CommError);
   int64_t inits = 0;

@@ -71,12 +71,17 @@ rank_pid() {
 }
 LONG=(--set stop.max_clocks=100000000 --set checkpoint.every=50 --set checkpoint.path='"ck.bin"'
   --set output.log_level=info)
+# start_long NAME: a long run on 3 ranks into $OUT/NAME, in the background (its mpirun's pid in
+# $pid), once it has checkpointed clock 100; rank 1's pid in $victim.
+start_long() {
+  run 3 "${LONG[@]}" --set "output.dir=\"$OUT/$1\"" > "$OUT/$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 300); do grep -q "checkpoint at clock 100" "$OUT/$1.log" && break; sleep 0.1; done
+  victim=$(rank_pid "$OUT/$1" 1)
+  [ -n "$victim" ] || { cat "$OUT/$1.log"; fail "$1: rank 1 not found"; }
+}
 echo "== SIGTERM to one rank: every rank stops at the same clock, writing the model and a checkpoint"
-run 3 "${LONG[@]}" --set "output.dir=\"$OUT/sig\"" > "$OUT/sig.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do grep -q "checkpoint at clock 100" "$OUT/sig.log" && break; sleep 0.1; done
-victim=$(rank_pid "$OUT/sig" 1)
-[ -n "$victim" ] || { cat "$OUT/sig.log"; fail "no rank to signal"; }
+start_long sig
 kill -TERM "$victim"
 wait "$pid" || { tail -20 "$OUT/sig.log"; fail "SIGTERM to one rank: mpirun failed"; }
 S="$OUT/sig/summary.json"
@@ -85,11 +90,7 @@ S="$OUT/sig/summary.json"
 grep -q "checkpoint at clock $(jq -r .final_clock "$S") written" "$OUT/sig.log" || fail "no checkpoint at the stop"
 
 echo "== kill -9 of one rank: the job ends naming it; --resume finishes from the last checkpoint"
-run 3 "${LONG[@]}" --set "output.dir=\"$OUT/k9\"" > "$OUT/k9.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do grep -q "checkpoint at clock 100" "$OUT/k9.log" && break; sleep 0.1; done
-victim=$(rank_pid "$OUT/k9" 1)
-[ -n "$victim" ] || { cat "$OUT/k9.log"; fail "rank 1 not found"; }
+start_long k9
 kill -9 "$victim"
 set +e
 wait "$pid"
