@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,11 @@ struct Collect {
   sfb::RowSink sink() {
     return [this](int64_t r0, int64_t n, const float* d) {
       if (r0 != seen || n <= 0 || r0 + n > rows) __builtin_trap();
-      for (int64_t i = 0; i < n * cols; ++i) sum = sum * 31 + static_cast<uint64_t>(static_cast<int64_t>(d[i] * 7));
+      for (int64_t i = 0; i < n * cols; ++i) {
+        uint32_t bits;  // the float's bit pattern: a file's NaN or 1e30 must not overflow a conversion
+        std::memcpy(&bits, d + i, sizeof bits);
+        sum = sum * 31 + bits;
+      }
       seen += n;
     };
   }
