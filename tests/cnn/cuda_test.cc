@@ -2,6 +2,8 @@
 // a few training iterations of the executor agree within float tolerance. Every test skips, with
 // the reason, when no CUDA device answers.
 #include <cmath>
+#include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +21,26 @@ namespace {
     std::string why;                                                           \
     if (cuda::device_count(&why) == 0) GTEST_SKIP() << "no GPU here: " << why; \
   } while (0)
+
+// The CUDA module (libsfb_cuda.so) loads in a CUDA build, on a machine without a GPU too: every
+// sfb symbol it takes from this executable resolves (dlopen's RTLD_NOW binds them all), and the
+// answer comes from the CUDA runtime, not from a loader that gave up. The module is loaded on
+// first use only: before this test asks, no CUDA library is mapped.
+TEST(CudaModule, LoadsOnFirstUseAndAnswersWithoutAGpu) {
+  if (!cuda::built()) GTEST_SKIP() << "this build has no CUDA layers";
+  auto mapped = [] {
+    std::ifstream maps("/proc/self/maps");
+    std::string line, all;
+    while (std::getline(maps, line)) all += line + "\n";
+    return all;
+  };
+  EXPECT_EQ(mapped().find("libcublas"), std::string::npos) << "cuBLAS mapped before any CUDA call";
+  std::string why;
+  const int n = cuda::device_count(&why);
+  if (n == 0) EXPECT_EQ(why.rfind("no CUDA device answers (cudaGetDeviceCount: ", 0), 0u) << why;
+  EXPECT_NE(mapped().find("libsfb_cuda.so"), std::string::npos);
+  EXPECT_NE(cuda::library_versions().find("CUDA runtime "), std::string::npos) << cuda::library_versions();
+}
 
 Matrix random_batch(int n, int64_t dim, uint64_t seed) {
   Matrix x(n, dim);

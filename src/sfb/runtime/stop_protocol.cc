@@ -72,7 +72,8 @@ void StopProtocol::handle(const ControlMsg& m, int from) {
     case ControlType::kDone: return on_done(from, m.payload);
     case ControlType::kFinal: return on_final(from);
     case ControlType::kDrift:  // the comm thread reads drift sketches before the stop protocol sees a message
-      throw CommError(fmt::format("rank {}: a replica-drift sketch from rank {} reached the stop protocol", rank_, from));
+      throw CommError(
+          fmt::format("rank {}: a replica-drift sketch from rank {} reached the stop protocol", rank_, from));
   }
 }
 

@@ -17,7 +17,7 @@
 // Layouts match the CPU layers: row-major, one sample per row, C x H x W (NCHW), filters
 // oc x c x k x k (KCRS). cuBLAS is column-major: a row-major M (r x c) is the column-major M^T
 // (c x r), and the GEMMs below are written that way.
-#include "sfb/cnn/cuda/cuda_backend.h"
+#include "sfb/cnn/cuda/cuda_module.h"
 
 #include <algorithm>
 #include <chrono>
@@ -446,10 +446,6 @@ class CudaBackend final : public DeviceBackend {
   size_t pinned_bytes_ = 0;
 };
 
-}  // namespace
-
-bool built() { return true; }
-
 int device_count(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
@@ -476,4 +472,12 @@ std::unique_ptr<DeviceBackend> make_backend(Network& net, int local_rank) {
   return std::make_unique<CudaBackend>(net, local_rank % n);
 }
 
+}  // namespace
+
 }  // namespace sfb::cnn::cuda
+
+extern "C" const sfb::cnn::cuda::ModuleTable* sfb_cuda_module() {
+  namespace c = sfb::cnn::cuda;
+  static const c::ModuleTable table{c::kModuleAbi, &c::device_count, &c::library_versions, &c::make_backend};
+  return &table;
+}

@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA backend of the MG-WFBP network (DeviceBackend): convolution, bias, max pooling and
 // ReLU through cuDNN, fully connected layers through cuBLAS, one softmax cross-entropy kernel. Built when CMake finds
-// nvcc (SFB_WITH_CUDA); otherwise cuda_backend_stub.cc provides the same functions, which report that this build has no
-// CUDA.
+// nvcc (SFB_WITH_CUDA) into its own module, libsfb_cuda.so, which these functions load on first use
+// (cuda_backend_loader.cc; cuda_module.h says why); in a build without CUDA they report that.
 #include <memory>
 #include <string>
 
@@ -15,7 +15,8 @@ bool built();
 // Number of CUDA devices that answer (0 without CUDA or without a device); `why` gets the reason
 // when there are none.
 int device_count(std::string* why = nullptr);
-// "CUDA runtime X.Y, cuDNN N" for logs (empty in a build without CUDA).
+// "CUDA runtime X.Y, cuDNN N" for logs (empty in a build without CUDA; why the module does not load
+// where it does not).
 std::string library_versions();
 // A backend for `net` on device (local_rank % device count). Throws InvalidArgument naming the
 // reason when this build has no CUDA or no device answers.
