@@ -741,7 +741,7 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
 // A profile taken while the hypervisor stole this share of the CPU time the machine wanted or more
 // says so: on a netns cluster of 0.125-core hosts a profile under 18% (7.6% of all the CPU time,
 // the machine 59% idle) predicted its own hosts' clocks 23-32% slow (runs under 1-3% of all the
-// time; docs/compare.md "How repeatable the testbed is"). On that machine, quiet, a few percent.
+// time; docs/compare-log.md "How repeatable the testbed is"). On that machine, quiet, a few percent.
 constexpr double kStealWarnShare = 0.10;
 
 int profile_sfb(Job& job, const std::string& path, bool partial) {

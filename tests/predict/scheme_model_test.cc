@@ -401,7 +401,7 @@ TEST(SchemeProfile, AJsonFileOverItsSizeLimitIsRefusedBeforeItIsRead) {
 
 struct Recorded {
   const char* file;
-  const char* measured_winner;  // what the netns runs measured (docs/compare.md)
+  const char* measured_winner;  // what the netns runs measured (docs/compare.md as of commit 4b01599)
 };
 
 // Profiles measured by sfbd --profile on the netns cluster at 1 Gbit/s (4 hosts on 2 cores):
@@ -428,10 +428,10 @@ TEST(RecordedProfiles, PredictionsStayPutAndAutoPicksTheMeasuredWinner) {
 // Profiles measured by sfbd --profile on 4 netns hosts of 0.125 cores each at 1 Gbit/s
 // (scripts/predict-validate.sh; the fms4_300mbit one at 300 Mbit/s with 4 FMS servers working)
 // predict shapes they were not taken on, and those predictions stay put: J doubled or K doubled at
-// 8 hosts (held-out rows of docs/compare.md's validation; the files keep what those runs measured) and the J = 50,000,
-// D = 20,000 MLR on 64 nodes of 16 cores at 10 GbE. The pieces scale by their work and no faster than the measured
-// memory bandwidth, so the large shape is far slower per clock than a pure work ratio from a W that fits in cache would
-// say.
+// 8 hosts (held-out rows of the validation in docs/compare-log.md; the files keep what those runs measured) and the
+// J = 50,000, D = 20,000 MLR on 64 nodes of 16 cores at 10 GbE. The pieces scale by their work and no faster than the
+// measured memory bandwidth, so the large shape is far slower per clock than a pure work ratio from a W that fits in
+// cache would say.
 TEST(RecordedProfiles, PredictionsForShapesNotProfiledStayPut) {
   for (const char* name : {"scheme_profile_mlr512_k1024_4h_cpus.json", "scheme_profile_mlr2048_k16_4h_eval.json",
                            "scheme_profile_mlr512_k1024_4h_fms4_300mbit.json"}) {

@@ -39,7 +39,7 @@ double steal_share(const CpuTicks& before, const CpuTicks& after);
 // CPU time wanted (steal_share). No reading of the cores' speed: a fixed-work canary timed on rank
 // 0's CPU time at the start and the end (tried, 2026-12-05) spread 30% between repeats of one run
 // whose times spread 11%, and dividing the validation's predictions by its runs-over-profile ratio
-// took their median error from 10% to 17% (docs/compare.md): it read the moment's neighbours of
+// took their median error from 10% to 17% (docs/compare-log.md): it read the moment's neighbours of
 // its 10 ms (5 tries of 2 ms), not the run's.
 class MachineWatch {
  public:

@@ -150,8 +150,8 @@ struct SchemeProfile {
   // build's profile). Said with the runs (sfb-plan), not used by the predictions: in a run with
   // evaluations the clocks they lengthen are in the deviation too, so its error overstates the
   // noise (the 2048 job's all-reduce: 0.608 +- 0.095 s beside 0.573 +- 0.013 without), and pooling
-  // the two runs where they differ by less than that cost the validation (docs/compare.md, "Two
-  // runs of one engine").
+  // the two runs where they differ by less than that cost the validation (docs/compare-log.md,
+  // "Two runs of one engine").
   double engine_clock_se_s = 0.0;
   double engine_eval_clock_se_s = 0.0;
   double engine_allreduce_clock_se_s = 0.0;

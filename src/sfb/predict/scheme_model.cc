@@ -129,7 +129,7 @@ namespace {
 // 0.97; at 4 hosts the anchored sum (0.56 s) is the longer. The pieces' CPU seconds move between
 // profiles: a validation half's profile an hour later (0.93 ns a byte, its apply 8% slower) put
 // the same row 19.5% high, the anchored sum alone 10.1%, while the floor brought the 2048 x 2048
-// job's SFB at 8 hosts from -13.3% to -5.6% (docs/compare.md, runs/pv12). Divided by
+// job's SFB at 8 hosts from -13.3% to -5.6% (docs/compare-log.md, runs/pv12). Divided by
 // Anchors::cpu_floor: never above the engine measured at the profiled N (ranks sharing a machine's
 // vCPUs overstate their CPU seconds). Before Halton's reconciliation, which adds its link time and
 // its add after it (its own CPU is not in the floor).

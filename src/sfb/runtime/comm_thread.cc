@@ -45,7 +45,7 @@ namespace {
 // transport (Transport::wake), so this bounds only what nothing wakes it for: a signal, the time
 // limit, rank 0's monitor deciding to stop, the peer timeout. Polling instead (a sleep of up to
 // 200 us and a read of every socket per round) took about half of a 1/8-core host's budget while
-// idle: measured with the sys time of FMS's ranks on budgeted netns hosts (docs/compare.md).
+// idle: measured with the sys time of FMS's ranks on budgeted netns hosts (docs/compare-log.md).
 constexpr auto kIdleWait = std::chrono::milliseconds(5);
 
 // An empty batch of b's sender and clock: under a rotating topology it tells a peer that is not
