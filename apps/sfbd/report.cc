@@ -184,7 +184,8 @@ Json sfb_summary(const SfbRun& run) {
                                       ? sfb::Json(sfb::runtime::make_topology(cfg, run.workers).receivers_per_clock())
                                       : sfb::Json(nullptr)},
           {"minibatch", cfg.optimizer.minibatch},
-          {"stop_reason", r.stop_reason},
+          {"stop_reason", std::string(sfb::to_string(r.stop_reason))},
+          {"stop_detail", r.stop_detail.empty() ? Json(nullptr) : Json(r.stop_detail)},
           {"partition", cfg.data.partition},
           {"objective_rows", run.objective_rows},
           {"replica_drift", drift_json(cfg, r)},
@@ -213,7 +214,8 @@ void print_sfb_table(const SfbRun& run) {
   fmt::print("\nsfb run: {} | {} workers x {} thread(s) | {} | scheme {} over {} | K = {}\n", cfg.source, run.workers,
              cfg.runtime.threads, cfg.sfb.consistency_name(), scheme_name(cfg), cfg.comm.transport,
              cfg.optimizer.minibatch);
-  fmt::print("  stop reason      {}{}\n", r.stop_reason,
+  fmt::print("  stop reason      {}{}{}\n", sfb::to_string(r.stop_reason),
+             r.stop_detail.empty() ? "" : " (" + r.stop_detail + ")",
              run.still_improving.empty() ? "" : " (still improving: see the warning above)");
   fmt::print("  model            {} (W {} x {}, {})\n", run.model_name, run.J, run.D, sfb::layout_name(run.layout));
   fmt::print("  clocks           {}\n", r.final_clock);

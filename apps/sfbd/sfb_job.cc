@@ -398,8 +398,8 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     // bad (diverged, or replicas that went separate ways): the log says so.
     if (!result.weights->all_finite_unlocked())
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
-    else if (result.stop_reason == "diverged" || result.stop_reason == "replica_drift")
-      spdlog::error("{} not written: the run stopped with reason \"{}\"", path, result.stop_reason);
+    else if (sfb::judged_bad(result.stop_reason))
+      spdlog::error("{} not written: the run stopped with reason \"{}\"", path, sfb::to_string(result.stop_reason));
     else
       attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked(), model_meta(cfg, s)); });
   }
@@ -843,7 +843,7 @@ int end_of_run(Job& job, const Setup& s, const sfb::runtime::WorkerResult& resul
   if (job.rank() == 0) {
     const bool written = write_outputs(job, s, result, std::move(memory), steal,
                                        still_improving_warning(job.cfg, s, result), std::move(sharded));
-    const bool bad = result.stop_reason == "diverged" || result.stop_reason == "replica_drift";
+    const bool bad = sfb::judged_bad(result.stop_reason);
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }
   job.transport.reset();
@@ -879,7 +879,7 @@ int run_sharded(Job& job, Setup& s, const sfb::runtime::WorkerStart& start) {
   const sfb::runtime::WorkerResult result = worker.run();
   const double steal = watch.stolen_share();
   ShardedOutputs out{true, sharded_theory(cfg, worker, result, s.workers, s.model->rows(), s.model->cols())};
-  const bool finite = worker.all_finite(), bad = result.stop_reason == "diverged";
+  const bool finite = worker.all_finite(), bad = result.stop_reason == sfb::StopReason::kDiverged;
   if (const auto path = cfg.output.path(cfg.output.model); !path.empty()) {
     if (finite && !bad)
       worker.file_order([&](const sfb::RowSource& src) {

@@ -85,7 +85,8 @@ case "$MODE" in
     pkill -TERM -f -- "--set output.dir=$OUT" || true
     wait "$pid" || true  # mpirun reports the signal itself; the ranks' own exits are checked below
     cat "$OUT/log" | tail -8
-    field stop_reason | grep -qxE '(rank [0-9]+ received )?signal 15' || fail "stop reason"
+    [ "$(field stop_reason)" = signal ] || fail "stop reason $(field stop_reason)"
+    field stop_detail | grep -qxE 'rank [0-9]+ received signal 15' || fail "stop detail $(field stop_detail)"
     [ -s "$OUT/model.bin" ] || fail "no model file after SIGTERM"
     ! grep -q "fatal" "$OUT/log" || fail "a rank failed"
     clocks=$(per_rank .clocks | sort -u | wc -l)

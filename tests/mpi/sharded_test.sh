@@ -85,7 +85,8 @@ start_long sig
 kill -TERM "$victim"
 wait "$pid" || { tail -20 "$OUT/sig.log"; fail "SIGTERM to one rank: mpirun failed"; }
 S="$OUT/sig/summary.json"
-[ "$(jq -r .stop_reason "$S")" = "signal 15" ] || fail "stop reason $(jq -r .stop_reason "$S")"
+[ "$(jq -r .stop_reason "$S")" = signal ] || fail "stop reason $(jq -r .stop_reason "$S")"
+jq -r .stop_detail "$S" | grep -qxE "rank [0-9]+ received signal 15" || fail "stop detail $(jq -r .stop_detail "$S")"
 [ -s "$OUT/sig/model.bin" ] || fail "no model file after SIGTERM"
 grep -q "checkpoint at clock $(jq -r .final_clock "$S") written" "$OUT/sig.log" || fail "no checkpoint at the stop"
 

@@ -108,7 +108,8 @@ c=$(od -An -t d8 -j 32 -N 8 "$OUT/term/ck.bin" | tr -d ' ')
 grep -q "signal 15" "$OUT/term/sfb-run/attempt-1.log" || fail "the job did not see the signal"
 # The ranks (not mpirun, which would kill them within a second) got the signal: the job stopped at
 # a common clock and wrote its final checkpoint, model and summary.
-jq -r .stop_reason "$OUT/term/summary.json" | grep -q "signal 15" || fail "no summary with stop_reason signal"
+jq -e '.stop_reason == "signal" and (.stop_detail | test("received signal 15"))' "$OUT/term/summary.json" > /dev/null ||
+  fail "no summary with stop_reason signal: $(jq -c '[.stop_reason, .stop_detail]' "$OUT/term/summary.json")"
 [ -s "$OUT/term/model.bin" ] || fail "no final model after SIGTERM"
 [ "$(jq -r .final_clock "$OUT/term/summary.json")" = "$c" ] || fail "the final checkpoint is not at the final clock"
 echo "stopped; final checkpoint at clock $c"

@@ -55,7 +55,7 @@ TEST_P(MonitorModes, AbortWithARequestPendingOrASubmitWaitingEndsCleanly) {
     for (int c = 0; c < 3; ++c) m.submit(request(c));
     m.abort();
     m.finish();  // no error: an abort is not a failure
-    EXPECT_EQ(m.stop_reason(), "");
+    EXPECT_EQ(m.stop_reason(), std::nullopt);
   }
 }
 
@@ -110,7 +110,7 @@ TEST_P(MonitorModes, ACheckpointOfDivergedWeightsNeverReplacesTheLastGoodOne) {
   submit(10, 1e6, true);       // the evaluation that finds the divergence: refused
   submit(12, 0, false, true);  // after the run stopped as diverged: refused however it looks
   m.finish();
-  EXPECT_EQ(m.stop_reason(), "diverged");
+  EXPECT_EQ(m.stop_reason(), StopReason::kDiverged);
   EXPECT_EQ(io::read_checkpoint(out.checkpoint).clock, 0);
 }
 

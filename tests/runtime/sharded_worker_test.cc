@@ -46,7 +46,7 @@ Config case_config(const Case& c) {
 struct SchemeRun {
   Matrix W;  // the final W, row-major J x D
   std::vector<EvalRecord> evals;
-  std::string stop_reason;
+  StopReason stop_reason = StopReason::kMaxClocks;
 };
 
 // The SFB engine (full broadcast, BSP) on P ranks; `from`: its start W (null: the model's init).

@@ -52,7 +52,7 @@ ControlMsg msg(ControlType t, int64_t value = 0, std::vector<int64_t> payload = 
 TEST(StopProtocol, RootQueriesEveryRankAndStopsAtTheFurthestStartedClock) {
   Harness h(0, 3);
   h.started = 6;
-  h.p.request_stop("target_accuracy");
+  h.p.request_stop(StopReason::kTargetAccuracy);
   EXPECT_EQ(h.pauses, 1);
   EXPECT_THAT(h.sent, ElementsAre(Sent{1, ControlType::kStopQuery, 0}, Sent{2, ControlType::kStopQuery, 0}));
   EXPECT_THAT(h.p.waiting_for(), HasSubstr("STOP_REPLY from ranks 1, 2"));
@@ -63,18 +63,18 @@ TEST(StopProtocol, RootQueriesEveryRankAndStopsAtTheFurthestStartedClock) {
   h.p.handle(msg(ControlType::kStopReply, 7), 2);
   EXPECT_THAT(h.sent, ElementsAre(Sent{1, ControlType::kStopAt, 7}, Sent{2, ControlType::kStopAt, 7}));
   EXPECT_THAT(h.resumed, ElementsAre(7));
-  EXPECT_EQ(h.p.stop_reason(), "target_accuracy");
+  EXPECT_EQ(h.p.stop_reason(), StopReason::kTargetAccuracy);
   // A second reason changes nothing: one query per job.
   h.sent.clear();
   h.p.handle(msg(ControlType::kStopRequest, 15), 2);
   EXPECT_TRUE(h.sent.empty());
-  EXPECT_EQ(h.p.stop_reason(), "target_accuracy");
+  EXPECT_EQ(h.p.stop_reason(), StopReason::kTargetAccuracy);
 }
 
 TEST(StopProtocol, StopAtIsCappedByMaxClocks) {
   Harness h(0, 2, 40);
   h.started = 38;
-  h.p.request_stop("signal 2");
+  h.p.request_stop(StopReason::kSignal, "rank 0 received signal 2");
   h.p.on_stop_reply(1, 45);
   EXPECT_THAT(h.resumed, ElementsAre(40));
   EXPECT_EQ(h.sent.back(), (Sent{1, ControlType::kStopAt, 40}));
@@ -83,7 +83,7 @@ TEST(StopProtocol, StopAtIsCappedByMaxClocks) {
 TEST(StopProtocol, ASingleRankStopsWithoutMessages) {
   Harness h(0, 1);
   h.started = 3;
-  h.p.request_stop("max_seconds");
+  h.p.request_stop(StopReason::kMaxSeconds);
   EXPECT_TRUE(h.sent.empty());
   EXPECT_THAT(h.resumed, ElementsAre(3));
   h.p.local_done(RankStats{});
@@ -98,8 +98,8 @@ TEST(StopProtocol, OtherRanksReplyResumeAndForwardTheirSignal) {
   h.p.handle(msg(ControlType::kStopAt, 11), 0);
   EXPECT_THAT(h.resumed, ElementsAre(11));
   h.sent.clear();
-  h.p.request_stop("signal 15", 15);
-  h.p.request_stop("signal 15", 15);
+  h.p.request_stop(StopReason::kSignal, "", 15);
+  h.p.request_stop(StopReason::kSignal, "", 15);
   EXPECT_THAT(h.sent, ElementsAre(Sent{0, ControlType::kStopRequest, 15}));
   EXPECT_THROW(h.p.handle(msg(ControlType::kStopRequest, 2), 1), CommError) << "STOP_REQUEST goes to rank 0 only";
 }
@@ -128,7 +128,7 @@ TEST(StopProtocol, RootSendsFinalOnlyWhenEveryRankIsDone) {
 
 TEST(StopProtocol, NoFinalWhileAQueryIsOpen) {
   Harness h(0, 2);
-  h.p.request_stop("converged");
+  h.p.request_stop(StopReason::kConverged);
   h.p.local_done(RankStats{});
   h.p.on_done(1, pack_stats(RankStats{}));
   EXPECT_FALSE(h.p.try_finish());
@@ -163,7 +163,7 @@ TEST(StopProtocol, MessagesOutOfTurnAreProtocolErrors) {
   root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2);
   EXPECT_THAT([&] { root.p.handle(msg(ControlType::kDone, 0, pack_stats(RankStats{})), 2); },
               ::testing::ThrowsMessage<CommError>(HasSubstr("a second DONE from rank 2")));
-  root.p.request_stop("x");
+  root.p.request_stop(StopReason::kTargetObjective);
   root.p.on_stop_reply(1, 3);
   EXPECT_THROW(root.p.on_stop_reply(1, 3), CommError);
   Harness other(1, 3);

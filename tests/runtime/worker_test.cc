@@ -303,7 +303,7 @@ TEST(Worker, TargetAccuracyStopsEveryRankAtTheSameClock) {
   cfg.stop.target_accuracy = 0.8;
   cfg.sfb.staleness = 2;
   const auto res = train(3, cfg);
-  EXPECT_EQ(res[0].stop_reason, "target_accuracy");
+  EXPECT_EQ(res[0].stop_reason, StopReason::kTargetAccuracy);
   EXPECT_LT(res[0].final_clock, 1000);
   // The evaluation that met the target; the final one, a few clocks later (every rank finishes the
   // clocks it had started), may be a little below it.
@@ -326,7 +326,8 @@ TEST(Worker, SignalStopsTheJobCleanly) {
     return h;
   });
   set_stop_signal(0);
-  EXPECT_THAT(res[0].stop_reason, ::testing::HasSubstr("signal 15"));
+  EXPECT_EQ(res[0].stop_reason, StopReason::kSignal);
+  EXPECT_EQ(res[0].stop_detail, "rank 2 received signal 15");
   EXPECT_GE(res[0].final_clock, 25);
   EXPECT_LT(res[0].final_clock, 100000);
   for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
@@ -362,7 +363,7 @@ TEST(WorkerStop, RelativeToleranceTargetObjectiveAndTimeLimit) {
     cfg.stop.rel_tol = 0.01;
     cfg.stop.patience = 2;
     const auto res = train(2, cfg);
-    EXPECT_EQ(res[0].stop_reason, "converged");
+    EXPECT_EQ(res[0].stop_reason, StopReason::kConverged);
     EXPECT_LT(res[0].final_clock, 100000);
     EXPECT_EQ(res[1].final_clock, res[0].final_clock);
   }
@@ -372,7 +373,7 @@ TEST(WorkerStop, RelativeToleranceTargetObjectiveAndTimeLimit) {
     cfg.eval.every = 5;
     cfg.stop.target_objective = 0.6;
     const auto res = train(2, cfg);
-    EXPECT_EQ(res[0].stop_reason, "target_objective");
+    EXPECT_EQ(res[0].stop_reason, StopReason::kTargetObjective);
     EXPECT_LE(res[0].evals.back().objective, 0.6);
   }
   {
@@ -380,7 +381,7 @@ TEST(WorkerStop, RelativeToleranceTargetObjectiveAndTimeLimit) {
     cfg.stop.max_clocks = 100000000;
     cfg.stop.max_seconds = 0.3;
     const auto res = train(3, cfg);
-    EXPECT_EQ(res[0].stop_reason, "max_seconds");
+    EXPECT_EQ(res[0].stop_reason, StopReason::kMaxSeconds);
     EXPECT_GE(res[0].seconds, 0.3);
     for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);
   }

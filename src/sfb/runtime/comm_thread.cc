@@ -159,12 +159,12 @@ void CommThread::on_drift_sketch(int64_t clock, int sender, std::vector<double> 
 void CommThread::check_stop_reasons() {
   if (stop_->stop_asked() || (s_.rank != 0 && stop_->done_sent())) return;
   if (const int sig = stop_signal(); sig != 0) {
-    stop_->request_stop(fmt::format("signal {}", sig), sig);
+    stop_->request_stop(StopReason::kSignal, fmt::format("rank {} received signal {}", s_.rank, sig), sig);
   } else if (s_.rank == 0) {
-    std::string reason = s_.monitor ? s_.monitor->stop_reason() : std::string();
-    if (reason.empty() && s_.cfg.stop.max_seconds > 0 && s_.since_start.seconds() > s_.cfg.stop.max_seconds)
-      reason = "max_seconds";
-    if (!reason.empty()) stop_->request_stop(reason);
+    std::optional<StopReason> reason = s_.monitor ? s_.monitor->stop_reason() : std::nullopt;
+    if (!reason && s_.cfg.stop.max_seconds > 0 && s_.since_start.seconds() > s_.cfg.stop.max_seconds)
+      reason = StopReason::kMaxSeconds;
+    if (reason) stop_->request_stop(*reason);
   }
 }
 

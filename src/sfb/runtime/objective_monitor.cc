@@ -64,14 +64,14 @@ void ObjectiveMonitor::finish() {
     thread_.join();
   } catch (...) {
     std::lock_guard lock(mu_);
-    stop_reason_ = "error";
+    stop_reason_ = StopReason::kError;
     throw;
   }
 }
 
-std::string ObjectiveMonitor::stop_reason() const {
+std::optional<StopReason> ObjectiveMonitor::stop_reason() const {
   std::lock_guard lock(mu_);
-  if (stop_reason_.empty() && thread_.error()) return "error";
+  if (!stop_reason_ && thread_.error()) return StopReason::kError;
   return stop_reason_;
 }
 
@@ -116,7 +116,7 @@ EvalRecord ObjectiveMonitor::evaluate(const EvalRecord& base, const View& w) {
 // stop.divergence_factor times its starting value.
 void ObjectiveMonitor::decide() {
   std::lock_guard lock(mu_);
-  if (stop_reason_.empty()) stop_reason_ = rule_.decide(records_);
+  if (!stop_reason_) stop_reason_ = rule_.decide(records_);
 }
 
 // A checkpoint that cannot be written (full disk, I/O error, read-only file system) loses nothing:
@@ -215,8 +215,8 @@ void ObjectiveMonitor::checkpoint_if_good(int64_t clock, const View& w, const Ev
   std::string why;
   {
     std::lock_guard lock(mu_);
-    if (stop_reason_ == "diverged" || stop_reason_ == "replica_drift")
-      why = fmt::format("the run stopped as \"{}\"", stop_reason_);
+    if (stop_reason_ && judged_bad(*stop_reason_))
+      why = fmt::format("the run stopped as \"{}\"", to_string(*stop_reason_));
     else if (!w.finite)
       why = "W has non-finite values";
     else if (rule_.diverged(r, records_))

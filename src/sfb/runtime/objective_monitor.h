@@ -28,6 +28,7 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/metrics.h"
+#include "sfb/core/stop_reason.h"
 #include "sfb/core/thread_group.h"
 #include "sfb/runtime/shared_weights.h"
 #include "sfb/runtime/stop_rule.h"
@@ -75,8 +76,8 @@ class ObjectiveMonitor {
   void finish();
   // Stops the monitor; a request not yet taken is dropped.
   void abort();
-  // Empty while training should go on.
-  std::string stop_reason() const;
+  // nullopt while training should go on.
+  std::optional<StopReason> stop_reason() const;
   std::vector<EvalRecord> records() const;
   // Evaluations whose replica drift exceeded eval.drift_warn.
   int64_t drift_warnings() const;
@@ -126,7 +127,7 @@ class ObjectiveMonitor {
   int64_t submitted_ = 0, acquired_ = 0;
   mutable std::mutex mu_;
   std::vector<EvalRecord> records_;
-  std::string stop_reason_;
+  std::optional<StopReason> stop_reason_;
   StopRule rule_;
   int64_t drift_warnings_ = 0;                               // guarded by mu_
   std::string convergence_warning_;                          // guarded by mu_

@@ -227,7 +227,8 @@ struct ShardedWorker::State {
     Bytes bytes;
   } pending;
   comm::PeerCounters at_start;
-  std::string stop_reason;
+  std::optional<StopReason> stop_reason;
+  std::string stop_detail;
   int64_t clock = 0;
   int64_t checkpoints = 0;  // checkpoints whose rows were gathered (written or not)
 
@@ -506,7 +507,7 @@ EvalRecord ShardedWorker::State::evaluate(int64_t c) {
 
 void ShardedWorker::State::record(const EvalRecord& r) {
   evals.push_back(r);
-  if (stop_reason.empty()) stop_reason = rule.decide(evals);
+  if (!stop_reason) stop_reason = rule.decide(evals);
   if (rank != 0) return;
   if (metrics.is_open()) metrics.write_or_stop(to_json(r));
   spdlog::info("clock {}: objective {:.6g}{} ({:.1f} s)", r.clock, r.objective,
@@ -519,8 +520,8 @@ void ShardedWorker::State::record(const EvalRecord& r) {
 void ShardedWorker::State::maybe_checkpoint(int64_t c, bool final) {
   if (cfg.checkpoint.path.empty()) return;
   const bool periodic = cfg.checkpoint.every > 0 && c % cfg.checkpoint.every == 0;
-  const bool due = final ? !stop_reason.empty() && !periodic : periodic;
-  if (!due || c == start.clock || stop_reason == "diverged" || !all_finite()) return;
+  const bool due = final ? stop_reason && !periodic : periodic;
+  if (!due || c == start.clock || stop_reason == StopReason::kDiverged || !all_finite()) return;
   const std::string path = cfg.output.path(cfg.checkpoint.path);
   const io::CheckpointInfo info{cfg.model_fingerprint(), cfg.job.seed, c, P, J, D};
   ++checkpoints;
@@ -665,7 +666,8 @@ WorkerResult ShardedWorker::State::result() {
   r.self.checksum = matrix_checksum(row_source(block, layout, scale));  // this rank's rows only
   r.all = gather_stats(r.self);
   r.evals = evals;
-  r.stop_reason = stop_reason.empty() ? "max_clocks" : stop_reason;
+  r.stop_reason = stop_reason.value_or(StopReason::kMaxClocks);
+  r.stop_detail = stop_detail;
   r.start_clock = start.clock;
   r.final_clock = clock;
   r.seconds = since_start.seconds();
@@ -674,13 +676,17 @@ WorkerResult ShardedWorker::State::result() {
 
 namespace {
 
-// The reason a clock's flags stop the run: the first rank's (in rank order) that raised one.
-std::string flag_reason(const std::vector<int32_t>& flags) {
-  for (int32_t f : flags) {
-    if (f & kFlagSignal) return fmt::format("signal {}", f >> 8);
-    if (f & kFlagTime) return "max_seconds";
+// The reason a clock's flags stop the run, the first rank's (in rank order) that raised one, and
+// its detail.
+std::optional<StopReason> flag_reason(const std::vector<int32_t>& flags, std::string* detail) {
+  for (size_t r = 0; r < flags.size(); ++r) {
+    if (flags[r] & kFlagSignal) {
+      *detail = fmt::format("rank {} received signal {}", r, flags[r] >> 8);
+      return StopReason::kSignal;
+    }
+    if (flags[r] & kFlagTime) return StopReason::kMaxSeconds;
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -709,12 +715,12 @@ WorkerResult ShardedWorker::run() {
     s.record(s.evaluate(s.clock));
     evaluated = s.clock;
   }
-  while (s.clock < s.cfg.stop.max_clocks && s.stop_reason.empty()) {
+  while (s.clock < s.cfg.stop.max_clocks && !s.stop_reason) {
     std::vector<int32_t> flags;
     s.step(s.clock, sampler, rows, flags);
     ++s.clock;
-    if (s.stop_reason.empty()) s.stop_reason = flag_reason(flags);
-    const bool last = s.clock == s.cfg.stop.max_clocks || !s.stop_reason.empty();
+    if (!s.stop_reason) s.stop_reason = flag_reason(flags, &s.stop_detail);
+    const bool last = s.clock == s.cfg.stop.max_clocks || s.stop_reason.has_value();
     if (s.clock % s.cfg.eval.every == 0 || (last && s.start.evaluate_ends)) {
       s.record(s.evaluate(s.clock));
       evaluated = s.clock;

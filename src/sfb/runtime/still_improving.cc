@@ -10,8 +10,8 @@ namespace sfb::runtime {
 namespace {
 
 // The key that set the limit the run stopped at, and a value that gives it twice the room.
-std::string what_to_raise(const StopConfig& stop, const std::string& reason) {
-  if (reason == "max_seconds") return fmt::format("stop.max_seconds (to {:g})", 2 * stop.max_seconds);
+std::string what_to_raise(const StopConfig& stop, StopReason reason) {
+  if (reason == StopReason::kMaxSeconds) return fmt::format("stop.max_seconds (to {:g})", 2 * stop.max_seconds);
   if (stop.max_epochs > 0) return fmt::format("stop.max_epochs (to {:g})", 2 * stop.max_epochs);
   return fmt::format("stop.max_clocks (to {})", 2 * stop.max_clocks);
 }
@@ -29,9 +29,9 @@ const EvalRecord* reference(const std::vector<EvalRecord>& evals, int64_t start_
 
 }  // namespace
 
-std::string still_improving(const StopConfig& stop, const std::string& stop_reason,
-                            const std::vector<EvalRecord>& evals, int64_t start_clock, bool gradient) {
-  if (stop_reason != "max_clocks" && stop_reason != "max_seconds") return "";
+std::string still_improving(const StopConfig& stop, StopReason stop_reason, const std::vector<EvalRecord>& evals,
+                            int64_t start_clock, bool gradient) {
+  if (!is_budget(stop_reason)) return "";
   if (evals.size() < 2 || evals.back().clock <= start_clock) return "";
   const EvalRecord* ref = reference(evals, start_clock);
   if (!ref) return "";
@@ -56,7 +56,7 @@ std::string still_improving(const StopConfig& stop, const std::string& stop_reas
   return fmt::format(
       "the run stopped at its limit ({}) while still improving: {}. It has not converged: raise {}{}, or set "
       "stop.rel_tol to stop when the objective levels off",
-      stop_reason, what, what_to_raise(stop, stop_reason),
+      to_string(stop_reason), what, what_to_raise(stop, stop_reason),
       gradient ? "; or a larger step (optimizer.lr = \"auto\" searches it)" : "");
 }
 

@@ -8,6 +8,7 @@
 
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
+#include "sfb/core/stop_reason.h"
 
 namespace sfb::runtime {
 
@@ -25,7 +26,7 @@ inline constexpr double kAccuracyRise = 0.005;
 // stopped for another reason or had levelled off. `stop_reason` as WorkerResult has it;
 // `start_clock`: where this run started (a resumed run's checkpoint clock); `gradient`: the model
 // takes a step size (optimizer.lr is then worth naming).
-std::string still_improving(const StopConfig& stop, const std::string& stop_reason,
-                            const std::vector<EvalRecord>& evals, int64_t start_clock, bool gradient);
+std::string still_improving(const StopConfig& stop, StopReason stop_reason, const std::vector<EvalRecord>& evals,
+                            int64_t start_clock, bool gradient);
 
 }  // namespace sfb::runtime

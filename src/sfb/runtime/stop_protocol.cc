@@ -23,7 +23,7 @@ void StopProtocol::send_all(ControlType type, int64_t value) {
   for (int q = 1; q < workers_; ++q) io_.send(q, type, value, {});
 }
 
-void StopProtocol::request_stop(const std::string& reason, int signal) {
+void StopProtocol::request_stop(StopReason reason, const std::string& detail, int signal) {
   if (stop_asked_) return;
   stop_asked_ = true;
   if (rank_ != 0) {
@@ -32,7 +32,8 @@ void StopProtocol::request_stop(const std::string& reason, int signal) {
   }
   // Rank 0 opens the query: pause everyone, collect the clocks they have started.
   stop_reason_ = reason;
-  spdlog::info("stopping: {}", reason);
+  stop_detail_ = detail;
+  spdlog::info("stopping: {}{}", to_string(reason), detail.empty() ? "" : " (" + detail + ")");
   max_started_ = io_.pause();
   query_open_ = true;
   std::fill(replied_.begin(), replied_.end(), 0);
@@ -78,7 +79,7 @@ void StopProtocol::handle(const ControlMsg& m, int from) {
 }
 
 void StopProtocol::on_stop_request(int from, int64_t signal) {
-  request_stop(fmt::format("rank {} received signal {}", from, signal));
+  request_stop(StopReason::kSignal, fmt::format("rank {} received signal {}", from, signal));
 }
 
 void StopProtocol::on_stop_query(int /*from*/) { io_.send(0, ControlType::kStopReply, io_.pause(), {}); }

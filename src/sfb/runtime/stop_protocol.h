@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/core/stop_reason.h"
 #include "sfb/runtime/control_codec.h"
 #include "sfb/runtime/rank_stats.h"
 
@@ -43,7 +44,7 @@ class StopProtocol {
   // Local events (the communication thread).
   // A reason to stop seen on this rank: on rank 0 it starts the protocol, elsewhere a signal
   // (`signal` > 0) becomes a STOP_REQUEST to rank 0; a second request is ignored.
-  void request_stop(const std::string& reason, int signal = 0);
+  void request_stop(StopReason reason, const std::string& detail = {}, int signal = 0);
   // This rank has computed and applied every clock: DONE with `stats` (rank 0 keeps its own).
   void local_done(const RankStats& stats);
 
@@ -66,8 +67,10 @@ class StopProtocol {
   bool waiting_on_peers() const { return query_open_ || done_sent_; }
   // What this rank waits for, for the timeout message: "STOP_REPLY from ranks 1, 3", ...
   std::string waiting_for() const;
-  // Rank 0: why the job stopped ("max_clocks" without a decision) and every rank's statistics.
-  const std::string& stop_reason() const { return stop_reason_; }
+  // Rank 0: why the job stopped (max_clocks without a decision), who or what asked ("rank 2
+  // received signal 15"; empty at max_clocks), and every rank's statistics.
+  StopReason stop_reason() const { return stop_reason_; }
+  const std::string& stop_detail() const { return stop_detail_; }
   const std::vector<RankStats>& all_stats() const { return all_stats_; }
 
  private:
@@ -77,7 +80,8 @@ class StopProtocol {
   const int rank_, workers_;
   const int64_t max_clocks_;
   StopProtocolIo io_;
-  std::string stop_reason_ = "max_clocks";
+  StopReason stop_reason_ = StopReason::kMaxClocks;
+  std::string stop_detail_;
   bool stop_asked_ = false;
   bool query_open_ = false;    // rank 0: STOP_QUERY sent, replies pending
   std::vector<char> replied_;  // rank 0: per rank, for the open query

@@ -13,8 +13,8 @@ bool StopRule::diverged(const EvalRecord& r, const std::vector<EvalRecord>& reco
   return std::isfinite(start) && start > 0 && r.objective > stop_.divergence_factor * start;
 }
 
-std::string StopRule::decide(const std::vector<EvalRecord>& records) {
-  if (records.empty()) return "";
+std::optional<StopReason> StopRule::decide(const std::vector<EvalRecord>& records) {
+  if (records.empty()) return std::nullopt;
   const EvalRecord& r = records.back();
   const double prev = records.size() >= 2 ? records[records.size() - 2].objective : NAN;
   if (diverged(r, records)) {
@@ -22,7 +22,7 @@ std::string StopRule::decide(const std::vector<EvalRecord>& records) {
         "the objective diverged at clock {}: {} (started at {}; stop.divergence_factor {}); no checkpoint or "
         "model with these weights is written",
         r.clock, r.objective, records.front().objective, stop_.divergence_factor);
-    return "diverged";
+    return StopReason::kDiverged;
   }
   if (stop_.max_replica_drift > 0 && r.replica_drift_clock >= 0 && r.replica_drift > stop_.max_replica_drift) {
     spdlog::error(
@@ -30,16 +30,16 @@ std::string StopRule::decide(const std::vector<EvalRecord>& records) {
         "separate ways (partial broadcast on partitions that differ, or SSP/ASP far behind); no model with these "
         "weights is written",
         r.replica_drift, r.replica_drift_clock, stop_.max_replica_drift);
-    return "replica_drift";
+    return StopReason::kReplicaDrift;
   }
-  if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) return "target_accuracy";
-  if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) return "target_objective";
+  if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) return StopReason::kTargetAccuracy;
+  if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) return StopReason::kTargetObjective;
   if (stop_.rel_tol > 0 && std::isfinite(prev)) {
     const double rel = std::abs(prev - r.objective) / std::max(std::abs(prev), 1e-12);
     below_tol_ = rel < stop_.rel_tol ? below_tol_ + 1 : 0;
-    if (below_tol_ >= stop_.patience) return "converged";
+    if (below_tol_ >= stop_.patience) return StopReason::kConverged;
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace sfb::runtime

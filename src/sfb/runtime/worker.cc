@@ -321,9 +321,10 @@ WorkerResult Worker::result() const {
     r.all = s.comm->stop().all_stats();
     r.evals = s.monitor->records();
     r.stop_reason = s.comm->stop().stop_reason();
+    r.stop_detail = s.comm->stop().stop_detail();
     // The monitor may judge the last evaluations after the stop protocol ended the job (at
     // max_clocks, say): weights that diverged still make a diverged run.
-    if (const auto m = s.monitor->stop_reason(); m == "diverged" || m == "replica_drift") r.stop_reason = m;
+    if (const auto m = s.monitor->stop_reason(); m && judged_bad(*m)) r.stop_reason = *m;
     r.drift_warnings = s.monitor->drift_warnings();
     r.convergence_warning = s.monitor->convergence_warning();
   }

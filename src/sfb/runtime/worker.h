@@ -32,6 +32,7 @@
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/metrics.h"
+#include "sfb/core/stop_reason.h"
 #include "sfb/io/dataset.h"
 #include "sfb/runtime/exchange.h"
 #include "sfb/runtime/rank_stats.h"
@@ -80,12 +81,13 @@ struct WorkerResult {
   // A copy of the final W in file order (tests and small models).
   Matrix W() const { return weights->row_major_copy(); }
   RankStats self;
-  std::vector<int64_t> pairs_sent_to;       // per destination rank
-  std::vector<int64_t> pairs_applied_from;  // per source rank (own included)
-  std::vector<RankStats> all;               // rank 0: every rank's statistics, in rank order
-  std::vector<EvalRecord> evals;            // rank 0
-  std::string stop_reason;                  // rank 0: max_clocks, target_accuracy, signal, ...
-  int64_t start_clock = 0;                  // where training started (a checkpoint's clock when resumed)
+  std::vector<int64_t> pairs_sent_to;               // per destination rank
+  std::vector<int64_t> pairs_applied_from;          // per source rank (own included)
+  std::vector<RankStats> all;                       // rank 0: every rank's statistics, in rank order
+  std::vector<EvalRecord> evals;                    // rank 0
+  StopReason stop_reason = StopReason::kMaxClocks;  // rank 0
+  std::string stop_detail;                          // rank 0: "rank 2 received signal 15", or empty
+  int64_t start_clock = 0;                          // where training started (a checkpoint's clock when resumed)
   // Partial broadcast's reconciliations (runtime/reconciler.h); mode empty when off.
   int64_t drift_warnings = 0;       // rank 0: evaluations whose replica drift exceeded eval.drift_warn
   std::string convergence_warning;  // rank 0: ObjectiveMonitor::convergence_warning()
