@@ -22,8 +22,11 @@ sfb::Config scheme_config(const SchemeProfile& p, const Scheme& s, const Target&
   cfg.optimizer.minibatch = sh.K;
   cfg.eval.snapshot = p.eval_snapshot;
   cfg.sfb.staleness = 0;
-  cfg.sfb.reconcile = p.reconcile.empty() ? "off" : p.reconcile;
   s.apply_to(cfg, t.nodes);
+  // The profile's reconciliation is partial broadcast's: the other schemes have none.
+  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
+  cfg.sfb.reconcile =
+      partial ? sfb::choice_named<sfb::Reconcile>(p.reconcile).value_or(sfb::Reconcile::kOff) : sfb::Reconcile::kOff;
   return cfg;
 }
 

@@ -581,7 +581,7 @@ int evaluate_sfb(Job& job, const std::string& path) {
 void resolve_reconcile_every(Job& job, const Setup& s) {
   auto& cfg = job.cfg;
   const auto& m = *s.model;
-  if (sfb::runtime::reconcile_mode(cfg).empty() || cfg.sfb.reconcile_every > 0) return;
+  if (!sfb::runtime::reconcile_mode(cfg) || cfg.sfb.reconcile_every > 0) return;
   const auto& d = s.data.train;
   const int64_t nnz = d.sparse ? static_cast<int64_t>(d.csr.nonZeros()) : d.n * d.dim;
   int64_t all_nnz = 0, all_rows = 0;

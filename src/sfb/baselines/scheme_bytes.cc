@@ -30,7 +30,7 @@ double theory_bytes_per_clock(const Config& cfg, int workers, int64_t J, int64_t
     // The reconciliation (runtime/reconciler.h): every sfb.reconcile_every clocks an all-reduce of
     // W and one of a float, each rank sending what the all-reduce's algorithm sends.
     double reconcile = 0;
-    if (!runtime::reconcile_mode(cfg).empty()) {
+    if (runtime::reconcile_mode(cfg)) {
       // The period the worker uses: the config's (sfbd resolves 0), or its dense-v fallback.
       const int64_t every = cfg.sfb.reconcile_every > 0
                                 ? cfg.sfb.reconcile_every

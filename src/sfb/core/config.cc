@@ -359,8 +359,8 @@ const std::vector<Field>& schema() {
                               "when they split the workers into islands.")));
     f.push_back(sfb_mode(int_field("sfb.halton_q", &Config::sfb, &SfbConfig::halton_q, 0, 1 << 20,
                                    "Halton broadcast: peers per worker Q (0: ceil(log2 P)).")));
-    f.push_back(sfb_mode(string_field(
-        "sfb.reconcile", &Config::sfb, &SfbConfig::reconcile, {"auto", "sum", "mean", "off"},
+    f.push_back(sfb_mode(choice_field(
+        "sfb.reconcile", &Config::sfb, &SfbConfig::reconcile,
         "Partial broadcast under BSP: every sfb.reconcile_every clocks the workers all-reduce W and agree on one "
         "consensus, so replicas whose partitions differ cannot drift apart. \"mean\": model averaging (any prox); "
         "\"sum\": every update counted once (full broadcast's step from stale gradients: measured unstable beyond a "
@@ -632,7 +632,7 @@ void check_cross_field_rules(const Config& cfg, const std::string& name) {
               "file; use model.solver = \"sgd\" or resume from a checkpoint",
               name);
   }
-  if (cfg.sfb.reconcile == "sum" || cfg.sfb.reconcile == "mean") {
+  if (cfg.sfb.reconcile == Reconcile::kSum || cfg.sfb.reconcile == Reconcile::kMean) {
     SFB_CHECK(cfg.comm.scheme == Scheme::kSfb && cfg.sfb.broadcast != Broadcast::kFull,
               "{}: sfb.reconcile = \"{}\" reconciles partial broadcast, but comm.scheme = \"{}\" and sfb.broadcast = "
               "\"{}\"; use sfb.reconcile = \"auto\"",

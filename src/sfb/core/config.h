@@ -34,6 +34,7 @@ enum class Scheme { kSfb, kFms, kAllreduce, kAuto, kSharded };
 enum class TransportKind { kAuto, kTcp, kMpi };
 enum class Collectives { kSfb, kMpi };
 enum class Broadcast { kFull, kHalton, kHaltonStatic };
+enum class Reconcile { kAuto, kSum, kMean, kOff };
 
 enum class DataFormat { kIdx, kLibsvm, kSynthetic };
 enum class Partition { kShuffled, kContiguous };
@@ -86,6 +87,10 @@ struct ChoiceNames<Collectives> {
 template <>
 struct ChoiceNames<Broadcast> {
   static constexpr std::string_view names[] = {"full", "halton", "halton-static"};
+};
+template <>
+struct ChoiceNames<Reconcile> {
+  static constexpr std::string_view names[] = {"auto", "sum", "mean", "off"};
 };
 
 template <typename E>
@@ -188,9 +193,9 @@ struct CommConfig {
 struct SfbConfig {
   int64_t staleness = 0;  // kInfiniteStaleness for ASP
   Broadcast broadcast = Broadcast::kFull;
-  int64_t halton_q = 0;            // 0: ceil(log2 P)
-  std::string reconcile = "auto";  // auto | sum | mean | off (runtime/reconciler.h)
-  int64_t reconcile_every = 0;     // clocks; 0: about 10% of the factor bytes
+  int64_t halton_q = 0;                    // 0: ceil(log2 P)
+  Reconcile reconcile = Reconcile::kAuto;  // runtime::reconcile_mode resolves it (runtime/job_rules.h)
+  int64_t reconcile_every = 0;             // clocks; 0: about 10% of the factor bytes
   bool asp() const { return staleness == kInfiniteStaleness; }
   std::string consistency_name() const;  // "BSP", "SSP(s=3)" or "ASP"
 };

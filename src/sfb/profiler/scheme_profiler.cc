@@ -241,7 +241,7 @@ EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Schem
   cfg.comm.scheme = scheme;
   cfg.sfb.broadcast = sfb::Broadcast::kFull;
   cfg.sfb.staleness = 0;
-  cfg.sfb.reconcile = "off";
+  cfg.sfb.reconcile = Reconcile::kOff;
   runtime::WorkerStart start;
   start.evaluate_ends = false;  // nothing is written: only the evaluations every eval_every clocks count
   if (eval_every > 0) {
@@ -785,10 +785,9 @@ predict::SchemeProfile describe(const ProfileRequest& r) {
   p.sparse_v = model.sparse_v();
   p.layout = model.layout();
   p.has_prox = model.has_prox();
-  // The reconciliation partial broadcast would run (runtime::reconcile_mode under sfb.broadcast = "halton").
-  p.reconcile = cfg.sfb.reconcile == "auto"  ? (cfg.sfb.staleness == 0 ? "mean" : "")
-                : cfg.sfb.reconcile == "off" ? ""
-                                             : cfg.sfb.reconcile;
+  // The reconciliation partial broadcast would run.
+  const std::optional<Reconcile> rec = runtime::partial_broadcast_reconcile(cfg);
+  p.reconcile = rec ? std::string(name(*rec)) : std::string();
   p.reconcile_every = cfg.sfb.reconcile_every;
   return p;
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/collective_cost.h"
+#include "sfb/runtime/job_rules.h"
 
 namespace sfb::runtime {
 namespace {
@@ -36,9 +37,9 @@ MemoryEstimate worker_memory(const Config& cfg, int workers, int rank, int64_t J
   if (rank == 0 && cfg.eval.copies(w))
     e.add("the objective monitor's one snapshot of W (eval.snapshot: evaluated while training goes on)",
           "eval.snapshot", w);
-  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull &&
-                       cfg.sfb.staleness == 0 && cfg.sfb.reconcile != "off";
-  if (partial && cfg.sfb.reconcile == "sum")
+  const std::optional<Reconcile> reconcile = reconcile_mode(cfg);
+  const bool partial = reconcile.has_value();
+  if (reconcile == Reconcile::kSum)
     e.add("the reconciliation's previous consensus (sfb.reconcile = \"sum\")", "sfb.reconcile", w);
   if (partial)
     e.add("the reconciliation's row block", "sfb.reconcile",

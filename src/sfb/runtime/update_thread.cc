@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sfb/core/error.h"
+#include "sfb/runtime/job_rules.h"
 
 namespace sfb::runtime {
 
@@ -18,9 +19,10 @@ UpdateThread::UpdateThread(WorkerState& s) : s_(s) {
                                               s.cfg.job.seed);
   if (s.reconcile_ch) {
     const auto mode = reconcile_mode(s.cfg);
-    reconciler_ = std::make_unique<Reconciler>(*s.reconcile_ch, s.P, s.topo.receivers_per_clock() + 1,
-                                               mode == "sum" ? Reconciler::Mode::kSum : Reconciler::Mode::kMean,
-                                               s.reconcile_every, s.start_clock, s.weights.stored_unlocked());
+    reconciler_ =
+        std::make_unique<Reconciler>(*s.reconcile_ch, s.P, s.topo.receivers_per_clock() + 1,
+                                     *mode == Reconcile::kSum ? Reconciler::Mode::kSum : Reconciler::Mode::kMean,
+                                     s.reconcile_every, s.start_clock, s.weights.stored_unlocked());
   }
 }
 

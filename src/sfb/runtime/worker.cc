@@ -23,93 +23,6 @@
 
 namespace sfb::runtime {
 
-int resolve_threads(const RuntimeConfig& cfg, int ranks_on_host) {
-  if (cfg.threads > 0) return static_cast<int>(cfg.threads);
-  const int node = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  const int mine = ::sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : node;
-  // A launcher that bound this rank to CPUs of its own (srun --cpu-bind, mpirun --bind-to core)
-  // gave it those; otherwise the ranks on this host share its cores.
-  if (mine > 0 && mine < node) return mine;
-  return std::max(1, node / std::max(1, ranks_on_host));
-}
-
-int worker_count(const Config& cfg, int ranks) {
-  if (cfg.comm.scheme != sfb::Scheme::kFms) return ranks;
-  SFB_CHECK(ranks > cfg.fms.servers,
-            "comm.scheme = \"fms\" with fms.servers = {} needs more than {} ranks, got {}: "
-            "run mpirun -np P+S",
-            cfg.fms.servers, cfg.fms.servers, ranks);
-  return ranks - static_cast<int>(cfg.fms.servers);
-}
-
-Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull)
-    return Topology::full(workers);
-  const int q = static_cast<int>(cfg.sfb.halton_q);
-  if (cfg.sfb.broadcast == sfb::Broadcast::kHalton) return Topology::halton_rotating(workers, q);
-  Topology t = Topology::halton(workers, q);
-  const auto islands = t.islands();
-  if (islands.size() > 1) {
-    std::vector<std::string> parts;
-    for (const auto& island : islands) parts.push_back(fmt::format("{{{}}}", fmt::join(island, ", ")));
-    const auto offsets = Topology::halton_offsets(workers, q);
-    throw InvalidArgument(fmt::format(
-        "sfb.broadcast = \"halton-static\" with P = {} workers and Q = {} (offsets {}) splits the workers into {} "
-        "islands that never exchange factors: {}; use sfb.broadcast = \"halton\" (rotating receivers), another "
-        "sfb.halton_q, or another number of workers",
-        workers, offsets.size(), fmt::join(offsets, ", "), islands.size(), fmt::join(parts, " ")));
-  }
-  return t;
-}
-
-std::optional<int64_t> halton_receivers(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull || workers < 2)
-    return std::nullopt;
-  return std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers));
-}
-
-bool halton_is_full_broadcast(const Config& cfg, int workers) {
-  const auto q = halton_receivers(cfg, workers);
-  return q && *q >= workers - 1;
-}
-
-double drift_warn_for(const Config& cfg, int workers) {
-  if (cfg.eval.drift_warn >= 0) return cfg.eval.drift_warn;
-  const auto q = halton_receivers(cfg, workers);
-  if (!q) return 0.5;
-  const double p = (static_cast<double>(*q) + 1.0) / workers;
-  return std::max(0.5, 1.5 * std::sqrt((1.0 - p) / p));
-}
-
-Config unwatched_run(Config cfg, int64_t start_clock, int64_t clocks) {
-  cfg.stop = StopConfig{};
-  cfg.stop.max_clocks = start_clock + clocks;
-  cfg.stop.divergence_factor = 0;
-  cfg.eval.every = cfg.stop.max_clocks + 1;
-  cfg.checkpoint.every = 0;
-  cfg.checkpoint.path.clear();
-  cfg.output.metrics = cfg.output.model = cfg.output.summary = "";
-  return cfg;
-}
-
-std::string reconcile_mode(const Config& cfg) {
-  const std::string& m = cfg.sfb.reconcile;
-  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
-  const bool bsp = cfg.sfb.staleness == 0;
-  if (m == "off" || (m == "auto" && (!partial || !bsp))) return {};
-  SFB_CHECK(partial, "sfb.reconcile = \"{}\" reconciles partial broadcast, but {}; use sfb.reconcile = \"auto\"", m,
-            cfg.comm.scheme != sfb::Scheme::kSfb
-                ? fmt::format("comm.scheme = \"{}\"", cfg.comm.scheme)
-                : std::string("sfb.broadcast = \"full\" (the replicas are already one)"));
-  SFB_CHECK(bsp,
-            "sfb.reconcile = \"{}\" needs BSP (sfb.staleness = 0): under {} the workers are at different clocks; "
-            "use sfb.reconcile = \"auto\" (off there) and watch replica_drift",
-            m, cfg.sfb.consistency_name());
-  return m == "auto" ? "mean" : m;
-}
-
 namespace {
 
 MonitorOutputs monitor_outputs(const Config& cfg, int workers, int64_t start_clock) {
@@ -200,8 +113,8 @@ void initial_weights(WorkerState& s, const WorkerStart& start) {
 
 // Partial broadcast's reconciliation period and channel (the update thread's Reconciler uses them).
 void set_up_reconciliation(WorkerState& s) {
-  const auto mode = reconcile_mode(s.cfg);
-  if (mode.empty()) return;
+  const std::optional<Reconcile> mode = reconcile_mode(s.cfg);
+  if (!mode) return;
   const int q = s.topo.receivers_per_clock();
   // Every worker must agree on the period: sfbd resolves sfb.reconcile_every = 0 from every
   // partition's non-zeros before it starts the worker; here 0 falls back to dense v.
@@ -209,7 +122,7 @@ void set_up_reconciliation(WorkerState& s) {
       s.cfg.sfb.reconcile_every > 0 ? s.cfg.sfb.reconcile_every : auto_reconcile_every(s.P, q, s.K, s.J, s.D, s.D);
   s.reconcile_ch = std::make_unique<comm::QueueChannel>(s.t, comm::kTagReconcile);
   if (s.rank == 0)
-    spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", mode,
+    spdlog::info("partial broadcast: the replicas are reconciled ({}) every {} clocks (sfb.reconcile_every)", *mode,
                  s.reconcile_every);
 }
 
