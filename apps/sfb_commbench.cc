@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -203,7 +202,7 @@ Row time_op(const std::string& name, Op& op, int64_t bytes, const Options& o, co
 }
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--transport", o.transport, "tcp | mpi (comm.transport)");
+  app.add_option("--transport", o.transport, "tcp | mpi (comm.transport)")->check(CLI::IsMember({"tcp", "mpi"}));
   app.add_option("--interface", o.interface, "comm.interface for tcp");
   app.add_option("--tcp-congestion", o.congestion, "comm.tcp_congestion for tcp (\"\": the host's default)");
   app.add_option("--ops", o.ops, "mpi_allreduce,allreduce,allgather,broadcast,fms");
@@ -240,10 +239,10 @@ int run(int argc, char** argv) {
             o.allreduce.min_segment_bytes);
   SFB_CHECK(o.servers >= 0 && o.servers < mpi.size(), "--fms-servers {} of {} ranks", o.servers, mpi.size());
   sfb::comm::TransportOptions topt;
-  topt.kind = o.transport;
+  topt.kind = *sfb::choice_named<sfb::TransportKind>(o.transport);  // tcp or mpi: checked by its option
   topt.interface = o.interface;
   topt.congestion = o.congestion;
-  if (topt.kind == "tcp") sfb::comm::check_congestion(topt.congestion);
+  if (topt.kind == sfb::TransportKind::kTcp) sfb::comm::check_congestion(topt.congestion);
   auto t = mpi.make_transport(topt);
   const int workers = mpi.size() - o.servers;
   const bool worker = mpi.rank() < workers;

@@ -197,19 +197,20 @@ bool connect(Job& job) {
                ? sfb::TransportKind::kMpi
                : sfb::TransportKind::kTcp;
   sfb::comm::TransportOptions opt;
-  opt.kind = std::string(sfb::name(kind));
+  opt.kind = kind;
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
   opt.congestion = job.cfg.comm.tcp_congestion;
   // A bad comm.interface, comm.secret_file or comm.tcp_congestion is found on every rank before any
   // rank waits in the connection set-up.
-  if (opt.kind == "tcp" && !job.all_ok("checking comm.interface, comm.secret_file and comm.tcp_congestion", [&] {
+  if (opt.kind == sfb::TransportKind::kTcp &&
+      !job.all_ok("checking comm.interface, comm.secret_file and comm.tcp_congestion", [&] {
         sfb::comm::check_interface(opt.interface);
         sfb::comm::check_congestion(opt.congestion);
         if (!job.cfg.comm.secret_file.empty()) opt.secret = sfb::comm::read_secret_file(job.cfg.comm.secret_file);
       }))
     return false;
-  if (opt.kind == "tcp" && !secrets_agree(job, opt.secret)) return false;
+  if (opt.kind == sfb::TransportKind::kTcp && !secrets_agree(job, opt.secret)) return false;
   const bool connected = job.all_ok("connecting the ranks", [&] {
     auto guard = job.waiting_on_peers("connecting the ranks");
     job.transport = job.mpi.make_transport(opt);

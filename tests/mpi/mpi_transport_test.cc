@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     }
     if (only.empty() || only == "tcp") {
       sfb::comm::TransportOptions opt;
-      opt.kind = "tcp";
+      opt.kind = sfb::TransportKind::kTcp;
       auto t = mpi.make_transport(opt);
       run_on(*t, "TCP transport", mpi, pids);
       mpi.barrier();

@@ -30,8 +30,8 @@ void MpiSession::finalize() {
 }
 
 std::unique_ptr<Transport> MpiSession::make_transport(const TransportOptions& opt) const {
-  if (opt.kind == "mpi") return make_mpi_transport(MPI_COMM_WORLD);
-  SFB_ENFORCE(opt.kind == "tcp", "transport {}", opt.kind);
+  if (opt.kind == TransportKind::kMpi) return make_mpi_transport(MPI_COMM_WORLD);
+  SFB_ENFORCE(opt.kind == TransportKind::kTcp, "transport {} (resolve \"auto\" first)", opt.kind);
   TcpOptions tcp;
   tcp.interface = opt.interface;
   tcp.connect_timeout_s = opt.connect_timeout_s;

@@ -12,6 +12,7 @@
 
 #include "sfb/comm/transport.h"
 #include "sfb/comm/transport/tcp.h"
+#include "sfb/core/config.h"
 
 namespace sfb::comm {
 
@@ -28,8 +29,8 @@ struct TimedSize {
 
 // Which transport the ranks train over (comm.transport, comm.interface).
 struct TransportOptions {
-  std::string kind = "tcp";  // "tcp": comm/transport/tcp.h (MPI only bootstraps it); "mpi": MPI p2p
-  std::string interface;     // tcp: "" (every interface) or the one to use
+  TransportKind kind = TransportKind::kTcp;  // kTcp: comm/transport/tcp.h (MPI only bootstraps it); kMpi: MPI p2p
+  std::string interface;                     // tcp: "" (every interface) or the one to use
   double connect_timeout_s = 120.0;
   std::string secret;      // tcp: comm.secret_file's bytes ("" none)
   std::string congestion;  // tcp: comm.tcp_congestion ("" the host's default)
