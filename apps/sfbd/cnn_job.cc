@@ -60,7 +60,7 @@ void check_resumable(const sfb::Config& cfg, const std::string& path, const sfb:
 // Outputs, data, memory, model.init and the checkpoint of --resume (rank 0 reads the files), checked
 // on every rank; false when any rank found bad input. Sets stop.max_clocks.
 bool set_up(Job& job, Setup& s) {
-  auto& cfg = job.cfg;
+  const auto& cfg = job.cfg;
   return job.all_ok("agreeing that the data loaded", [&] {
     SFB_CHECK(cfg.sfb.staleness == 0, "job.mode = \"mgwfbp\" is synchronous S-SGD: sfb.staleness must be 0, got {}",
               cfg.sfb.consistency_name());
@@ -75,7 +75,9 @@ bool set_up(Job& job, Setup& s) {
     sfb::io::data_memory(cfg.data, job.rank(), job.ranks(), job.rank() == 0).check(available, "loading the data");
     s.data = sfb::io::load_data(cfg.data, cfg.job.seed, job.rank(), job.ranks(), job.rank() == 0);
     sfb::cnn::cnn_memory(cfg, s.data.train).check(sfb::available_memory_bytes(job.mpi.ranks_on_host()), "this CNN");
-    cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, job.ranks() * cfg.optimizer.minibatch);
+    job.decide("stop.max_epochs over the training rows of every rank", [&](sfb::Config& c) {
+      c.stop.max_clocks = c.stop.clock_limit(s.data.total_train, job.ranks() * c.optimizer.minibatch);
+    });
     if (job.rank() != 0) return;
     const auto net = spec_of(cfg, s.data.train);
     if (!cfg.model.init.empty()) {

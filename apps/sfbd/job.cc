@@ -11,6 +11,7 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
+#include "sfb/core/json.h"
 #include "sfb/core/strings.h"
 
 namespace sfbd {
@@ -75,6 +76,7 @@ void Job::claim_outputs() {
       {"output.trace", cnn ? out.trace : ""},
       {"output.profile", cnn ? out.profile : ""},
       {"config.resolved.toml (the record of the run)", "config.resolved.toml"},
+      {"plan.json (the settings sfbd resolved)", "plan.json"},
       {"--find-lr's table", find_lr ? "lr_search.csv" : ""},
       {"--find-lr's plot", find_lr ? "lr_search.png" : ""},
       {"--find-lr's gnuplot script", find_lr ? "lr_search.gp" : ""}};
@@ -126,7 +128,8 @@ void Job::claim_outputs() {
     }
   }
   for (const auto& [path, key] : by_path)
-    if (key.rfind("config.resolved.toml", 0) != 0) sfb::prepare_output_file(path, key);
+    if (key.rfind("config.resolved.toml", 0) != 0 && key.rfind("plan.json", 0) != 0)
+      sfb::prepare_output_file(path, key);
   claimed = std::move(by_path);
 }
 
@@ -166,6 +169,23 @@ bool write_output(const sfb::Config& cfg, const std::string& what, const std::fu
 void Job::record_config() const {
   if (rank() != 0 || check_only) return;
   sfb::write_file_atomic(cfg.output.path("config.resolved.toml"), cfg.resolved_toml());
+  sfb::Json plan = sfb::Json::array();
+  for (const auto& d : decisions)
+    plan.push_back({{"key", d.key}, {"given", d.given}, {"resolved", d.resolved}, {"why", d.why}});
+  sfb::write_file_atomic(cfg.output.path("plan.json"), sfb::Json{{"decisions", plan}}.dump(2) + "\n");
+}
+
+void Job::decide(const std::string& why, const std::function<void(sfb::Config&)>& change) {
+  const sfb::Config before = cfg;
+  change(cfg);
+  for (const auto& doc : sfb::config_key_docs()) {
+    const std::string was = sfb::config_value(before, doc.key), now = sfb::config_value(cfg, doc.key);
+    if (was == now) continue;
+    std::erase_if(decisions, [&](const Decision& d) { return d.key == doc.key; });
+    const std::string given = sfb::config_value(parsed, doc.key);
+    if (given != now) decisions.push_back({doc.key, given, now, why});
+    if (rank() == 0) spdlog::debug("plan: {} = {} ({})", doc.key, now, why);
+  }
 }
 
 sfb::comm::AllreduceFactory allreduce_factory(const sfb::Config& cfg) {

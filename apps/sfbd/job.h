@@ -21,8 +21,16 @@ inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitFailed = 3;
 inline constexpr int kExitDiverged = 4;
 
+// One setting sfbd resolved after parsing: the key, what the parsed config said, what the job runs
+// with, and why (plan.json beside config.resolved.toml).
+struct Decision {
+  std::string key, given, resolved, why;
+};
+
 struct Job {
-  sfb::Config cfg;  // after --set overrides, with runtime.threads resolved (the defaults before)
+  // The job's plan: the parsed config (--set overrides applied), then changed only by decide(), so
+  // every setting sfbd resolves (auto, a rank count's rule, the learning-rate search) is recorded.
+  sfb::Config cfg;
   sfb::comm::MpiSession& mpi;
   Watchdog& watchdog;
   std::unique_ptr<sfb::comm::Transport> transport;
@@ -64,6 +72,18 @@ struct Job {
   // key of this run with the overrides applied (`sfbd --config` of it repeats the run). A job
   // refused for bad input leaves nothing behind.
   void record_config() const;
+  // Fixes the parsed config as the plan's starting point (after parsing, before any decision).
+  void set_parsed(sfb::Config parsed_cfg) {
+    cfg = parsed_cfg;
+    parsed = std::move(parsed_cfg);
+    decisions.clear();
+  }
+  // Changes the plan by `change` and records every key it changed, with `why` (a key decided again
+  // keeps one entry, its latest value). Logged on rank 0.
+  void decide(const std::string& why, const std::function<void(sfb::Config&)>& change);
+
+  sfb::Config parsed{};               // as parsed: never written after set_parsed
+  std::vector<Decision> decisions{};  // every key decide() changed, in order
 
   std::map<std::string, std::string> claimed{};  // rank 0: every claimed output, absolute path -> key
   bool comm_failed = false;  // the last failed all_ok's errors included the network's (failure_exit)

@@ -41,7 +41,7 @@ std::string describe(const sfb::LrScore& s) {
 
 std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, const LrHoldout& held,
                               const LrTrialFn& trial, sfb::Json& record) {
-  auto& opt = job.cfg.optimizer;
+  const auto& opt = job.cfg.optimizer;
   const int64_t to_go = job.cfg.stop.max_clocks - start_clock;
   const int64_t clocks = sfb::lr_trial_clocks(opt, to_go);
   if (job.rank() == 0)
@@ -88,8 +88,10 @@ std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, c
           start.objective, clocks, unit);
     return kExitDiverged;
   }
-  opt.lr = found.chosen;
-  opt.lr_auto = false;
+  job.decide("optimizer.lr = \"auto\": the rate search's choice", [&](sfb::Config& c) {
+    c.optimizer.lr = found.chosen;
+    c.optimizer.lr_auto = false;
+  });
   if (job.rank() == 0)
     spdlog::info("optimizer.lr = \"auto\": {:.4g} ({} after {} {}, from {}; {} candidates in {:.1f} s)", found.chosen,
                  describe(found.score), clocks, unit, describe(start), found.tried.size(), took.seconds());
@@ -97,10 +99,12 @@ std::optional<int> resolve_lr(Job& job, int64_t start_clock, const char* unit, c
 }
 
 bool reuse_checkpoint_lr(Job& job, double lr, const std::string& path, sfb::Json& record) {
-  auto& opt = job.cfg.optimizer;
+  const auto& opt = job.cfg.optimizer;
   if (!opt.lr_auto || job.find_lr || !(lr > 0)) return false;
-  opt.lr = lr;
-  opt.lr_auto = false;
+  job.decide("optimizer.lr = \"auto\": the rate the resumed checkpoint's job chose", [&](sfb::Config& c) {
+    c.optimizer.lr = lr;
+    c.optimizer.lr_auto = false;
+  });
   record = {{"chosen", lr}, {"from_checkpoint", path}, {"tried", sfb::Json::array()}};
   if (job.rank() == 0)
     spdlog::info("optimizer.lr = \"auto\": {:.4g}, the rate the job that wrote {} chose (not searched again)", lr,

@@ -191,13 +191,17 @@ bool connect(Job& job) {
   // The sharded scheme always takes TCP: its one thread waits on every clock's two all-gathers, and
   // MPI's transport cannot block (it polls with a backoff): 3 ranks on 2 cores took 10.8 s for the
   // 120 clocks that took 0.38 s over loopback TCP (configs/synthetic_sparse.toml, sharded, BSP).
-  auto& kind = job.cfg.comm.transport;
-  if (kind == sfb::TransportKind::kAuto)
-    kind = job.mpi.ranks_on_host() == job.mpi.size() && job.cfg.comm.scheme != sfb::Scheme::kSharded
-               ? sfb::TransportKind::kMpi
-               : sfb::TransportKind::kTcp;
+  if (job.cfg.comm.transport == sfb::TransportKind::kAuto) {
+    const bool one_host = job.mpi.ranks_on_host() == job.mpi.size();
+    const bool mpi = one_host && job.cfg.comm.scheme != sfb::Scheme::kSharded;
+    job.decide(mpi        ? "comm.transport = \"auto\": every rank on one host"
+               : one_host ? "comm.transport = \"auto\": the sharded scheme waits on its all-gathers, which TCP does "
+                            "without polling"
+                          : "comm.transport = \"auto\": ranks on more than one host",
+               [&](sfb::Config& c) { c.comm.transport = mpi ? sfb::TransportKind::kMpi : sfb::TransportKind::kTcp; });
+  }
   sfb::comm::TransportOptions opt;
-  opt.kind = kind;
+  opt.kind = job.cfg.comm.transport;
   opt.interface = job.cfg.comm.interface;
   opt.connect_timeout_s = job.cfg.runtime.peer_timeout_s;
   opt.congestion = job.cfg.comm.tcp_congestion;
@@ -237,7 +241,8 @@ bool agree_on_compute(Job& job) {
         "runtime.threads = 0: {} thread(s) per rank, the least any host gives its ranks (hosts differ in "
         "cores or ranks; every rank must compute alike)",
         threads);
-  job.cfg.runtime.threads = threads;
+  job.decide("runtime.threads = 0: the least any host gives its ranks",
+             [&](sfb::Config& c) { c.runtime.threads = threads; });
   sfb::set_compute_threads(threads);
   try {
     sfb::comm::check_all_equal(*job.transport, sfb::blas_fingerprint(),
@@ -268,13 +273,14 @@ int run(int argc, char** argv, sfb::comm::MpiSession& mpi, Watchdog& watchdog, d
   Job job{sfb::Config{}, mpi, watchdog, nullptr, cli.resume_path, {}, {}};
   const bool loaded = job.all_ok("agreeing on the config", [&] {
     if (cli.config_path.empty()) throw sfb::InvalidArgument("--config is required (try --help)");
-    job.cfg = sfb::load_config(cli.config_path, cli.overrides);
+    sfb::Config parsed = sfb::load_config(cli.config_path, cli.overrides);
+    if (cli.find_lr) parsed.optimizer.lr_auto = true;  // --find-lr is an override like --set
+    job.set_parsed(std::move(parsed));
   });
   if (!loaded) return kExitBadInput;
   finalize_s = job.cfg.runtime.peer_timeout_s;
   job.check_only = cli.check_only;
   job.find_lr = cli.find_lr;
-  if (cli.find_lr) job.cfg.optimizer.lr_auto = true;
   job.profile_path = cli.profile_path;
   if (cli.show) {
     if (mpi.rank() != 0) return kExitOk;

@@ -156,10 +156,12 @@ bool set_up(Job& job, Setup& s) {
             "broadcast plus a reconciliation; training with sfb.broadcast = \"full\" (partial broadcast saves "
             "bytes from P = 4 on)",
             cfg.sfb.broadcast, s.workers, *sfb::runtime::halton_receivers(cfg, s.workers));
-      job.cfg.sfb.broadcast = sfb::Broadcast::kFull;
+      job.decide("Halton's receivers are every other worker: full broadcast",
+                 [](sfb::Config& c) { c.sfb.broadcast = sfb::Broadcast::kFull; });
     }
     if (cfg.eval.drift_warn < 0) {
-      job.cfg.eval.drift_warn = sfb::runtime::drift_warn_for(cfg, s.workers);
+      job.decide("eval.drift_warn = \"auto\" for the workers and the broadcast",
+                 [&](sfb::Config& c) { c.eval.drift_warn = sfb::runtime::drift_warn_for(c, s.workers); });
       if (job.rank() == 0 && cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull)
         spdlog::info(
             "eval.drift_warn = \"auto\": {:.3g} (partial broadcast: the drift replicas keep when the updates "
@@ -436,7 +438,9 @@ bool check_sfb(Job& job) {
   if (job.resume_path.empty()) return true;
   // The run's last clock, as training computes it (stop.max_epochs may set it).
   if (!s.server)
-    job.cfg.stop.max_clocks = job.cfg.stop.clock_limit(s.data.total_train, s.workers * job.cfg.optimizer.minibatch);
+    job.decide("stop.max_epochs over the training rows of every rank", [&](sfb::Config& c) {
+      c.stop.max_clocks = c.stop.clock_limit(s.data.total_train, s.workers * c.optimizer.minibatch);
+    });
   return job.all_ok("checking the checkpoint", [&] {
     if (s.server || job.rank() != 0) return;
     verify_checkpoint(job.cfg, job.resume_path, s.model.get(), s.ckpt_seal);
@@ -579,7 +583,7 @@ int evaluate_sfb(Job& job, const std::string& path) {
 // reconciliation costs about 10% of the factor bytes, from the mean v non-zeros over every rank's
 // partition (one all-gather), so every worker agrees on it. Written into the resolved config.
 void resolve_reconcile_every(Job& job, const Setup& s) {
-  auto& cfg = job.cfg;
+  const auto& cfg = job.cfg;
   const auto& m = *s.model;
   if (!sfb::runtime::reconcile_mode(cfg) || cfg.sfb.reconcile_every > 0) return;
   const auto& d = s.data.train;
@@ -590,8 +594,11 @@ void resolve_reconcile_every(Job& job, const Setup& s) {
   const int q = sfb::runtime::make_topology(cfg, s.workers).receivers_per_clock();
   // v has the data row's non-zeros (and the bias); the model's own D bounds it.
   const double v_nonzeros = static_cast<double>(all_nnz) / static_cast<double>(std::max<int64_t>(all_rows, 1));
-  cfg.sfb.reconcile_every = sfb::runtime::auto_reconcile_every(s.workers, q, cfg.optimizer.minibatch, m.rows(),
-                                                               m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
+  job.decide("sfb.reconcile_every = 0: from the partitions' non-zeros (runtime::auto_reconcile_every)",
+             [&](sfb::Config& c) {
+               c.sfb.reconcile_every = sfb::runtime::auto_reconcile_every(
+                   s.workers, q, c.optimizer.minibatch, m.rows(), m.cols(), m.sparse_v() ? v_nonzeros : m.cols());
+             });
 }
 
 // The schemes comm.scheme = "auto" chooses from: those that train on every rank of the job. FMS
@@ -673,7 +680,7 @@ void shard_what_does_not_fit(Job& job, Setup& s) {
   const double w_gib = 4.0 * static_cast<double>(s.model->rows()) * static_cast<double>(s.model->cols()) / (1 << 30);
   const std::string why = fmt::format("W ({:.3g} GiB) does not fit replicated on rank{} {} (their memory estimates)",
                                       w_gib, short_of.size() == 1 ? "" : "s", fmt::join(short_of, ", "));
-  job.cfg.comm.scheme = sfb::Scheme::kSharded;
+  job.decide("comm.scheme = \"auto\": " + why, [](sfb::Config& c) { c.comm.scheme = sfb::Scheme::kSharded; });
   s.memory = rank_memory(job.cfg, job.rank(), s);
   s.auto_choice = {{"chosen", "sharded"}, {"reason", why}};
   if (job.rank() == 0) {
@@ -688,7 +695,7 @@ void shard_what_does_not_fit(Job& job, Setup& s) {
 // comm.scheme = "auto": profiles (or reads comm.auto_profile), predicts every candidate and sets
 // comm.scheme and sfb.broadcast to the fastest. False (every rank) on bad input.
 bool resolve_auto_scheme(Job& job, Setup& s) {
-  auto& cfg = job.cfg;
+  const auto& cfg = job.cfg;
   if (cfg.comm.scheme != sfb::Scheme::kAuto) return true;
   const bool measure = cfg.comm.auto_profile.empty();
   if (!measure) {
@@ -714,7 +721,8 @@ bool resolve_auto_scheme(Job& job, Setup& s) {
   const auto fms = fms_prediction(cfg, p, s.workers, per_host);
   const auto preds = predictions_json(ranked, fms);
   const std::string best = ranked.front().label();
-  ranked.front().which.apply_to(cfg, s.workers);
+  job.decide("comm.scheme = \"auto\": " + best + ", predicted fastest",
+             [&](sfb::Config& c) { ranked.front().which.apply_to(c, s.workers); });
   s.memory = rank_memory(cfg, job.rank(), s);
   spdlog::info("comm.scheme = \"auto\": {} (predicted {:.4f} s/clock, {:.2f}x the next, {})", best, ranked[0].clock_s,
                ranked[1].clock_s / std::max(ranked[0].clock_s, 1e-12),
@@ -946,7 +954,9 @@ int run_sfb(Job& job) {
   Setup s;
   if (!set_up(job, s) || !agree_on_data(job, s)) return kExitBadInput;
   // Every worker computes the same limit (total_train counts all ranks' rows); servers run until told.
-  job.cfg.stop.max_clocks = cfg.stop.clock_limit(s.data.total_train, s.workers * cfg.optimizer.minibatch);
+  job.decide("stop.max_epochs over the training rows of every rank", [&](sfb::Config& c) {
+    c.stop.max_clocks = c.stop.clock_limit(s.data.total_train, s.workers * c.optimizer.minibatch);
+  });
   if (!s.server)
     spdlog::info(
         "model {}: W is {} x {}; {} training rows ({} on this rank, {} partition), {} features, {} thread(s), {}, "

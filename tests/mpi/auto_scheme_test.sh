@@ -34,6 +34,10 @@ S="$OUT/rec/summary.json"
 [ "$(jq '.auto.predictions | length' "$S")" = 4 ] || fail "not 4 predictions: $(jq -c .auto.predictions "$S")"
 [ "$(jq -r .final_clock "$S")" = 3 ] || fail "did not train 3 clocks"
 grep -q 'scheme = "allreduce"' "$OUT/rec/config.resolved.toml" || fail "resolved config does not name the choice"
+# plan.json records the decision: what the config said, what the job ran with, and why.
+jq -e '[.decisions[] | select(.key == "comm.scheme")] | length == 1 and .[0].given == "\"auto\""
+       and .[0].resolved == "\"allreduce\"" and (.[0].why | startswith("comm.scheme = \"auto\": allreduce"))' \
+  "$OUT/rec/plan.json" > /dev/null || fail "plan.json: $(cat "$OUT/rec/plan.json")"
 grep -q 'comm.scheme = "auto": allreduce' "$OUT/rec.log" || fail "the log does not give the choice"
 grep -q "predicted  allreduce" "$OUT/rec.log" || fail "the log does not give the predictions"
 # The recorded profile is of an earlier build, which did not say how W was stored: it takes the
