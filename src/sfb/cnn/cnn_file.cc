@@ -157,8 +157,7 @@ void check_same_network(const NetworkSpec& file, const NetworkSpec& net, const s
 std::vector<float> get_params(Network& net) {
   std::vector<float> out;
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
-      out.insert(out.end(), m->data(), m->data() + m->size());
+    for (Matrix* m : net.param_layer(p).params()) out.insert(out.end(), m->data(), m->data() + m->size());
   return out;
 }
 
@@ -167,7 +166,7 @@ void set_params(Network& net, std::span<const float> params, const std::string& 
                  what, params.size(), net.total_params());
   size_t at = 0;
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params()) {
+    for (Matrix* m : net.param_layer(p).params()) {
       std::memcpy(m->data(), params.data() + at, static_cast<size_t>(m->size()) * sizeof(float));
       at += static_cast<size_t>(m->size());
     }
@@ -262,9 +261,9 @@ CnnFile decode_cnn_file(std::span<const std::byte> d, const std::string& name) {
     if (has_plan) {
       PlanState s;
       const auto bytes = r.get<uint32_t>("plan bytes");
-      std::vector<char> has_factors;  // fully connected layers may travel as factors
+      std::vector<char> has_factors;  // by param layer (those with tensors)
       for (const auto& e : f.network.layers)
-        if (!e.shapes.empty()) has_factors.push_back(e.spec.starts_with("fc:") ? 1 : 0);
+        if (!e.shapes.empty()) has_factors.push_back(Network::spec_has_factors(e.spec) ? 1 : 0);
       try {
         s.plan = decode_plan(r.take(bytes, "plan"), s.cost, static_cast<int>(has_factors.size()), has_factors);
       } catch (const CommError& e) {

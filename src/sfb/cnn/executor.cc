@@ -44,8 +44,7 @@ class MomentumSgd {
   MomentumSgd(Network& net, const CnnConfig& cfg) : net_(net), momentum_(cfg.momentum), decay_(cfg.weight_decay) {
     for (int p = 0; p < net.param_layers(); ++p) {
       velocity_.emplace_back();
-      for (Matrix* m : net.layer(net.param_layer_index(p)).params())
-        velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
+      for (Matrix* m : net.param_layer(p).params()) velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
     }
   }
   // v = momentum v + g + decay w; w -= lr v, in one pass over w, g and v (the step streams every
@@ -55,7 +54,7 @@ class MomentumSgd {
     const auto mom = static_cast<float>(momentum_), dec = static_cast<float>(decay_);
     bool finite = true;
     for (int p = 0; p < net_.param_layers(); ++p) {
-      auto& layer = net_.layer(net_.param_layer_index(p));
+      auto& layer = net_.param_layer(p);
       const auto ps = layer.params();
       const auto gs = layer.grads();
       for (size_t k = 0; k < ps.size(); ++k) {
@@ -139,7 +138,7 @@ MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train) {
 
 bool params_finite(Network& net) {
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
+    for (Matrix* m : net.param_layer(p).params())
       if (!m->allFinite()) return false;
   return true;
 }

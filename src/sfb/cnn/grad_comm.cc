@@ -120,12 +120,11 @@ void GradientCommunicator::allreduce_group(const mgwfbp::Group& grp, int64_t id,
   const float inv = 1.0f / static_cast<float>(t_.size());
   buf.clear();
   for (int p = grp.hi; p >= grp.lo; --p)
-    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
-      buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
+    for (Matrix* gm : net_.param_layer(p).grads()) buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
   allreduce_->run(buf, id);
   size_t o = 0;
   for (int p = grp.hi; p >= grp.lo; --p)
-    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+    for (Matrix* gm : net_.param_layer(p).grads())
       for (Eigen::Index i = 0; i < gm->size(); ++i) gm->data()[i] = buf[o++] * inv;
 }
 
@@ -137,7 +136,7 @@ void GradientCommunicator::allgather_group(const mgwfbp::Group& grp, int64_t id)
   std::vector<const SfBatch*> layer(all.size());
   for (int p = grp.hi, k = 0; p >= grp.lo; --p, ++k) {
     for (size_t r = 0; r < all.size(); ++r) layer[r] = &all[r][static_cast<size_t>(k)];
-    const auto gs = net_.layer(net_.param_layer_index(p)).grads();
+    const auto gs = net_.param_layer(p).grads();
     rebuild_gradient(layer, inv, *gs[0], *gs[1], scratch_);
   }
 }

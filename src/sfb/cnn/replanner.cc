@@ -126,7 +126,7 @@ void Replanner::resume_at(int64_t it, const PlanState* restored) {
   }
   profile_begin_ = profile_end_ = it;
   std::vector<char> has_factors;
-  for (int p = 0; p < net_.param_layers(); ++p) has_factors.push_back(net_.factor_floats(p) > 0 ? 1 : 0);
+  for (int p = 0; p < net_.param_layers(); ++p) has_factors.push_back(net_.has_factors(p) ? 1 : 0);
   // The same checks as a broadcast plan (a partition of the layers, factors only where there are).
   mgwfbp::CostModel cost;
   plan_ = decode_plan(encode_plan(restored->plan, restored->cost), cost, net_.param_layers(), has_factors);
@@ -185,7 +185,7 @@ mgwfbp::Profile Replanner::measured_profile() const {
   prof.layers.resize(static_cast<size_t>(L));
   for (int p = 0; p < L; ++p) {
     auto& layer = prof.layers[static_cast<size_t>(p)];
-    const LayerInfo li = net_.layer(net_.param_layer_index(p)).info();
+    const LayerInfo li = net_.param_layer(p).info();
     layer.name = net_.param_label(p);
     layer.params = net_.param_floats(p);
     layer.sf_floats = batch_ * net_.factor_floats(p);
@@ -276,7 +276,7 @@ void Replanner::replan(bool again) {
   }
   const Bytes enc = t_.rank() == 0 ? encode_plan(chosen, cost) : Bytes();
   std::vector<char> has_factors;
-  for (const auto& l : prof.layers) has_factors.push_back(l.sf_floats > 0 ? 1 : 0);
+  for (int p = 0; p < net_.param_layers(); ++p) has_factors.push_back(net_.has_factors(p) ? 1 : 0);
   plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
   cost.nodes = t_.size();
   cost_ = cost;
