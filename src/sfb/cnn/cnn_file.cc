@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sfb/cnn/replanner.h"
+#include "sfb/cnn/plan_codec.h"
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"

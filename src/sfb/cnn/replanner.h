@@ -24,7 +24,6 @@
 #include "sfb/cnn/network.h"
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/sf_allgather.h"
-#include "sfb/core/bytes.h"
 #include "sfb/core/config.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/simulator.h"
@@ -95,13 +94,5 @@ class Replanner {
   int64_t since_plan_ = 0;
   int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
 };
-
-// The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, f64 ag_a_us,
-// f64 ag_b_us_per_byte, then per group i64 lo, i64 hi, i64 transport (0 dense, 1 factors).
-Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost);
-// Throws CommError for a malformed message, a plan that is not a partition of `layers`, and a
-// factor group holding a layer without factors (has_factors[p]; empty: no layer has them).
-mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers,
-                         const std::vector<char>& has_factors = {});
 
 }  // namespace sfb::cnn
