@@ -19,8 +19,7 @@ TEST(Replanner, DriftIsMeasuredAgainstTheBackwardTimeUnderThePlan) {
   cfg.mgwfbp.replan_every = 10;
   testing::run_ranks(1, [&](comm::Transport& t) {
     Network net(cfg.cnn.layers, Shape{1, 2, 2});
-    GradientCommunicator comm(t, net);
-    Replanner rp(cfg.mgwfbp, t, net, comm, 4);
+    Replanner rp(cfg.mgwfbp, t, net, 4);
     const std::vector<double> layer_us(static_cast<size_t>(net.layers()), 300.0);
     int64_t it = 0;
     auto run = [&](int64_t iters, double backward_us) {

@@ -269,7 +269,7 @@ struct Step {
 
   bool run(const Config& cfg, const io::Dataset& train, int64_t it, IterationStats& st) {
     load_batch(train, rows, x, labels);
-    start = comm.begin(it, planner.plan());
+    start = comm.begin(it, planner.plan(), planner.link_cost());
     net.forward(x);
     const auto t1 = SteadyClock::now();
     st.loss = net.backward(
@@ -330,7 +330,7 @@ ExecutorResult Executor::run() {
   const int64_t first = restore(start_, net, sgd, cfg_.cnn.input);
   place_layers(cfg_, net, local_rank_, rank == 0);
   GradientCommunicator comm(t_, net, hooks_.on_allreduce, hooks_.allreduce);
-  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
+  Replanner planner(cfg_.mgwfbp, t_, net, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
   const CnnFile* ck = start_.checkpoint;
   planner.resume_at(first, ck && ck->ranks == t_.size() && ck->plan ? &*ck->plan : nullptr);
   RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank, first);

@@ -34,11 +34,8 @@ GradientCommunicator::~GradientCommunicator() {
   }
 }
 
-void GradientCommunicator::set_cost(const comm::LinkCost& c) {
-  if (auto* ro = dynamic_cast<comm::RankOrderAllreduce*>(allreduce_.get())) ro->set_cost(c);
-}
-
-SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
+SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan,
+                                                    const comm::LinkCost& cost) {
   // The plan says which layers go as factors; the network tells its layers and backend (they skip
   // their parameter gradients and keep their factors for this thread).
   std::vector<char> sf(static_cast<size_t>(net_.param_layers()), 0);
@@ -49,6 +46,7 @@ SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::
   groups_done_ = 0;
   group_records_.clear();
   plan_ = plan;
+  cost_ = cost;
   iter_start_ = SteadyClock::now();
   iter_ = iter;
   cv_.notify_all();
@@ -73,14 +71,17 @@ void GradientCommunicator::loop() {
   for (;;) {
     int64_t iter;
     mgwfbp::Plan plan;
+    comm::LinkCost cost;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop_ || iter_ > served; });
       if (stop_) return;
       iter = iter_;
       plan = plan_;
+      cost = cost_;
     }
     served = iter;
+    allreduce_->set_cost(cost);  // only this thread runs the engine
     serve(iter, plan, ready, buf);
   }
 }

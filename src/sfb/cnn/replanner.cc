@@ -53,12 +53,11 @@ void check_planner(const MgwfbpConfig& cfg) {
   }
 }
 
-Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm,
-                     int64_t batch, const mgwfbp::Plan* fixed, const comm::AllreduceFactory& allreduce)
+Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, int64_t batch,
+                     const mgwfbp::Plan* fixed, const comm::AllreduceFactory& allreduce)
     : cfg_(cfg),
       t_(t),
       net_(net),
-      comm_(comm),
       probe_ch_(t, comm::kTagProbe),
       probe_sf_ch_(t, comm::kTagProbeSf),
       allreduce_(allreduce ? allreduce(probe_ch_, t.size()) : comm::make_rank_order_allreduce(probe_ch_, t.size())),
@@ -89,7 +88,6 @@ void Replanner::resume_at(int64_t it, const PlanState* restored) {
   cost_ = restored->cost;
   cost_.nodes = t_.size();
   profile_ = restored->profile;
-  comm_.set_cost(link_cost_from_fit(cost_.a_us, cost_.b_us_per_byte, t_.size()));
   predicted_us_ = mgwfbp::simulate(profile_, cost_, plan_).iteration_us;
   if (t_.rank() == 0) {
     predictions_ = mgwfbp::predict(profile_, mgwfbp::planner_names(profile_), {t_.size()}, [&](int) { return cost_; });
@@ -232,7 +230,6 @@ void Replanner::replan(bool again) {
   plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), factor_layers(net_));
   cost.nodes = t_.size();
   cost_ = cost;
-  comm_.set_cost(link_cost_from_fit(cost.a_us, cost.b_us_per_byte, t_.size()));
   recent_backward_us_.clear();  // the drift baseline is measured under the new plan
   baseline_backward_us_ = 0;
   since_plan_ = 0;

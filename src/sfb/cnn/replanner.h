@@ -38,9 +38,8 @@ class Replanner {
   // `batch`: samples per rank and iteration (the factors' rows); `fixed`: use this plan for every
   // iteration, without profiling (tests).
   // The timing probes run collectives of the planner's own (kTagProbe, kTagProbeSf; `allreduce`
-  // makes the all-reduce engine the dense groups use, so its cost is what gets fitted), and the
-  // broadcast fit is handed to `comm`'s all-reduce.
-  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm, int64_t batch,
+  // makes the all-reduce engine the dense groups use, so its cost is what gets fitted).
+  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, int64_t batch,
             const mgwfbp::Plan* fixed = nullptr, const comm::AllreduceFactory& allreduce = {});
 
   // Before the first iteration `it` of a resumed run: with `restored` (a checkpoint of this many
@@ -56,6 +55,10 @@ class Replanner {
 
   const mgwfbp::Plan& plan() const { return plan_; }
   const mgwfbp::CostModel& cost() const { return cost_; }
+  // The broadcast fit as the link cost the dense groups' all-reduce chooses its algorithm by (the
+  // same on every rank; the engine's default until the first plan), for the communicator with
+  // the plan.
+  comm::LinkCost link_cost() const { return link_cost_from_fit(cost_.a_us, cost_.b_us_per_byte, t_.size()); }
   const mgwfbp::Profile& profile() const { return profile_; }
   // Every planner's prediction for the measured profile and cost (rank 0).
   const std::vector<mgwfbp::Prediction>& predictions() const { return predictions_; }
@@ -75,7 +78,6 @@ class Replanner {
   const MgwfbpConfig cfg_;
   comm::Transport& t_;
   Network& net_;
-  GradientCommunicator& comm_;
   comm::TransportChannel probe_ch_, probe_sf_ch_;
   std::unique_ptr<comm::Allreduce> allreduce_;
   comm::SfAllgather allgather_;
