@@ -1,5 +1,7 @@
 #include "sfb/cnn/grad_comm.h"
 
+#include "sfb/cnn/call_ids.h"
+
 namespace sfb::cnn {
 
 GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook,
@@ -103,7 +105,7 @@ void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::ve
     rec.sf = grp.sf;
     rec.start_us = us_since(iter_start_, SteadyClock::now());
     const int64_t sent = t_.total_counters().bytes_sent;  // only this thread sends during an iteration
-    const int64_t id = iter * 4096 + static_cast<int64_t>(g);
+    const int64_t id = group_call_id(iter, static_cast<int64_t>(g));
     if (grp.sf)
       allgather_group(grp, id);
     else

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sfb/cnn/call_ids.h"
 #include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/network.h"
@@ -94,7 +95,7 @@ class Replanner {
   std::vector<double> prof_forward_us_, recent_backward_us_;
   double baseline_backward_us_ = 0;  // median of the first 20 iterations under the plan (0: not yet)
   int64_t since_plan_ = 0;
-  int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
+  int64_t probe_id_ = kFirstProbeCallId;  // the next timing probe's call id (call_ids.h)
 };
 
 }  // namespace sfb::cnn
