@@ -90,9 +90,7 @@ class Executor {
   ExecutorResult run();
 
  private:
-  bool signalled(int64_t done, int64_t iters);
-  // Rank 0: the test loss and accuracy of `net` into res (unchanged without a test set).
-  void evaluate_into(Network& net, ExecutorResult& res) const;
+  class Run;  // one call of run(): its start, iterations and finish (executor.cc)
   const Config& cfg_;
   comm::Transport& t_;
   const io::Dataset& train_;
