@@ -10,8 +10,9 @@
 //    bias gradients from all ranks' factors in rank order (factor_grads.h);
 // and records when each group started and ended and the bytes it sent.
 //
-// Threads: begin(), ready(), wait() and allreduce() are called by the training thread; the
-// communication thread touches a param layer's gradients only between its ready() and wait().
+// Threads: begin(), ready(), wait() and group_records() are called by the training thread; the
+// communication thread touches a param layer's gradients only between its ready() and wait(),
+// and is the only one to run the all-reduce engine (the plan's link cost included).
 #include <chrono>
 #include <condition_variable>
 #include <functional>
