@@ -107,11 +107,11 @@ TEST(Cuda, LayersMatchTheCpuLayers) {
   EXPECT_NEAR(lc, lg, 1e-4);
   EXPECT_EQ(order_c, order_g);
   for (int p = 0; p < cpu.param_layers(); ++p) {
-    const auto gc = cpu.layer(cpu.param_layer_index(p)).grads();
-    const auto gg = gpu.layer(gpu.param_layer_index(p)).grads();
+    const auto gc = cpu.param_layer(p).grads();
+    const auto gg = gpu.param_layer(p).grads();
     for (size_t k = 0; k < gc.size(); ++k)
       EXPECT_LT((*gc[k] - *gg[k]).cwiseAbs().maxCoeff(), 1e-4f * std::max(1.0f, gc[k]->cwiseAbs().maxCoeff()))
-          << cpu.layer(cpu.param_layer_index(p)).name() << " gradient " << k;
+          << cpu.param_layer(p).name() << " gradient " << k;
   }
 }
 

@@ -54,7 +54,7 @@ TEST_P(LayerGradients, BackwardMatchesFiniteDifferences) {
   net.forward(x);
   net.backward(d.labels, {});
   for (int p = 0; p < net.param_layers(); ++p) {
-    auto& layer = net.layer(net.param_layer_index(p));
+    auto& layer = net.param_layer(p);
     const auto ps = layer.params();
     const auto gs = layer.grads();
     for (size_t k = 0; k < ps.size(); ++k) {

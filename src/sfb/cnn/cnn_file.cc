@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sfb/cnn/replanner.h"
+#include "sfb/cnn/plan_codec.h"
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
@@ -127,6 +127,35 @@ bool all_finite(const std::vector<float>& v) {
   return true;
 }
 
+// A checkpoint's stored plan, checked against the file's own network (its param layers are the
+// layers with tensors; which have factors, Network::spec_has_factors says), and its profile.
+PlanState get_plan_state(ByteReader& r, const NetworkSpec& network, const std::string& name) {
+  PlanState s;
+  const auto bytes = r.get<uint32_t>("plan bytes");
+  std::vector<char> has_factors;
+  for (const auto& e : network.layers)
+    if (!e.shapes.empty()) has_factors.push_back(Network::spec_has_factors(e.spec) ? 1 : 0);
+  try {
+    s.plan = decode_plan(r.take(bytes, "plan"), s.cost, static_cast<int>(has_factors.size()), has_factors);
+  } catch (const CommError& e) {
+    throw DataError(fmt::format("{}: the stored plan: {}", name, e.what()));
+  }
+  s.profile = get_profile(r, name);
+  return s;
+}
+
+// What a checkpoint holds after the parameters: the momentum, the plan state, the rate.
+void get_checkpoint_tail(ByteReader& r, CnnFile& f, const std::string& name) {
+  f.velocity.resize(f.params.size());
+  r.get_array(f.velocity.data(), f.params.size(), "momentum");
+  const auto has_plan = r.get<uint32_t>("plan flag");
+  SFB_CHECK_DATA(has_plan <= 1, "{}: plan flag {} (0 or 1)", name, has_plan);
+  if (has_plan) f.plan = get_plan_state(r, f.network, name);
+  if (r.remaining() > 0) f.lr = r.get<double>("lr");  // absent in checkpoints before issue 69
+  SFB_CHECK_DATA(f.lr == 0 || (std::isfinite(f.lr) && f.lr > 0 && f.lr <= 1e6),
+                 "{}: the learning rate {} it records is not a rate", name, f.lr);
+}
+
 }  // namespace
 
 NetworkSpec network_spec(Network& net, const std::string& input) {
@@ -157,8 +186,7 @@ void check_same_network(const NetworkSpec& file, const NetworkSpec& net, const s
 std::vector<float> get_params(Network& net) {
   std::vector<float> out;
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
-      out.insert(out.end(), m->data(), m->data() + m->size());
+    for (Matrix* m : net.param_layer(p).params()) out.insert(out.end(), m->data(), m->data() + m->size());
   return out;
 }
 
@@ -167,7 +195,7 @@ void set_params(Network& net, std::span<const float> params, const std::string& 
                  what, params.size(), net.total_params());
   size_t at = 0;
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params()) {
+    for (Matrix* m : net.param_layer(p).params()) {
       std::memcpy(m->data(), params.data() + at, static_cast<size_t>(m->size()) * sizeof(float));
       at += static_cast<size_t>(m->size());
     }
@@ -254,29 +282,7 @@ CnnFile decode_cnn_file(std::span<const std::byte> d, const std::string& name) {
                  name, r.remaining(), floats * (f.checkpoint ? 2 : 1));
   f.params.resize(floats);
   r.get_array(f.params.data(), floats, "parameters");
-  if (f.checkpoint) {
-    f.velocity.resize(floats);
-    r.get_array(f.velocity.data(), floats, "momentum");
-    const auto has_plan = r.get<uint32_t>("plan flag");
-    SFB_CHECK_DATA(has_plan <= 1, "{}: plan flag {} (0 or 1)", name, has_plan);
-    if (has_plan) {
-      PlanState s;
-      const auto bytes = r.get<uint32_t>("plan bytes");
-      std::vector<char> has_factors;  // fully connected layers may travel as factors
-      for (const auto& e : f.network.layers)
-        if (!e.shapes.empty()) has_factors.push_back(e.spec.starts_with("fc:") ? 1 : 0);
-      try {
-        s.plan = decode_plan(r.take(bytes, "plan"), s.cost, static_cast<int>(has_factors.size()), has_factors);
-      } catch (const CommError& e) {
-        throw DataError(fmt::format("{}: the stored plan: {}", name, e.what()));
-      }
-      s.profile = get_profile(r, name);
-      f.plan = std::move(s);
-    }
-    if (r.remaining() > 0) f.lr = r.get<double>("lr");  // absent in checkpoints before issue 69
-    SFB_CHECK_DATA(f.lr == 0 || (std::isfinite(f.lr) && f.lr > 0 && f.lr <= 1e6),
-                   "{}: the learning rate {} it records is not a rate", name, f.lr);
-  }
+  if (f.checkpoint) get_checkpoint_tail(r, f, name);
   r.expect_end();
   SFB_CHECK_DATA(all_finite(f.params) && all_finite(f.velocity), "{}: non-finite parameters or momentum", name);
   return f;

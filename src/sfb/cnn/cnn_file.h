@@ -19,7 +19,7 @@
 //   offset        N float32 parameters: param layers in forward order, each layer's tensors in
 //                 order (weights, then bias), row-major
 //   checkpoint:   N float32 momentum buffers (the same order); u32 1 when a plan follows (0: none):
-//                 the plan and its cost model (runtime plan message, docs/formats.md), then the
+//                 the plan and its cost model (the plan message, plan_codec.h), then the
 //                 profile it was made from (u32 layers, per layer str name, i64 params, f64 t_b_us,
 //                 f64 t_f_us, i64 sf_floats, f64 t_sf_us; f64 forward_us); then, in checkpoints
 //                 written since issue 69, f64 lr: the rate optimizer.lr = "auto" resolved to (0: the

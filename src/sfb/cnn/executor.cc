@@ -1,6 +1,7 @@
 #include "sfb/cnn/executor.h"
 
 #include <bit>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -44,8 +45,7 @@ class MomentumSgd {
   MomentumSgd(Network& net, const CnnConfig& cfg) : net_(net), momentum_(cfg.momentum), decay_(cfg.weight_decay) {
     for (int p = 0; p < net.param_layers(); ++p) {
       velocity_.emplace_back();
-      for (Matrix* m : net.layer(net.param_layer_index(p)).params())
-        velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
+      for (Matrix* m : net.param_layer(p).params()) velocity_.back().push_back(Matrix::Zero(m->rows(), m->cols()));
     }
   }
   // v = momentum v + g + decay w; w -= lr v, in one pass over w, g and v (the step streams every
@@ -55,7 +55,7 @@ class MomentumSgd {
     const auto mom = static_cast<float>(momentum_), dec = static_cast<float>(decay_);
     bool finite = true;
     for (int p = 0; p < net_.param_layers(); ++p) {
-      auto& layer = net_.layer(net_.param_layer_index(p));
+      auto& layer = net_.param_layer(p);
       const auto ps = layer.params();
       const auto gs = layer.grads();
       for (size_t k = 0; k < ps.size(); ++k) {
@@ -98,7 +98,7 @@ class MomentumSgd {
   std::vector<std::vector<Matrix>> velocity_;
 };
 
-// This rank's minibatch of iteration `it` into x and labels.
+// This rank's minibatch (`rows` of `data`) into x and labels.
 void load_batch(const io::Dataset& data, const std::vector<int64_t>& rows, Matrix& x, std::vector<int32_t>& labels) {
   x.resize(static_cast<int64_t>(rows.size()), data.dim);
   labels.resize(rows.size());
@@ -139,7 +139,7 @@ MemoryEstimate cnn_memory(const Config& cfg, const io::Dataset& train) {
 
 bool params_finite(Network& net) {
   for (int p = 0; p < net.param_layers(); ++p)
-    for (Matrix* m : net.layer(net.param_layer_index(p)).params())
+    for (Matrix* m : net.param_layer(p).params())
       if (!m->allFinite()) return false;
   return true;
 }
@@ -207,11 +207,7 @@ void place_layers(const Config& cfg, Network& net, int local_rank, bool log) {
                  net.param_layers());
 }
 
-}  // namespace
-
-namespace {
-
-// The weights, momentum and iteration training starts from (start.h); the iteration.
+// The weights, momentum and iteration training starts from (ExecutorStart); the iteration.
 int64_t restore(const ExecutorStart& start, Network& net, MomentumSgd& sgd, const std::string& input) {
   const CnnFile* from = start.checkpoint ? start.checkpoint : start.init;
   if (!from) return 0;
@@ -220,6 +216,22 @@ int64_t restore(const ExecutorStart& start, Network& net, MomentumSgd& sgd, cons
   if (!start.checkpoint) return 0;
   sgd.set_velocity(from->velocity);
   return from->iteration;
+}
+
+// The network of cnn.layers with the seeded initial weights (the same on every rank).
+Network initial_network(const Config& cfg, const io::Dataset& train) {
+  Network net = make_network(cfg.cnn, train);
+  Rng init_rng = make_rng(cfg.job.seed, 0xC44);
+  net.init(init_rng);
+  return net;
+}
+
+// The weights training starts from (restore), then the layers on their device; the iteration.
+int64_t start_from(const ExecutorStart& start, const Config& cfg, Network& net, MomentumSgd& sgd, int local_rank,
+                   bool log) {
+  const int64_t first = restore(start, net, sgd, cfg.cnn.input);
+  place_layers(cfg, net, local_rank, log);
+  return first;
 }
 
 // The state after `done` iterations, as a checkpoint (rank 0).
@@ -270,7 +282,7 @@ struct Step {
 
   bool run(const Config& cfg, const io::Dataset& train, int64_t it, IterationStats& st) {
     load_batch(train, rows, x, labels);
-    start = comm.begin(it, planner.plan());
+    start = comm.begin(it, planner.plan(), planner.link_cost());
     net.forward(x);
     const auto t1 = SteadyClock::now();
     st.loss = net.backward(
@@ -306,101 +318,157 @@ void fill_result(ExecutorResult& res, Network& net, const MomentumSgd& sgd, cons
 
 }  // namespace
 
-// Whether any rank was signalled (every rank learns it at the same iteration).
-bool Executor::signalled(int64_t done, int64_t iters) {
-  if (!hooks_.stop_signal || done % kStopCheckEvery != 0 || done >= iters) return false;
+// One call of Executor::run on the training thread: the start (the constructor: the network and
+// the weights it starts from, the communicator, the planner, the log), one iteration at a time,
+// and the finish (the final evaluation and checkpoint, the result). It owns everything the run
+// builds, and ends the communication thread when it goes.
+class Executor::Run {
+ public:
+  explicit Run(const Executor& ex);
+  int64_t first() const { return first_; }
+  // Iteration `it` and what follows it (trace, evaluation, checkpoint, the ranks' stop check);
+  // false when training stops after it (the weights diverged, or a rank was signalled).
+  bool iteration(int64_t it);
+  ExecutorResult finish();
+
+ private:
+  bool diverged(int64_t it, double loss);
+  void after(int64_t it, const IterationStats& st, const std::vector<GroupRecord>& groups);
+  bool signalled();
+  void evaluate_into_result();
+
+  const Executor& ex_;
+  const Config& cfg_;
+  const int rank_;
+  const int64_t iters_;
+  Network net_;
+  MomentumSgd sgd_;
+  const int64_t first_;
+  GradientCommunicator comm_;
+  Replanner planner_;
+  std::optional<RunLog> log_;  // made once the planner has resumed (it may refuse the checkpoint)
+  io::EpochSampler sampler_;
+  Step step_;
+  std::vector<std::string> names_, param_labels_;
+  ExecutorResult res_;
+  const bool checkpoints_;
+  int64_t done_, last_checkpoint_ = -1;
+  int64_t planned_at_ = -1;    // the first iteration with a plan
+  int64_t evaluated_at_ = -1;  // the iteration res_.test_* belong to
+  Stopwatch total_;
+};
+
+Executor::Run::Run(const Executor& ex)
+    : ex_(ex),
+      cfg_(ex.cfg_),
+      rank_(ex.t_.rank()),
+      iters_(cfg_.stop.max_clocks),
+      net_(initial_network(cfg_, ex.train_)),
+      sgd_(net_, cfg_.cnn),
+      first_(start_from(ex.start_, cfg_, net_, sgd_, ex.local_rank_, rank_ == 0)),
+      comm_(ex.t_, net_, ex.hooks_.on_allreduce, ex.hooks_.allreduce),
+      planner_(cfg_.mgwfbp, ex.t_, net_, cfg_.optimizer.minibatch, ex.hooks_.plan, ex.hooks_.allreduce),
+      sampler_(ex.train_.n, cfg_.job.seed, static_cast<uint64_t>(rank_)),
+      step_{net_, comm_, planner_, sgd_, {}, {}, {}, {}, {}, 0},
+      checkpoints_(rank_ == 0 && !cfg_.checkpoint.path.empty()),
+      done_(first_) {
+  const CnnFile* ck = ex.start_.checkpoint;
+  planner_.resume_at(first_, ck && ck->ranks == ex.t_.size() && ck->plan ? &*ck->plan : nullptr);
+  log_.emplace(cfg_.output, cfg_.eval.every, iters_, rank_, first_);
+  if (!ex.hooks_.batch) sampler_.skip(first_ * cfg_.optimizer.minibatch);  // where an uninterrupted run would be
+  res_.start_iteration = first_;
+  res_.stop_reason = "iterations";
+  for (int i = 0; i < net_.layers(); ++i) names_.push_back(net_.layer_label(i));
+  for (int p = 0; p < net_.param_layers(); ++p) param_labels_.push_back(net_.param_label(p));
+  if (first_ > 0 && !planner_.profiling(first_)) planned_at_ = first_;
+  total_.reset();
+}
+
+bool Executor::Run::iteration(int64_t it) {
+  if (planner_.before_iteration(it) && planned_at_ < 0) planned_at_ = it;
+  if (ex_.hooks_.batch)
+    ex_.hooks_.batch(it, step_.rows);
+  else
+    sampler_.next(cfg_.optimizer.minibatch, step_.rows);
+  IterationStats st;
+  if (!step_.run(cfg_, ex_.train_, it, st)) return diverged(it, st.loss);
+  done_ = it + 1;
+  const auto groups = comm_.group_records();
+  for (const auto& g : groups) st.bytes_sent += g.bytes_sent;
+  res_.iterations.push_back(st);
+  planner_.record(it, st.forward_us, step_.layer_us, st.backward_us);
+  after(it, res_.iterations.back(), groups);
+  if (!signalled()) return true;
+  res_.stop_reason = "signal";
+  return false;
+}
+
+bool Executor::Run::diverged(int64_t it, double loss) {
+  res_.diverged_at = it;
+  res_.stop_reason = "diverged";
+  spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1, loss);
+  return false;
+}
+
+// After iteration `it` (`st` in the result): its trace, rank 0's evaluation and report, the
+// checkpoint.
+void Executor::Run::after(int64_t it, const IterationStats& st, const std::vector<GroupRecord>& groups) {
+  if (log_->traces(it, planned_at_))
+    log_->trace(
+        {step_.start, &st, step_.to_backward_end_us, &step_.layer_us, names_, param_labels_, groups, &planner_.plan()});
+  if (rank_ == 0 && (done_ % cfg_.eval.every == 0 || done_ == iters_)) {
+    evaluate_into_result();
+    evaluated_at_ = done_;
+    log_->report(it, st.loss, {res_.test_loss, res_.test_accuracy}, res_.iterations, planner_.predicted_us(),
+                 total_.seconds());
+  }
+  if (checkpoints_ && cfg_.checkpoint.every > 0 && done_ % cfg_.checkpoint.every == 0)
+    write_checkpoint(cfg_, snapshot(cfg_, ex_.t_.size(), net_, sgd_, done_, planner_, planner_.profiling(it)),
+                     last_checkpoint_);
+}
+
+ExecutorResult Executor::Run::finish() {
+  // A run stopped between evaluations (a signal) reports the weights it saves, not older ones.
+  if (rank_ == 0 && res_.diverged_at < 0 && done_ > first_ && evaluated_at_ != done_) {
+    evaluate_into_result();
+    log_->report(done_ - 1, res_.iterations.back().loss, {res_.test_loss, res_.test_accuracy}, res_.iterations,
+                 planner_.predicted_us(), total_.seconds());
+  }
+  // The final state, unless it diverged (the last good checkpoint stays) or was just written.
+  if (checkpoints_ && res_.diverged_at < 0 && last_checkpoint_ != done_)
+    write_checkpoint(cfg_, snapshot(cfg_, ex_.t_.size(), net_, sgd_, done_, planner_, planner_.profiling(done_ - 1)),
+                     last_checkpoint_);
+  res_.seconds = total_.seconds();
+  fill_result(res_, net_, sgd_, planner_, done_, cfg_.cnn.input);
+  res_.bytes_sent = ex_.t_.total_counters().bytes_sent;
+  log_->finish(ex_.t_);
+  return std::move(res_);
+}
+
+// Whether any rank was signalled after the iterations done (every rank learns it at the same
+// iteration: the check is collective every kStopCheckEvery iterations).
+bool Executor::Run::signalled() {
+  const auto& stop_signal = ex_.hooks_.stop_signal;
+  if (!stop_signal || done_ % kStopCheckEvery != 0 || done_ >= iters_) return false;
   int64_t sig = 0;
-  for (int64_t v : comm::allgather_i64(t_, hooks_.stop_signal())) sig = std::max(sig, v);
-  if (sig != 0 && t_.rank() == 0) spdlog::warn("stopping after iteration {}: signal {}", done, sig);
+  for (int64_t v : comm::allgather_i64(ex_.t_, stop_signal())) sig = std::max(sig, v);
+  if (sig != 0 && rank_ == 0) spdlog::warn("stopping after iteration {}: signal {}", done_, sig);
   return sig != 0;
 }
 
-void Executor::evaluate_into(Network& net, ExecutorResult& res) const {
-  if (!test_ || test_->n == 0) return;
-  const TestResult tr = evaluate(net, *test_);
-  res.test_loss = tr.loss;
-  res.test_accuracy = tr.accuracy;
+// Rank 0: the test loss and accuracy of the network into the result (unchanged without a test set).
+void Executor::Run::evaluate_into_result() {
+  if (!ex_.test_ || ex_.test_->n == 0) return;
+  const TestResult tr = evaluate(net_, *ex_.test_);
+  res_.test_loss = tr.loss;
+  res_.test_accuracy = tr.accuracy;
 }
 
 ExecutorResult Executor::run() {
-  const int rank = t_.rank();
-  Network net = make_network(cfg_.cnn, train_);
-  Rng init_rng = make_rng(cfg_.job.seed, 0xC44);  // the same initial weights on every rank
-  net.init(init_rng);
-  MomentumSgd sgd(net, cfg_.cnn);
-  const int64_t first = restore(start_, net, sgd, cfg_.cnn.input);
-  place_layers(cfg_, net, local_rank_, rank == 0);
-  GradientCommunicator comm(t_, net, hooks_.on_allreduce, hooks_.allreduce);
-  Replanner planner(cfg_.mgwfbp, t_, net, comm, cfg_.optimizer.minibatch, hooks_.plan, hooks_.allreduce);
-  const CnnFile* ck = start_.checkpoint;
-  planner.resume_at(first, ck && ck->ranks == t_.size() && ck->plan ? &*ck->plan : nullptr);
-  RunLog log(cfg_.output, cfg_.eval.every, cfg_.stop.max_clocks, rank, first);
-  io::EpochSampler sampler(train_.n, cfg_.job.seed, static_cast<uint64_t>(rank));
-  if (!hooks_.batch) sampler.skip(first * cfg_.optimizer.minibatch);  // where an uninterrupted run would be
-  ExecutorResult res;
-  res.start_iteration = first;
-  res.stop_reason = "iterations";
-  int64_t done = first, last_checkpoint = -1;
-  const bool checkpoints = rank == 0 && !cfg_.checkpoint.path.empty();
-  Step step{net, comm, planner, sgd, {}, {}, {}, {}, {}, 0};
-  std::vector<std::string> names, param_labels;
-  for (int i = 0; i < net.layers(); ++i) names.push_back(net.layer_label(i));
-  for (int p = 0; p < net.param_layers(); ++p) param_labels.push_back(net.param_label(p));
-  int64_t planned_at = first > 0 && !planner.profiling(first) ? first : -1;  // the first iteration with a plan
-  Stopwatch total;
-  const int64_t iters = cfg_.stop.max_clocks;
-  int64_t evaluated_at = -1;  // the iteration res.test_* belong to
-  for (int64_t it = first; it < iters; ++it) {
-    if (planner.before_iteration(it) && planned_at < 0) planned_at = it;
-    if (hooks_.batch)
-      hooks_.batch(it, step.rows);
-    else
-      sampler.next(cfg_.optimizer.minibatch, step.rows);
-    IterationStats st;
-    if (!step.run(cfg_, train_, it, st)) {
-      res.diverged_at = it;
-      res.stop_reason = "diverged";
-      spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1,
-                    st.loss);
-      break;
-    }
-    done = it + 1;
-    const auto groups = comm.group_records();
-    for (const auto& g : groups) st.bytes_sent += g.bytes_sent;
-    res.iterations.push_back(st);
-    planner.record(it, st.forward_us, step.layer_us, st.backward_us);
-    if (log.traces(it, planned_at))
-      log.trace({step.start, &res.iterations.back(), step.to_backward_end_us, &step.layer_us, names, param_labels,
-                 groups, &planner.plan()});
-    if (rank == 0 && (done % cfg_.eval.every == 0 || done == iters)) {
-      evaluate_into(net, res);
-      evaluated_at = done;
-      log.report(it, st.loss, {res.test_loss, res.test_accuracy}, res.iterations, planner.predicted_us(),
-                 total.seconds());
-    }
-    if (checkpoints && cfg_.checkpoint.every > 0 && done % cfg_.checkpoint.every == 0)
-      write_checkpoint(cfg_, snapshot(cfg_, t_.size(), net, sgd, done, planner, planner.profiling(it)),
-                       last_checkpoint);
-    if (signalled(done, iters)) {
-      res.stop_reason = "signal";
-      break;
-    }
-  }
-  // A run stopped between evaluations (a signal) reports the weights it saves, not older ones.
-  if (rank == 0 && res.diverged_at < 0 && done > first && evaluated_at != done) {
-    evaluate_into(net, res);
-    log.report(done - 1, res.iterations.back().loss, {res.test_loss, res.test_accuracy}, res.iterations,
-               planner.predicted_us(), total.seconds());
-  }
-  // The final state, unless it diverged (the last good checkpoint stays) or was just written.
-  if (checkpoints && res.diverged_at < 0 && last_checkpoint != done)
-    write_checkpoint(cfg_, snapshot(cfg_, t_.size(), net, sgd, done, planner, planner.profiling(done - 1)),
-                     last_checkpoint);
-  res.seconds = total.seconds();
-  fill_result(res, net, sgd, planner, done, cfg_.cnn.input);
-  res.bytes_sent = t_.total_counters().bytes_sent;
-  log.finish(t_);
-  return res;
+  Run run(*this);
+  for (int64_t it = run.first(); it < cfg_.stop.max_clocks; ++it)
+    if (!run.iteration(it)) break;
+  return run.finish();
 }
 
 }  // namespace sfb::cnn

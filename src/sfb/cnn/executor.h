@@ -9,14 +9,15 @@
 //    layers' sufficient factors and rebuilds their gradients (factor_grads.h).
 //  * Replanner (replanner.h): profiles the first mgwfbp.profile_iters iterations (run as
 //    SyncEASGD), fits the all-reduce cost model on the live transport, plans and broadcasts the
-//    plan; re-plans on drift.
+//    plan (plan_codec.h); re-plans on drift.
 //  * RunLog (run_log.h): progress and metrics lines, the Chrome trace.
 //
-// Per iteration: its own minibatch; the communicator set up for the plan (its factor layers skip
-// their own weight gradients); forward; backward; wait for every group; SGD with momentum and weight decay on the
-// averaged gradients. Accounting per iteration: forward, backward,
-// non-overlapped communication (after backward until the last group is done), iteration, bytes
-// sent, and the simulator's prediction for the plan.
+// Per iteration (Executor::Run in executor.cc): its own minibatch; the communicator set up for
+// the plan and its link cost (its factor layers skip their own weight gradients); forward;
+// backward; wait for every group; SGD with momentum and weight decay on the averaged gradients.
+// Accounting per iteration: forward, backward, non-overlapped communication (after backward
+// until the last group is done), iteration, bytes sent, and the simulator's prediction for the
+// plan.
 #include <functional>
 #include <string>
 #include <vector>
@@ -90,9 +91,7 @@ class Executor {
   ExecutorResult run();
 
  private:
-  bool signalled(int64_t done, int64_t iters);
-  // Rank 0: the test loss and accuracy of `net` into res (unchanged without a test set).
-  void evaluate_into(Network& net, ExecutorResult& res) const;
+  class Run;  // one call of run(): its start, iterations and finish (executor.cc)
   const Config& cfg_;
   comm::Transport& t_;
   const io::Dataset& train_;

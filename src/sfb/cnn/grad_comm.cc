@@ -1,5 +1,7 @@
 #include "sfb/cnn/grad_comm.h"
 
+#include "sfb/cnn/call_ids.h"
+
 namespace sfb::cnn {
 
 GradientCommunicator::GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook,
@@ -34,11 +36,8 @@ GradientCommunicator::~GradientCommunicator() {
   }
 }
 
-void GradientCommunicator::set_cost(const comm::LinkCost& c) {
-  if (auto* ro = dynamic_cast<comm::RankOrderAllreduce*>(allreduce_.get())) ro->set_cost(c);
-}
-
-SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan) {
+SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::Plan& plan,
+                                                    const comm::LinkCost& cost) {
   // The plan says which layers go as factors; the network tells its layers and backend (they skip
   // their parameter gradients and keep their factors for this thread).
   std::vector<char> sf(static_cast<size_t>(net_.param_layers()), 0);
@@ -49,6 +48,7 @@ SteadyClock::time_point GradientCommunicator::begin(int64_t iter, const mgwfbp::
   groups_done_ = 0;
   group_records_.clear();
   plan_ = plan;
+  cost_ = cost;
   iter_start_ = SteadyClock::now();
   iter_ = iter;
   cv_.notify_all();
@@ -73,14 +73,17 @@ void GradientCommunicator::loop() {
   for (;;) {
     int64_t iter;
     mgwfbp::Plan plan;
+    comm::LinkCost cost;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop_ || iter_ > served; });
       if (stop_) return;
       iter = iter_;
       plan = plan_;
+      cost = cost_;
     }
     served = iter;
+    allreduce_->set_cost(cost);  // only this thread runs the engine
     serve(iter, plan, ready, buf);
   }
 }
@@ -102,7 +105,7 @@ void GradientCommunicator::serve(int64_t iter, const mgwfbp::Plan& plan, std::ve
     rec.sf = grp.sf;
     rec.start_us = us_since(iter_start_, SteadyClock::now());
     const int64_t sent = t_.total_counters().bytes_sent;  // only this thread sends during an iteration
-    const int64_t id = iter * 4096 + static_cast<int64_t>(g);
+    const int64_t id = group_call_id(iter, static_cast<int64_t>(g));
     if (grp.sf)
       allgather_group(grp, id);
     else
@@ -120,12 +123,11 @@ void GradientCommunicator::allreduce_group(const mgwfbp::Group& grp, int64_t id,
   const float inv = 1.0f / static_cast<float>(t_.size());
   buf.clear();
   for (int p = grp.hi; p >= grp.lo; --p)
-    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
-      buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
+    for (Matrix* gm : net_.param_layer(p).grads()) buf.insert(buf.end(), gm->data(), gm->data() + gm->size());
   allreduce_->run(buf, id);
   size_t o = 0;
   for (int p = grp.hi; p >= grp.lo; --p)
-    for (Matrix* gm : net_.layer(net_.param_layer_index(p)).grads())
+    for (Matrix* gm : net_.param_layer(p).grads())
       for (Eigen::Index i = 0; i < gm->size(); ++i) gm->data()[i] = buf[o++] * inv;
 }
 
@@ -137,7 +139,7 @@ void GradientCommunicator::allgather_group(const mgwfbp::Group& grp, int64_t id)
   std::vector<const SfBatch*> layer(all.size());
   for (int p = grp.hi, k = 0; p >= grp.lo; --p, ++k) {
     for (size_t r = 0; r < all.size(); ++r) layer[r] = &all[r][static_cast<size_t>(k)];
-    const auto gs = net_.layer(net_.param_layer_index(p)).grads();
+    const auto gs = net_.param_layer(p).grads();
     rebuild_gradient(layer, inv, *gs[0], *gs[1], scratch_);
   }
 }

@@ -10,8 +10,9 @@
 //    bias gradients from all ranks' factors in rank order (factor_grads.h);
 // and records when each group started and ended and the bytes it sent.
 //
-// Threads: begin(), ready(), wait() and allreduce() are called by the training thread; the
-// communication thread touches a param layer's gradients only between its ready() and wait().
+// Threads: begin(), ready(), wait() and group_records() are called by the training thread; the
+// communication thread touches a param layer's gradients only between its ready() and wait(),
+// and is the only one to run the all-reduce engine (the plan's link cost included).
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -54,19 +55,19 @@ class GradientCommunicator {
   GradientCommunicator(comm::Transport& t, Network& net, OnAllreduce hook = {}, comm::AllreduceFactory allreduce = {});
   ~GradientCommunicator();  // stops the thread
 
-  // Serve iteration `iter` with `plan` (copied: the training thread may re-plan between
-  // iterations); returns the time the iteration started. Before forward: the plan is the one
-  // owner of which layers go as sufficient factors, and begin() sets them on the network
-  // (Network::set_factor_layers), which tells its layers and backend.
-  SteadyClock::time_point begin(int64_t iter, const mgwfbp::Plan& plan);
+  // Serve iteration `iter` with `plan` and `cost`, the link cost the dense groups' all-reduce
+  // chooses its algorithm by (the plan's broadcast fit, the same on every rank; both copied: the
+  // training thread may re-plan between iterations); returns the time the iteration started.
+  // Before forward: the plan is the one owner of which layers go as sufficient factors, and
+  // begin() sets them on the network (Network::set_factor_layers), which tells its layers and
+  // backend.
+  SteadyClock::time_point begin(int64_t iter, const mgwfbp::Plan& plan, const comm::LinkCost& cost);
   // Param layer p's gradient is final (called from backward).
   void ready(int p) { ready_q_.push(p); }
   // Waits until every group of the iteration is all-reduced; rethrows the thread's error.
   void wait();
   // Each group's times and bytes; valid after wait().
   std::vector<GroupRecord> group_records() const;
-  // The link cost the all-reduce chooses its algorithm by (every rank the same: the broadcast fit).
-  void set_cost(const comm::LinkCost& c);
 
  private:
   void loop();
@@ -87,6 +88,7 @@ class GradientCommunicator {
   int64_t iter_ = -1;  // the iteration to serve
   bool stop_ = false;
   mgwfbp::Plan plan_;
+  comm::LinkCost cost_;
   int groups_done_ = 0;
   SteadyClock::time_point iter_start_;
   std::vector<GroupRecord> group_records_;

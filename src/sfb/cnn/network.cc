@@ -86,6 +86,9 @@ const char* kind_name(LayerInfo::Kind k) {
   return "?";
 }
 
+// Which kinds of layer have sufficient factors: fully connected ones (dW = delta^T input).
+bool kind_has_factors(LayerInfo::Kind k) { return k == LayerInfo::Kind::kLinear; }
+
 }  // namespace
 
 std::vector<LayerInfo> Network::plan(const std::string& spec, Shape input) {
@@ -135,9 +138,19 @@ void Network::set_backend(std::unique_ptr<DeviceBackend> backend) {
   if (backend_) backend_->set_factor_layers(factor_layer_);
 }
 
+bool Network::has_factors(int p) const { return kind_has_factors(param_layer(p).info().kind); }
+
+bool Network::spec_has_factors(const std::string& layer_spec) {
+  // A layer with parameters is spelled <kind>:<numbers> (layer_spec()).
+  for (const auto k :
+       {LayerInfo::Kind::kConv, LayerInfo::Kind::kRelu, LayerInfo::Kind::kPool, LayerInfo::Kind::kLinear})
+    if (layer_spec.starts_with(std::string(kind_name(k)) + ":")) return kind_has_factors(k);
+  return false;
+}
+
 int64_t Network::factor_floats(int p) {
-  const LayerInfo li = layer(param_layer_index(p)).info();
-  return li.kind == LayerInfo::Kind::kLinear ? li.out.size() + li.in.size() : 0;
+  const LayerInfo li = param_layer(p).info();
+  return has_factors(p) ? li.out.size() + li.in.size() : 0;
 }
 
 void Network::set_factor_layers(const std::vector<char>& sf) {
@@ -146,7 +159,7 @@ void Network::set_factor_layers(const std::vector<char>& sf) {
   std::vector<char> by_layer(layers_.size(), 0);
   for (int p = 0; p < param_layers(); ++p) {
     const int i = param_layer_index(p);
-    SFB_ENFORCE(!sf[static_cast<size_t>(p)] || factor_floats(p) > 0, "layer {} ({}) has no sufficient factors", i,
+    SFB_ENFORCE(!sf[static_cast<size_t>(p)] || has_factors(p), "layer {} ({}) has no sufficient factors", i,
                 layer(i).name());
     by_layer[static_cast<size_t>(i)] = sf[static_cast<size_t>(p)];
   }
@@ -204,9 +217,7 @@ std::vector<int32_t> Network::predict(const Matrix& x) {
   return out;
 }
 
-int64_t Network::param_floats(int p) {
-  return layers_[static_cast<size_t>(param_layer_[static_cast<size_t>(p)])]->param_count();
-}
+int64_t Network::param_floats(int p) { return param_layer(p).param_count(); }
 
 int64_t Network::total_params() {
   int64_t n = 0;

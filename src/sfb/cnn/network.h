@@ -69,11 +69,20 @@ class Network {
   Layer& layer(int i) { return *layers_[static_cast<size_t>(i)]; }
   int param_layers() const { return static_cast<int>(param_layer_.size()); }
   int param_layer_index(int p) const { return param_layer_[static_cast<size_t>(p)]; }
+  // Param layer p itself: the one way from a param layer to its Layer.
+  Layer& param_layer(int p) { return layer(param_layer_index(p)); }
+  const Layer& param_layer(int p) const { return *layers_[static_cast<size_t>(param_layer_index(p))]; }
   // Parameters (floats) of param layer p.
   int64_t param_floats(int p);
   int64_t total_params();
-  // Floats per sample of param layer p's sufficient factors (out + in): a fully connected layer's;
-  // 0 for a layer without them (convolutions).
+  // Whether param layer p's gradient has sufficient factors (dW = delta^T input: a fully connected
+  // layer's; a convolution's has none), so that it may travel as them. The one rule: plans, the
+  // profile and the communicator ask it here.
+  bool has_factors(int p) const;
+  // The same rule for a layer known only by its spec as layer_spec() spells it ("fc:128"): a
+  // file's network.
+  static bool spec_has_factors(const std::string& layer_spec);
+  // Floats per sample of param layer p's sufficient factors (out + in); 0 for a layer without them.
   int64_t factor_floats(int p);
   // Which param layers' gradients travel as sufficient factors from the next backward() on (one
   // flag per param layer; each flagged one must have factors): they skip their parameter

@@ -7,6 +7,7 @@
 
 #include "sfb/cnn/factor_grads.h"
 #include "sfb/cnn/grad_comm.h"
+#include "sfb/cnn/plan_codec.h"
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 
@@ -43,50 +44,6 @@ std::vector<mgwfbp::Sample> time_sizes(int64_t max_bytes, Prepare prepare, Run r
 
 }  // namespace
 
-Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost) {
-  ByteWriter w(32 + plan.size() * 24);
-  w.put<double>(cost.a_us);
-  w.put<double>(cost.b_us_per_byte);
-  w.put<double>(cost.ag_a_us);
-  w.put<double>(cost.ag_b_us_per_byte);
-  for (const auto& g : plan) {
-    w.put<int64_t>(g.lo);
-    w.put<int64_t>(g.hi);
-    w.put<int64_t>(g.sf ? 1 : 0);
-  }
-  return w.take();
-}
-
-mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers,
-                         const std::vector<char>& has_factors) {
-  if (bytes.size() < 32 || (bytes.size() - 32) % 24 != 0)
-    throw CommError(fmt::format("plan broadcast of {} bytes", bytes.size()));
-  ByteReader r(bytes, "plan broadcast", ByteReader::Source::kMessage);
-  cost.a_us = r.get<double>("a_us");
-  cost.b_us_per_byte = r.get<double>("b_us_per_byte");
-  cost.ag_a_us = r.get<double>("ag_a_us");
-  cost.ag_b_us_per_byte = r.get<double>("ag_b_us_per_byte");
-  mgwfbp::Plan plan;
-  while (r.remaining() > 0) {
-    const auto lo = r.get<int64_t>("lo"), hi = r.get<int64_t>("hi"), sf = r.get<int64_t>("transport");
-    if (lo < 0 || hi < lo || hi >= layers)
-      throw CommError(fmt::format("plan broadcast: group [{}, {}] outside the {} param layers", lo, hi, layers));
-    if (sf != 0 && sf != 1)
-      throw CommError(fmt::format("plan broadcast: group [{}, {}] has transport {} (0 dense, 1 factors)", lo, hi, sf));
-    for (int64_t p = lo; sf == 1 && p <= hi; ++p)
-      if (static_cast<size_t>(p) >= has_factors.size() || !has_factors[static_cast<size_t>(p)])
-        throw CommError(
-            fmt::format("plan broadcast: group [{}, {}] goes as sufficient factors but layer {} has none", lo, hi, p));
-    plan.push_back({static_cast<int>(lo), static_cast<int>(hi), sf == 1});
-  }
-  try {
-    mgwfbp::check_plan(plan, layers);
-  } catch (const Error& e) {
-    throw CommError(fmt::format("plan broadcast: {}", e.what()));
-  }
-  return plan;
-}
-
 void check_planner(const MgwfbpConfig& cfg) {
   // The name (and a size argument) as make_plan reads it, on a one-layer profile.
   try {
@@ -96,12 +53,11 @@ void check_planner(const MgwfbpConfig& cfg) {
   }
 }
 
-Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm,
-                     int64_t batch, const mgwfbp::Plan* fixed, const comm::AllreduceFactory& allreduce)
+Replanner::Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, int64_t batch,
+                     const mgwfbp::Plan* fixed, const comm::AllreduceFactory& allreduce)
     : cfg_(cfg),
       t_(t),
       net_(net),
-      comm_(comm),
       probe_ch_(t, comm::kTagProbe),
       probe_sf_ch_(t, comm::kTagProbeSf),
       allreduce_(allreduce ? allreduce(probe_ch_, t.size()) : comm::make_rank_order_allreduce(probe_ch_, t.size())),
@@ -125,17 +81,13 @@ void Replanner::resume_at(int64_t it, const PlanState* restored) {
     return;
   }
   profile_begin_ = profile_end_ = it;
-  std::vector<char> has_factors;
-  for (int p = 0; p < net_.param_layers(); ++p) has_factors.push_back(net_.factor_floats(p) > 0 ? 1 : 0);
-  // The same checks as a broadcast plan (a partition of the layers, factors only where there are).
-  mgwfbp::CostModel cost;
-  plan_ = decode_plan(encode_plan(restored->plan, restored->cost), cost, net_.param_layers(), has_factors);
+  check_plan_fits(restored->plan, net_, "the checkpoint's plan");
+  plan_ = restored->plan;
   SFB_CHECK_DATA(restored->profile.size() == net_.param_layers(), "the checkpoint's profile has {} layers, not {}",
                  restored->profile.size(), net_.param_layers());
-  cost.nodes = t_.size();
-  cost_ = cost;
+  cost_ = restored->cost;
+  cost_.nodes = t_.size();
   profile_ = restored->profile;
-  comm_.set_cost(link_cost_from_fit(cost.a_us, cost.b_us_per_byte, t_.size()));
   predicted_us_ = mgwfbp::simulate(profile_, cost_, plan_).iteration_us;
   if (t_.rank() == 0) {
     predictions_ = mgwfbp::predict(profile_, mgwfbp::planner_names(profile_), {t_.size()}, [&](int) { return cost_; });
@@ -185,7 +137,7 @@ mgwfbp::Profile Replanner::measured_profile() const {
   prof.layers.resize(static_cast<size_t>(L));
   for (int p = 0; p < L; ++p) {
     auto& layer = prof.layers[static_cast<size_t>(p)];
-    const LayerInfo li = net_.layer(net_.param_layer_index(p)).info();
+    const LayerInfo li = net_.param_layer(p).info();
     layer.name = net_.param_label(p);
     layer.params = net_.param_floats(p);
     layer.sf_floats = batch_ * net_.factor_floats(p);
@@ -275,12 +227,9 @@ void Replanner::replan(bool again) {
     log_plan(prof, cost, chosen);
   }
   const Bytes enc = t_.rank() == 0 ? encode_plan(chosen, cost) : Bytes();
-  std::vector<char> has_factors;
-  for (const auto& l : prof.layers) has_factors.push_back(l.sf_floats > 0 ? 1 : 0);
-  plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), has_factors);
+  plan_ = decode_plan(comm::broadcast_bytes(t_, 0, enc), cost, net_.param_layers(), factor_layers(net_));
   cost.nodes = t_.size();
   cost_ = cost;
-  comm_.set_cost(link_cost_from_fit(cost.a_us, cost.b_us_per_byte, t_.size()));
   recent_backward_us_.clear();  // the drift baseline is measured under the new plan
   baseline_backward_us_ = 0;
   since_plan_ = 0;

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "sfb/cnn/call_ids.h"
 #include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/grad_comm.h"
 #include "sfb/cnn/network.h"
 #include "sfb/comm/allreduce.h"
 #include "sfb/comm/sf_allgather.h"
-#include "sfb/core/bytes.h"
 #include "sfb/core/config.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/simulator.h"
@@ -39,9 +39,8 @@ class Replanner {
   // `batch`: samples per rank and iteration (the factors' rows); `fixed`: use this plan for every
   // iteration, without profiling (tests).
   // The timing probes run collectives of the planner's own (kTagProbe, kTagProbeSf; `allreduce`
-  // makes the all-reduce engine the dense groups use, so its cost is what gets fitted), and the
-  // broadcast fit is handed to `comm`'s all-reduce.
-  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, GradientCommunicator& comm, int64_t batch,
+  // makes the all-reduce engine the dense groups use, so its cost is what gets fitted).
+  Replanner(const MgwfbpConfig& cfg, comm::Transport& t, Network& net, int64_t batch,
             const mgwfbp::Plan* fixed = nullptr, const comm::AllreduceFactory& allreduce = {});
 
   // Before the first iteration `it` of a resumed run: with `restored` (a checkpoint of this many
@@ -57,6 +56,10 @@ class Replanner {
 
   const mgwfbp::Plan& plan() const { return plan_; }
   const mgwfbp::CostModel& cost() const { return cost_; }
+  // The broadcast fit as the link cost the dense groups' all-reduce chooses its algorithm by (the
+  // same on every rank; the engine's default until the first plan), for the communicator with
+  // the plan.
+  comm::LinkCost link_cost() const { return link_cost_from_fit(cost_.a_us, cost_.b_us_per_byte, t_.size()); }
   const mgwfbp::Profile& profile() const { return profile_; }
   // Every planner's prediction for the measured profile and cost (rank 0).
   const std::vector<mgwfbp::Prediction>& predictions() const { return predictions_; }
@@ -76,7 +79,6 @@ class Replanner {
   const MgwfbpConfig cfg_;
   comm::Transport& t_;
   Network& net_;
-  GradientCommunicator& comm_;
   comm::TransportChannel probe_ch_, probe_sf_ch_;
   std::unique_ptr<comm::Allreduce> allreduce_;
   comm::SfAllgather allgather_;
@@ -93,15 +95,7 @@ class Replanner {
   std::vector<double> prof_forward_us_, recent_backward_us_;
   double baseline_backward_us_ = 0;  // median of the first 20 iterations under the plan (0: not yet)
   int64_t since_plan_ = 0;
-  int64_t probe_id_ = int64_t{1} << 40;  // all-reduce ids of the timing probes
+  int64_t probe_id_ = kFirstProbeCallId;  // the next timing probe's call id (call_ids.h)
 };
-
-// The plan broadcast from rank 0 (docs/formats.md): f64 a_us, f64 b_us_per_byte, f64 ag_a_us,
-// f64 ag_b_us_per_byte, then per group i64 lo, i64 hi, i64 transport (0 dense, 1 factors).
-Bytes encode_plan(const mgwfbp::Plan& plan, const mgwfbp::CostModel& cost);
-// Throws CommError for a malformed message, a plan that is not a partition of `layers`, and a
-// factor group holding a layer without factors (has_factors[p]; empty: no layer has them).
-mgwfbp::Plan decode_plan(std::span<const std::byte> bytes, mgwfbp::CostModel& cost, int layers,
-                         const std::vector<char>& has_factors = {});
 
 }  // namespace sfb::cnn

@@ -51,15 +51,18 @@ inline constexpr size_t kAllreduceHeadBytes = 24;
 // Checks the length against the count and returns the head; throws CommError naming `who`.
 AllreduceHead parse_allreduce_head(const Message& m, const std::string& who);
 
+using LinkCost = sfb::LinkCost;  // core/collective_cost.h: the size rule, shared with the planner
+
 class Allreduce {
  public:
   virtual ~Allreduce() = default;
   // Sums `data` over every rank of the collective in place; `id` labels the call (increasing).
   virtual void run(std::span<float> data, int64_t id) = 0;
   virtual std::string name() const = 0;
+  // The link cost an engine that chooses its algorithm by size chooses by; every rank must set
+  // the same (a broadcast fit, or none: the default). An engine that chooses none ignores it.
+  virtual void set_cost(const LinkCost& c) { (void)c; }
 };
-
-using LinkCost = sfb::LinkCost;  // core/collective_cost.h: the size rule, shared with the planner
 
 struct AllreduceOptions {
   int64_t min_segment_bytes = int64_t{64} << 10;
@@ -80,7 +83,7 @@ class RankOrderAllreduce final : public Allreduce {
   void run(std::span<float> data, int64_t id) override;
   std::string name() const override { return "sfb"; }
   // The cost the size choice uses; every rank must set the same (a broadcast fit, or the default).
-  void set_cost(const LinkCost& c) { cost_ = c; }
+  void set_cost(const LinkCost& c) override { cost_ = c; }
   Algo algo_for(int64_t bytes) const;
 
  private:
