@@ -137,7 +137,8 @@ bool write_outputs(const Job& job, const sfb::cnn::ExecutorResult& r, const std:
   if (contended["oversubscribed"].get<bool>())
     fmt::print("  WARNING          {} ranks on {} cores: the times and predictions above measure contention\n",
                contended["ranks_on_host"].get<int>(), contended["cores"].get<int>());
-  if (r.stop_reason == "signal") fmt::print("  stopped          by a signal after iteration {}\n", r.iterations_done);
+  if (r.stop_reason == sfb::StopReason::kSignal)
+    fmt::print("  stopped          by a signal after iteration {}\n", r.iterations_done);
   if (const auto path = cfg.output.path(cfg.output.summary); !path.empty())
     attempt(path, [&] { sfb::write_file_atomic(path, sfb::to_document(summary)); });
   // The live profile (none when the run ended before planning), for mgwfbp-plan at other sizes.

@@ -345,7 +345,7 @@ Json cnn_summary(const sfb::Config& cfg, const sfb::cnn::ExecutorResult& r, int 
           {"backward_us", fixed(planned_mean(r, &S::backward_us), 1)},
           {"comm_wait_us", fixed(planned_mean(r, &S::comm_wait_us), 1)},
           {"replans", r.replans},
-          {"stop_reason", r.stop_reason == "iterations" ? "max_clocks" : r.stop_reason},
+          {"stop_reason", std::string(sfb::to_string(r.stop_reason))},
           {"start_iteration", r.start_iteration},
           {"iterations_done", r.iterations_done},
           {"final_test_loss", fixed(r.test_loss, 6)},

@@ -229,7 +229,7 @@ TEST(CnnCheckpoint, ASignalOnOneRankStopsEveryRankAtTheSameIterationWithACheckpo
   // Rank 2 is signalled from its second poll on (after iteration 20).
   const auto res = train(4, cfg, data, {}, [&](int r) { return r == 2 && ++polls >= 2 ? 15 : 0; });
   for (const auto& r : res) {
-    EXPECT_EQ(r.stop_reason, "signal");
+    EXPECT_EQ(r.stop_reason, StopReason::kSignal);
     EXPECT_EQ(r.iterations_done, 2 * kStopCheckEvery);
     EXPECT_EQ(r.checksum, res[0].checksum);
   }

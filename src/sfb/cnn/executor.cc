@@ -377,7 +377,7 @@ Executor::Run::Run(const Executor& ex)
   log_.emplace(cfg_.output, cfg_.eval.every, iters_, rank_, first_);
   if (!ex.hooks_.batch) sampler_.skip(first_ * cfg_.optimizer.minibatch);  // where an uninterrupted run would be
   res_.start_iteration = first_;
-  res_.stop_reason = "iterations";
+  res_.stop_reason = StopReason::kMaxClocks;
   for (int i = 0; i < net_.layers(); ++i) names_.push_back(net_.layer_label(i));
   for (int p = 0; p < net_.param_layers(); ++p) param_labels_.push_back(net_.param_label(p));
   if (first_ > 0 && !planner_.profiling(first_)) planned_at_ = first_;
@@ -399,13 +399,13 @@ bool Executor::Run::iteration(int64_t it) {
   planner_.record(it, st.forward_us, step_.layer_us, st.backward_us);
   after(it, res_.iterations.back(), groups);
   if (!signalled()) return true;
-  res_.stop_reason = "signal";
+  res_.stop_reason = StopReason::kSignal;
   return false;
 }
 
 bool Executor::Run::diverged(int64_t it, double loss) {
   res_.diverged_at = it;
-  res_.stop_reason = "diverged";
+  res_.stop_reason = StopReason::kDiverged;
   spdlog::error("the weights are no longer finite after iteration {} (loss {}): training diverged", it + 1, loss);
   return false;
 }

@@ -28,6 +28,7 @@
 #include "sfb/comm/transport.h"
 #include "sfb/core/config.h"
 #include "sfb/core/memory.h"
+#include "sfb/core/stop_reason.h"
 #include "sfb/io/dataset.h"
 #include "sfb/mgwfbp/planner.h"
 #include "sfb/mgwfbp/simulator.h"
@@ -64,10 +65,10 @@ struct ExecutorResult {
   std::vector<float> params;    // every parameter, param layers in forward order (cnn_file.h's order)
   std::vector<float> velocity;  // the momentum buffers, the same order
   NetworkSpec network;
-  uint64_t checksum = 0;        // of params
-  int64_t start_iteration = 0;  // resumed at (0: from the start)
-  int64_t iterations_done = 0;  // the iteration the weights are after
-  std::string stop_reason;      // "iterations", "signal" or "diverged"
+  uint64_t checksum = 0;                            // of params
+  int64_t start_iteration = 0;                      // resumed at (0: from the start)
+  int64_t iterations_done = 0;                      // the iteration the weights are after
+  StopReason stop_reason = StopReason::kMaxClocks;  // kMaxClocks (the iterations), kSignal or kDiverged
   mgwfbp::Plan plan;
   mgwfbp::CostModel cost;
   mgwfbp::Profile profile;
