@@ -56,8 +56,8 @@ grep -q "$MNT/run/model.bin not written: .*No space left on device; the last che
 no_partial_files 1
 resumable 1 100
 
-echo "== 2. full disk while writing metrics (12 KiB: the resolved config and one page of metrics)"
-mount_tmpfs 12k
+echo "== 2. full disk while writing metrics (16 KiB: the resolved config, plan.json and one page of metrics)"
+mount_tmpfs 16k
 run "$WORK/2.log" --set stop.max_clocks=500 --set eval.every=5 --set output.log_level=info --set output.model='""' --set output.summary='""'
 grep -q "metrics.jsonl: write failed: No space left on device; no more metrics lines are written" "$WORK/2.log" \
   || { cat "$WORK/2.log"; fail "no metrics error"; }
