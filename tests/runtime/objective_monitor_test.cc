@@ -5,10 +5,12 @@
 // previous one only after its weights were judged: finite weights whose objective diverged never
 // replace a good checkpoint.
 #include "sfb/runtime/objective_monitor.h"
+#include "sfb/runtime/stop_rule.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <thread>
 
 #include "sfb/io/checkpoint.h"
@@ -143,6 +145,33 @@ TEST(DualityGapStall, QuietWhileItShrinksWarnsWhenItStopsOrGrows) {
               ::testing::HasSubstr("SDCA converges too slowly: lower model.sdca_sigma"));
   // Halving every 3 evaluations (the damping of 4 on the same rows): quiet.
   EXPECT_EQ(duality_gap_stall(with_gaps({3.8, 2.9, 2.2, 1.7, 1.3, 1.0, 0.8, 0.62})), "");
+}
+
+// stop.gap_tol: a model's duality gap within that share of the objective is convergence; a model
+// without a gap, or the rule off, goes on.
+TEST(StopRule, ADualityGapWithinGapTolOfTheObjectiveIsConvergence) {
+  const auto record = [](int64_t clock, double objective, std::optional<double> gap) {
+    EvalRecord r;
+    r.clock = clock;
+    r.objective = objective;
+    r.extra = {{"w_norm", 1.0}};
+    if (gap) r.extra.emplace_back("duality_gap", *gap);
+    return r;
+  };
+  StopConfig stop;
+  stop.gap_tol = 0.01;
+  StopRule rule(stop);
+  std::vector<EvalRecord> records = {record(0, 2.0, 1.5)};
+  EXPECT_EQ(rule.decide(records), std::nullopt);
+  records.push_back(record(100, 1.0, 0.0101));  // 1.01% of the objective
+  EXPECT_EQ(rule.decide(records), std::nullopt);
+  records.push_back(record(200, 1.0, 0.0099));
+  EXPECT_EQ(rule.decide(records), StopReason::kConverged);
+  StopRule no_gap(stop);
+  EXPECT_EQ(no_gap.decide({record(0, 1.0, std::nullopt), record(100, 1.0, std::nullopt)}), std::nullopt);
+  stop.gap_tol = 0;
+  StopRule off(stop);
+  EXPECT_EQ(off.decide({record(0, 1.0, 0.0)}), std::nullopt);
 }
 
 }  // namespace

@@ -327,7 +327,8 @@ TEST(Worker, SignalStopsTheJobCleanly) {
   });
   set_stop_signal(0);
   EXPECT_EQ(res[0].stop_reason, StopReason::kSignal);
-  EXPECT_EQ(res[0].stop_detail, "rank 2 received signal 15");
+  // The signal flag is the process's: any rank's thread may see it first (one process here).
+  EXPECT_THAT(res[0].stop_detail, ::testing::MatchesRegex("rank [0-3] received signal 15"));
   EXPECT_GE(res[0].final_clock, 25);
   EXPECT_LT(res[0].final_clock, 100000);
   for (const auto& r : res) EXPECT_EQ(r.final_clock, res[0].final_clock);

@@ -480,6 +480,10 @@ const std::vector<Field>& schema() {
                              "(0: only when not finite).")));
     f.push_back(sfb_mode(int_field("stop.patience", &Config::stop, &StopConfig::patience, 1, 1 << 20,
                                    "Evaluations the relative change must stay below rel_tol.")));
+    f.push_back(sfb_mode(float_field("stop.gap_tol", &Config::stop, &StopConfig::gap_tol, 0.0, 1.0,
+                                     "Models that report a duality gap (model.solver = \"sdca\"): stop as "
+                                     "converged once the gap is at most this share of the objective, like "
+                                     "liblinear's -e (0: off).")));
     f.push_back(int_field("checkpoint.every", &Config::checkpoint, &CheckpointConfig::every, 0, kMaxClock,
                           "Rank 0 writes a checkpoint every this many clocks (0: only when the run "
                           "stops). Needs checkpoint.path."));

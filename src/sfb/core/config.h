@@ -234,6 +234,9 @@ struct StopConfig {
   double target_objective = 0.0;
   double rel_tol = 0.0;
   int64_t patience = 3;
+  // Models that report a duality gap (L2-MLR's SDCA): converged once the gap is at most this share
+  // of the objective, liblinear's -e in spirit (0: off).
+  double gap_tol = 0.01;
   double divergence_factor = 100.0;  // diverged when the objective exceeds this times its start (0: off)
   double max_replica_drift = 0.0;    // > 0: replica drift above this ends the run (exit 4)
   double max_epochs = 0.0;           // 0: off

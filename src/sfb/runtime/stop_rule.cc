@@ -34,6 +34,14 @@ std::optional<StopReason> StopRule::decide(const std::vector<EvalRecord>& record
   }
   if (stop_.target_accuracy > 0 && r.accuracy >= stop_.target_accuracy) return StopReason::kTargetAccuracy;
   if (stop_.target_objective > 0 && r.objective <= stop_.target_objective) return StopReason::kTargetObjective;
+  if (stop_.gap_tol > 0)
+    for (const auto& [key, gap] : r.extra)
+      if (key == "duality_gap" && std::isfinite(gap) && gap <= stop_.gap_tol * std::abs(r.objective)) {
+        spdlog::info(
+            "converged at clock {}: the duality gap {:.4g} is within stop.gap_tol = {} of the objective {:.6g}",
+            r.clock, gap, stop_.gap_tol, r.objective);
+        return StopReason::kConverged;
+      }
   if (stop_.rel_tol > 0 && std::isfinite(prev)) {
     const double rel = std::abs(prev - r.objective) / std::max(std::abs(prev), 1e-12);
     below_tol_ = rel < stop_.rel_tol ? below_tol_ + 1 : 0;

@@ -16,8 +16,9 @@ class StopRule {
  public:
   explicit StopRule(const StopConfig& stop) : stop_(stop) {}
   // After `records`, every evaluation so far with the newest last: why the run stops now
-  // (diverged, replica drift, target accuracy or objective, converged), or nullopt to go on. Logs
-  // an error for the first two. Call it once per new record.
+  // (diverged, replica drift, target accuracy or objective, converged: the objective flat by
+  // stop.rel_tol, or a model's duality gap within stop.gap_tol of it), or nullopt to go on. Logs an
+  // error for the first two. Call it once per new record.
   std::optional<StopReason> decide(const std::vector<EvalRecord>& records);
   // r's objective is not finite, or above stop.divergence_factor times the first record's.
   bool diverged(const EvalRecord& r, const std::vector<EvalRecord>& records) const;
