@@ -11,6 +11,7 @@
 
 #include "job.h"
 #include "lr_search.h"
+#include "machine.h"
 #include "report.h"
 #include "sfb/cnn/cnn_file.h"
 #include "sfb/cnn/cuda/cuda_backend.h"
@@ -20,7 +21,6 @@
 #include "sfb/comm/setup_collectives.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
-#include "sfb/core/machine.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/sampler.h"
 #include "sfb/mgwfbp/profile.h"

@@ -8,8 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include "../gnuplot.h"
+#include "lr_policy.h"
 #include "sfb/core/files.h"
-#include "sfb/core/lr_search.h"
 #include "sfb/core/timer.h"
 
 namespace sfbd {

@@ -1,5 +1,5 @@
 #pragma once
-// optimizer.lr = "auto" and --find-lr, for both modes: the search (sfb/core/lr_search.h's policy)
+// optimizer.lr = "auto" and --find-lr, for both modes: the search (lr_policy.h's policy)
 // run through a mode's own trial, its log lines, summary.json's lr_search record and the table and
 // plot of --find-lr.
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "job.h"
+#include "lr_policy.h"
 #include "sfb/core/json.h"
-#include "sfb/core/lr_search.h"
 #include "sfb/io/dataset.h"
 
 namespace sfbd {

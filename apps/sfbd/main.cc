@@ -22,9 +22,9 @@
 #include "sfb/cnn/cuda/cuda_backend.h"
 #include "sfb/cnn/onednn_layers.h"
 #include "sfb/comm/setup_collectives.h"
+#include "sfb/comm/transport/crypto.h"
 #include "sfb/comm/transport/latency.h"
 #include "sfb/comm/transport/tcp.h"
-#include "sfb/core/crypto.h"
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/gemm.h"
@@ -162,7 +162,7 @@ bool secrets_agree(Job& job, const std::string& secret) {
   int64_t digest = 0;
   if (!secret.empty()) {
     const std::string labelled = "sfb comm.secret_file digest\n" + secret;
-    const sfb::Digest d = sfb::sha256(std::as_bytes(std::span(labelled.data(), labelled.size())));
+    const sfb::comm::Digest d = sfb::comm::sha256(std::as_bytes(std::span(labelled.data(), labelled.size())));
     std::memcpy(&digest, d.data(), sizeof(digest));
   }
   const auto all = job.mpi.allgather(digest);

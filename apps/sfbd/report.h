@@ -28,7 +28,7 @@ struct SfbRun {
   sfb::Json lr_search = nullptr;                // optimizer.lr = "auto": the candidates and the choice
   RankMemory memory;
   // Of the CPU time the machine wanted during training, the share the hypervisor gave to other
-  // guests (core/machine.h MachineWatch; -1: unknown): the timing of a run with a large one is the
+  // guests (machine.h MachineWatch; -1: unknown): the timing of a run with a large one is the
   // neighbours' as much as sfb's.
   double cpu_stolen_share = -1;
   // runtime/still_improving.h: the run stopped at its limit while still improving; "" otherwise.

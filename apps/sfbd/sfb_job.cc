@@ -12,6 +12,7 @@
 
 #include "job.h"
 #include "lr_search.h"
+#include "machine.h"
 #include "predict.h"
 #include "report.h"
 #include "sfb/baselines/dense_update.h"
@@ -22,7 +23,6 @@
 #include "sfb/core/error.h"
 #include "sfb/core/files.h"
 #include "sfb/core/hash.h"
-#include "sfb/core/machine.h"
 #include "sfb/io/checkpoint.h"
 #include "sfb/io/load_data.h"
 #include "sfb/io/model_file.h"
@@ -790,7 +790,7 @@ int profile_sfb(Job& job, const std::string& path, bool partial) {
 }
 
 // One candidate of the learning-rate search: `clocks` clocks from the start W with the optimizer
-// `opt` (core/lr_search.h) and a model instance of its own, as an unwatched run
+// `opt` (lr_policy.h) and a model instance of its own, as an unwatched run
 // (runtime::unwatched_run: no evaluation between its start and its end, whose drift sketches would
 // outlive it on the transport), rank 0 training on the rows `held` leaves it; rank 0's monitor
 // evaluates the held-out rows' objective and accuracy at both ends, and every rank learns them.

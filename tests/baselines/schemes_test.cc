@@ -25,6 +25,7 @@
 #include "sfb/baselines/scheme_bytes.h"
 #include "sfb/comm/transport/latency.h"
 #include "sfb/core/error.h"
+#include "sfb/core/halton.h"
 #include "sfb/core/hash.h"
 #include "sfb/core/row_blocks.h"
 #include "sfb/io/load_data.h"
@@ -335,7 +336,7 @@ TEST(Halton, OffsetsFollowTheSequenceAndSkipRepeats) {
   EXPECT_THAT(runtime::Topology::halton_offsets(6, 2), ElementsAre(3, 1));
   EXPECT_THAT(runtime::Topology::halton_offsets(8, 0), ElementsAre(4, 2, 6));  // Q = log2 8
   EXPECT_THAT(runtime::Topology::halton_offsets(5, 4), ElementsAre(2, 1, 3, 4));
-  EXPECT_EQ(runtime::Topology::default_halton_q(6), 3);
+  EXPECT_EQ(sfb::halton_receivers(6, 0), 3);
   EXPECT_TRUE(runtime::Topology::halton_offsets(1, 0).empty());
   const auto t = runtime::Topology::halton(6, 2);
   EXPECT_THAT(t.out[0], ElementsAre(3, 1));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# optimizer.lr = "auto" (issue 39): the search (core/lr_search.h) trains each candidate from the start
+# optimizer.lr = "auto" (issue 39): the search (apps/sfbd/lr_policy.h) trains each candidate from the start
 # and keeps the rate with the best held-out accuracy; two runs of one BSP job choose the same rate
 # (the trials are seeded like the run); the choice is in the log, config.resolved.toml and
 # summary.json's lr_search; the run with the chosen rate is within 0.5 points of the best hand-set

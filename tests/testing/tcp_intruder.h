@@ -22,9 +22,9 @@
 
 #include <gtest/gtest.h>
 
+#include "sfb/comm/transport/crypto.h"
 #include "sfb/comm/transport/tcp_connect.h"
 #include "sfb/comm/transport/tcp_handshake.h"
-#include "sfb/core/crypto.h"
 #include "testing/rank_threads.h"
 
 namespace sfb::testing {
@@ -104,7 +104,7 @@ class Intruder {
       Bytes reply(comm::tcp::kReplyBytes);
       if (!read_all(fd, reply)) return;
       Bytes finish(comm::tcp::kFinishBytes);
-      secure_random(finish);
+      comm::secure_random(finish);
       if (::send(fd, finish.data(), finish.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(finish.size())) return;
       Bytes ack(comm::tcp::kAckBytes);
       if (!read_all(fd, ack)) ++forged_refused_;

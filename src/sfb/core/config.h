@@ -161,7 +161,7 @@ struct ModelConfig {
 
 struct OptimizerConfig {
   double lr = 0.1;
-  bool lr_auto = false;  // optimizer.lr = "auto": sfbd searches it at start-up (core/lr_search.h)
+  bool lr_auto = false;  // optimizer.lr = "auto": sfbd searches it at start-up (apps/sfbd/lr_policy.h)
   // Not a key: the config said "auto" (kept once the search or a checkpoint resolved lr). The
   // fingerprints compare what the user wrote, so a job resumes from its own checkpoints.
   bool lr_auto_written = false;

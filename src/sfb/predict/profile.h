@@ -207,7 +207,7 @@ struct SchemeProfile {
   // build's profile.
   std::vector<std::string> skipped;
   // Of the CPU time the machine wanted while it was measured, the share a hypervisor gave to other
-  // guests (core/machine.h steal_share; -1: unknown or not recorded: an earlier build's profile had
+  // guests (apps/sfbd/machine.h steal_share; -1: unknown or not recorded: an earlier build's profile had
   // cpu_steal_share, a share of all the CPU time, idle included, which is not read). Not used by
   // the predictions: it says how far the machine's neighbours may have slowed what the profile timed.
   double cpu_stolen_share = -1.0;

@@ -8,6 +8,7 @@
 
 #include "sfb/core/collective_cost.h"
 #include "sfb/core/error.h"
+#include "sfb/core/halton.h"
 #include "sfb/core/row_blocks.h"
 
 namespace sfb::predict {
@@ -79,11 +80,7 @@ Scheme parse_scheme(const std::string& spec) {
   return s;
 }
 
-int halton_q(int nodes, int q) {
-  if (nodes <= 1) return 0;
-  const int dflt = static_cast<int>(std::ceil(std::log2(static_cast<double>(nodes))));
-  return std::clamp(q > 0 ? q : dflt, 1, nodes - 1);
-}
+int halton_q(int nodes, int q) { return sfb::halton_receivers(nodes, q); }
 
 double allreduce_s(int64_t bytes, int nodes, const Link& link) {
   if (nodes <= 1 || bytes <= 0) return 0.0;

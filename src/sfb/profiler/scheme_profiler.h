@@ -100,7 +100,7 @@ struct ProfileRequest {
   const io::Dataset* test = nullptr;
   int workers = 0;
   int ranks_on_host = 1;  // MPI's ranks on this host (the fallback without a boot id)
-  double cores = 1;       // the cores this rank's CPU budget allows (core/machine.h)
+  double cores = 1;       // the cores this rank's CPU budget allows (apps/sfbd/machine.h)
   std::string cpu_group;  // the cgroup of that budget ("" none): ranks in one share it
   int repeats = 3;
   double budget_s = 60;  // the whole profile's time, which bounds the engines' clocks

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "sfb/core/error.h"
+#include "sfb/core/halton.h"
 
 namespace sfb::runtime {
 
@@ -57,7 +58,7 @@ Topology make_topology(const Config& cfg, int workers) {
 std::optional<int64_t> halton_receivers(const Config& cfg, int workers) {
   if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull || workers < 2)
     return std::nullopt;
-  return std::min<int64_t>(workers - 1, cfg.sfb.halton_q > 0 ? cfg.sfb.halton_q : Topology::default_halton_q(workers));
+  return sfb::halton_receivers(workers, cfg.sfb.halton_q);
 }
 
 bool halton_is_full_broadcast(const Config& cfg, int workers) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sfb/core/error.h"
+#include "sfb/core/halton.h"
 
 namespace sfb::runtime {
 
@@ -69,16 +70,9 @@ std::vector<std::vector<int>> Topology::islands() const {
   return groups;
 }
 
-int Topology::default_halton_q(int size) {
-  int q = 0;
-  while ((1 << q) < size) ++q;
-  return std::max(q, size > 1 ? 1 : 0);
-}
-
 std::vector<int> Topology::halton_offsets(int size, int q) {
   SFB_ENFORCE(size >= 1, "size {}", size);
-  if (q <= 0) q = default_halton_q(size);
-  q = std::min(q, size - 1);
+  q = sfb::halton_receivers(size, q);
   std::vector<int> offsets;
   std::vector<char> seen(static_cast<size_t>(size), 0);
   seen[0] = 1;

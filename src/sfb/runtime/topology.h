@@ -50,7 +50,6 @@ struct Topology {
   static std::vector<int> halton_cycle(int size);
   // The first `q` distinct non-zero offsets floor(P * h_k) (fewer when P - 1 < q).
   static std::vector<int> halton_offsets(int size, int q);
-  static int default_halton_q(int size);
 
  private:
   int rotating_receiver(int p, int64_t clock, int i) const;

@@ -19,8 +19,8 @@
 #include <span>
 #include <string>
 
+#include "sfb/comm/transport/crypto.h"
 #include "sfb/core/bytes.h"
-#include "sfb/core/crypto.h"
 
 namespace sfb::comm::tcp {
 

@@ -3,14 +3,14 @@
 // SHA-256 (FIPS 180-4), HMAC-SHA256 (RFC 2104), bytes from the kernel's CSPRNG, and a comparison
 // whose time does not depend on where two MACs differ. Written here rather than linked from
 // OpenSSL: sfb authenticates its connection set-up, it does not encrypt traffic, and these ~150
-// lines are checked against the published test vectors (tests/core/crypto_test.cc).
+// lines are checked against the published test vectors (tests/comm/crypto_test.cc).
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
 
-namespace sfb {
+namespace sfb::comm {
 
 using Digest = std::array<std::byte, 32>;
 
@@ -41,4 +41,4 @@ void secure_random(std::span<std::byte> out);
 // a == b in time that depends only on their sizes.
 bool equal_constant_time(std::span<const std::byte> a, std::span<const std::byte> b);
 
-}  // namespace sfb
+}  // namespace sfb::comm

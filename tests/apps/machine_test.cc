@@ -1,4 +1,4 @@
-#include "sfb/core/machine.h"
+#include "sfbd/machine.h"
 
 #include <gtest/gtest.h>
 

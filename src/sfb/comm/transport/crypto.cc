@@ -1,4 +1,4 @@
-#include "sfb/core/crypto.h"
+#include "sfb/comm/transport/crypto.h"
 
 #include <sys/random.h>
 
@@ -10,7 +10,7 @@
 
 #include "sfb/core/error.h"
 
-namespace sfb {
+namespace sfb::comm {
 
 namespace {
 
@@ -136,4 +136,4 @@ bool equal_constant_time(std::span<const std::byte> a, std::span<const std::byte
   return diff == std::byte{0};
 }
 
-}  // namespace sfb
+}  // namespace sfb::comm

@@ -1,4 +1,4 @@
-#include "sfb/core/lr_search.h"
+#include "sfbd/lr_policy.h"
 
 #include <cmath>
 #include <limits>

@@ -1,6 +1,6 @@
 // SHA-256 and HMAC-SHA256 against the published vectors (FIPS 180-4 examples, RFC 4231), split
 // updates against one-shot digests, and the CSPRNG's bytes.
-#include "sfb/core/crypto.h"
+#include "sfb/comm/transport/crypto.h"
 
 #include <set>
 #include <string>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-namespace sfb {
+namespace sfb::comm {
 namespace {
 
 std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
@@ -63,4 +63,4 @@ TEST(SecureRandom, FillsEveryByteAndNeverRepeats) {
 }
 
 }  // namespace
-}  // namespace sfb
+}  // namespace sfb::comm

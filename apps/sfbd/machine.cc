@@ -1,4 +1,4 @@
-#include "sfb/core/machine.h"
+#include "machine.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "sfb/core/lr_search.h"
+#include "lr_policy.h"
 
 #include <algorithm>
 #include <cmath>
