@@ -400,7 +400,7 @@ bool write_outputs(const Job& job, const Setup& s, const sfb::runtime::WorkerRes
     // bad (diverged, or replicas that went separate ways): the log says so.
     if (!result.weights->all_finite_unlocked())
       spdlog::error("{} not written: the final W has non-finite values (the run diverged)", path);
-    else if (sfb::judged_bad(result.stop_reason))
+    else if (sfb::is_failure(result.stop_reason))
       spdlog::error("{} not written: the run stopped with reason \"{}\"", path, sfb::to_string(result.stop_reason));
     else
       attempt(path, [&] { sfb::io::write_model(path, result.weights->file_order_unlocked(), model_meta(cfg, s)); });
@@ -851,7 +851,7 @@ int end_of_run(Job& job, const Setup& s, const sfb::runtime::WorkerResult& resul
   if (job.rank() == 0) {
     const bool written = write_outputs(job, s, result, std::move(memory), steal,
                                        still_improving_warning(job.cfg, s, result), std::move(sharded));
-    const bool bad = sfb::judged_bad(result.stop_reason);
+    const bool bad = sfb::is_failure(result.stop_reason);
     code = bad ? kExitDiverged : written ? kExitOk : kExitFailed;
   }
   job.transport.reset();

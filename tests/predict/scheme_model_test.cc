@@ -21,6 +21,7 @@
 #include "sfb/comm/transport/faulty.h"
 #include "sfb/core/error.h"
 #include "sfb/core/fit.h"
+#include "sfb/core/halton.h"
 #include "sfb/core/links.h"
 #include "sfb/core/row_blocks.h"
 #include "sfb/io/load_data.h"
@@ -140,8 +141,8 @@ TEST(SchemeModel, PhasesAddUpAndScaleAsTheModelSays) {
   EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), {8, l, 0}).compute_s, p.sf_s);
   EXPECT_DOUBLE_EQ(shared16.compute_s, 2 * p.sf_s);
   EXPECT_DOUBLE_EQ(predict(p, Scheme::sfb_full(), {16, l, 1}).compute_s, p.sf_s);
-  EXPECT_EQ(halton_q(8, 0), 3);
-  EXPECT_EQ(halton_q(4, 9), 3);
+  EXPECT_EQ(sfb::halton_receivers(8, 0), 3);
+  EXPECT_EQ(sfb::halton_receivers(4, 9), 3);
 }
 
 // One catalogue of links for both predictors: "10gbe" is the same link in sfb-plan and mgwfbp-plan.

@@ -23,14 +23,12 @@ enum class StopReason {
 // "converged", "signal", "diverged", "replica_drift", "error".
 std::string_view to_string(StopReason r);
 
-// The run ended because its weights are bad (diverged, replicas apart) or a thread failed: no model
-// or checkpoint of those weights is written, and the exit status says so.
+// The run ended because its weights are bad (diverged, replicas apart; this outranks a budget that
+// ran out first) or a thread failed: no model or checkpoint of those weights is written, and the
+// exit status says so.
 constexpr bool is_failure(StopReason r) {
   return r == StopReason::kDiverged || r == StopReason::kReplicaDrift || r == StopReason::kError;
 }
-
-// The weights were judged bad (diverged or replicas apart): they outrank a budget that ran out first.
-constexpr bool judged_bad(StopReason r) { return r == StopReason::kDiverged || r == StopReason::kReplicaDrift; }
 
 // The run used up its budget (clocks or seconds) rather than meeting a goal.
 constexpr bool is_budget(StopReason r) { return r == StopReason::kMaxClocks || r == StopReason::kMaxSeconds; }

@@ -80,8 +80,6 @@ Scheme parse_scheme(const std::string& spec) {
   return s;
 }
 
-int halton_q(int nodes, int q) { return sfb::halton_receivers(nodes, q); }
-
 double allreduce_s(int64_t bytes, int nodes, const Link& link) {
   if (nodes <= 1 || bytes <= 0) return 0.0;
   return allreduce_us(bytes, nodes, link_cost(link)) * 1e-6;
@@ -383,7 +381,8 @@ Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, dou
   switch (s.kind) {
     case sfb::Scheme::kSfb:
       r.compute_s = x.sf_s + ev * an.eval;
-      predict_broadcast(p, an, x, sh, s.is_halton() ? halton_q(t.nodes, s.q) : t.nodes - 1, s.is_halton(), t, r);
+      predict_broadcast(p, an, x, sh, s.is_halton() ? sfb::halton_receivers(t.nodes, s.q) : t.nodes - 1, s.is_halton(),
+                        t, r);
       break;
     case sfb::Scheme::kAllreduce: predict_allreduce(p, an, x, sh, ev * an.eval_allreduce, t, r); break;
     case sfb::Scheme::kFms: predict_fms(p, an, x, sh, s.servers > 0 ? s.servers : t.nodes, ev, t, r); break;

@@ -148,8 +148,6 @@ struct Prediction {
   double time_to_target_s = -1;     // clocks_to_target * clock_s (-1: no clocks given)
 };
 
-// The Halton peers per clock at N workers for q (0: ceil(log2 N), at most N - 1): core/halton.h.
-int halton_q(int nodes, int q);
 // The dense all-reduce of `bytes` on `nodes` ranks over `link` (sfb's algorithm choice).
 double allreduce_s(int64_t bytes, int nodes, const Link& link);
 Prediction predict(const SchemeProfile& p, const Scheme& s, const Target& t, double clocks_to_target = -1);

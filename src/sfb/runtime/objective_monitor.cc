@@ -215,7 +215,7 @@ void ObjectiveMonitor::checkpoint_if_good(int64_t clock, const View& w, const Ev
   std::string why;
   {
     std::lock_guard lock(mu_);
-    if (stop_reason_ && judged_bad(*stop_reason_))
+    if (stop_reason_ && is_failure(*stop_reason_))
       why = fmt::format("the run stopped as \"{}\"", to_string(*stop_reason_));
     else if (!w.finite)
       why = "W has non-finite values";

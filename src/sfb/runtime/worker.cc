@@ -237,7 +237,7 @@ WorkerResult Worker::result() const {
     r.stop_detail = s.comm->stop().stop_detail();
     // The monitor may judge the last evaluations after the stop protocol ended the job (at
     // max_clocks, say): weights that diverged still make a diverged run.
-    if (const auto m = s.monitor->stop_reason(); m && judged_bad(*m)) r.stop_reason = *m;
+    if (const auto m = s.monitor->stop_reason(); m && is_failure(*m)) r.stop_reason = *m;
     r.drift_warnings = s.monitor->drift_warnings();
     r.convergence_warning = s.monitor->convergence_warning();
   }
