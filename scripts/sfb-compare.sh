@@ -302,9 +302,10 @@ verdict() {
     printf "Break-even for this job (J = %d, D = %d, K = %d, P = %d): per pair of workers SFB sends K (J + D) = %.4g floats against the full matrix J D = %.4g (ratio %.3g: SFB sends fewer when < 1); whole job, SFB full P (P - 1) K (J + D) against the all-reduce 2 (P - 1) J D: ratio P K (J + D) / (2 J D) = %.3g, growing as P (P^2 against the all-reduce'"'"'s 2 (P - 1) / P per worker); %s.\n", J, D, K, P, pair, full, pair / full, P * pair / (2 * full), where
   }'
   awk -v J="$J" -v D="$D" -v K="$K" -v P="$P" 'BEGIN {
-    sfb = (P - 1) * K * (J + D); ar = 2 * (P - 1) / P * J * D; fms = J * D; sh = (P - 1) * K * (D + 7)
-    pstar = 2 * J * D / (K * (D + 7))
-    printf "All four schemes, floats a worker sends a clock at P = %d (dense rows; the sharded scheme sends 2 z + 7 for a row of z nonzeros): SFB full (P - 1) K (J + D) = %.4g; the all-reduce 2 (P - 1) / P J D = %.4g; FMS J D = %.4g pushed (as many pulled); sharded (P - 1) K (D + 7) = %.4g (its rows, labels and 5 statistics a sample). The sharded scheme sends fewer than SFB whenever J > 7 and fewer than the all-reduce while P < 2 J D / (K (D + 7)) = %.3g; it holds J D / P floats of W and applies K J D a clock on each rank, where SFB holds J D and applies P K J D.\n", P, sfb, ar, fms, sh, pstar
+    sfb = (P - 1) * K * (J + D); ar = 2 * (P - 1) / P * J * D; fms = J * D; sh = (P - 1) * K * (D + 1 + 5 * P)
+    # the largest worker count at which the sharded scheme still sends fewer than the all-reduce
+    for (pmax = 1; pmax < 100000 && (pmax + 1) * K * (D + 1 + 5 * (pmax + 1)) < 2 * J * D; pmax++) {}
+    printf "All four schemes, floats a worker sends a clock at P = %d (dense rows; a sparse row of z nonzeros is 2 z + 1 in place of D): SFB full (P - 1) K (J + D) = %.4g; the all-reduce 2 (P - 1) / P J D = %.4g; FMS J D = %.4g pushed (as many pulled); sharded (P - 1) K (D + 1 + 5 P) = %.4g (its K rows and labels, and its share of the P K samples'"'"' 5 statistics (MLR), to each other rank). The sharded scheme sends fewer than SFB while J > 1 + 5 P and fewer than the all-reduce while P K (D + 1 + 5 P) < 2 J D: up to P = %d; it holds J D / P floats of W and applies K J D a clock on each rank, where SFB holds J D and applies P K J D.\n", P, sfb, ar, fms, sh, pmax
   }'
   echo "Bytes ratios are from the measured counters, or the theory where MPI's all-reduce moved the bytes; the winner of bytes need not be the winner of time when the link is not the bottleneck."
 }

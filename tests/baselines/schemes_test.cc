@@ -31,6 +31,7 @@
 #include "sfb/io/load_data.h"
 #include "sfb/models/registry.h"
 #include "sfb/runtime/model_prox.h"
+#include "sfb/runtime/sharded_worker.h"
 #include "sfb/runtime/study_hooks.h"
 #include "sfb/runtime/topology.h"
 #include "sfb/runtime/worker.h"
@@ -56,7 +57,8 @@ struct SchemeRun {
   std::vector<ServerStats> servers;
 };
 
-// P workers (+ fms.servers server ranks for FMS) as threads over the in-process transport.
+// P workers (+ fms.servers server ranks for FMS) as threads over the in-process transport; the
+// sharded scheme's workers hold their block of W's rows (runtime/sharded_worker.h).
 SchemeRun run_scheme(int P, const Config& cfg) {
   const int S = cfg.comm.scheme == sfb::Scheme::kFms ? static_cast<int>(cfg.fms.servers) : 0;
   SchemeRun out;
@@ -66,6 +68,13 @@ SchemeRun run_scheme(int P, const Config& cfg) {
     const int r = t.rank();
     // A server builds the model on a worker's partition for its proximal step, as sfbd does.
     const int part = r < P ? r : (r - P) % P;
+    if (cfg.comm.scheme == sfb::Scheme::kSharded) {
+      const auto data = io::load_data(cfg.data, cfg.job.seed, io::LoadRequest{r, P, true, cfg.eval.train_sample});
+      auto model = models::make_model(cfg, data.train, data.total_train, r, P);
+      runtime::ShardedWorker w(cfg, t, data.train, data.eval_sample, &data.test, *model, {});
+      out.workers[static_cast<size_t>(r)] = w.run();
+      return;
+    }
     const auto data = io::load_data(cfg.data, cfg.job.seed, part, P, r == 0);
     auto model = models::make_model(cfg, data.train, data.total_train, part, P);
     if (r >= P) {
@@ -288,6 +297,85 @@ TEST_P(SchemeBytes, MeasuredBytesPerClockMatchTheory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DenseAndSparseV, SchemeBytes, ::testing::Values(1.0, 0.2));
+
+// The SFB paper's table of costs per clock (its Table 1, as docs/paper.md states it; floats of 4
+// bytes), checked against what the schemes send and apply, for several (P, K, J, D, Q):
+//   bytes, the whole job:  SFB full P (P-1) K (J + D); Halton P Q K (J + D); FMS 2 P J D (every
+//                          worker pushes J D and pulls J D); the all-reduce 2 (P-1) J D; sharded
+//                          P (P-1) K (D + 1 + P w) (every rank's K rows and labels to the others,
+//                          and its share of the P K samples' w statistics, MLR's w = 5);
+//   update, per worker:    SFB full P K pairs on its J rows; Halton (Q + 1) K (its own and its Q
+//                          in-neighbours'); sharded P K pairs on its J / P rows.
+// Measured as the difference of two runs' counters (10 and 20 clocks), so the start, the
+// evaluation at clock 0 and the end's are left out as the table leaves them out. What the table
+// does not count is framing: a message head for each peer a clock (SFB 56 bytes to every peer,
+// its batch's or a clock marker; sharded 29; the ring all-reduce 24 a step; FMS 96 a worker),
+// bounded here by 64 bytes an ordered pair of ranks. A protocol change that sends more or fewer
+// bytes a clock, or a formula changed here or in docs/paper.md, fails it.
+struct CostCase {
+  int P;
+  int64_t K, J, D;
+  int Q;  // Halton's receivers
+};
+
+class PaperCostTable : public ::testing::TestWithParam<CostCase> {};
+
+TEST_P(PaperCostTable, BytesAndUpdatesPerClockAreTheTables) {
+  const CostCase k = GetParam();
+  Config cfg = testing::with_schedule(testing::quiet_synthetic(k.D - 1, k.J, 400, 40), k.K, 0.1, 1000, 40);
+  cfg.runtime.peer_timeout_s = 60;
+  const double P = k.P, K = static_cast<double>(k.K), J = static_cast<double>(k.J), D = static_cast<double>(k.D),
+               Q = k.Q, w = 5;
+  struct Row {
+    std::string scheme;
+    double bytes;  // the table's, the whole job's per clock
+    double pairs;  // pairs a worker applies a clock (0: a dense update, not counted in pairs)
+  };
+  const std::vector<Row> table = {
+      {"sfb", 4 * P * (P - 1) * K * (J + D), P * K},
+      {"halton", 4 * P * Q * K * (J + D), (Q + 1) * K},
+      {"fms", 4 * 2 * P * J * D, 0},
+      {"allreduce", 4 * 2 * (P - 1) * J * D, 0},
+      {"sharded", 4 * P * (P - 1) * K * (D + 1 + P * w), P * K},
+  };
+  const std::string shape = fmt::format("P {} K {} J {} D {} Q {}", k.P, k.K, k.J, k.D, k.Q);
+  for (const Row& row : table) {
+    Config c = cfg;
+    if (row.scheme == "halton") {
+      c.sfb.broadcast = sfb::Broadcast::kHalton;
+      c.sfb.halton_q = k.Q;
+      c.sfb.reconcile = sfb::Reconcile::kOff;  // the paper's Halton has no reconciliation
+    } else {
+      c.comm.scheme = *choice_named<Scheme>(row.scheme);
+    }
+    std::vector<int64_t> bytes, pairs;
+    for (int64_t clocks : {10, 20}) {
+      c.stop.max_clocks = clocks;
+      const auto run = run_scheme(k.P, c);
+      int64_t b = 0;
+      for (const auto& wr : run.workers) {
+        ASSERT_EQ(wr.final_clock, clocks) << row.scheme;
+        b += wr.self.bytes_sent + wr.self.bytes_from_servers;
+      }
+      bytes.push_back(b);
+      pairs.push_back(run.workers[static_cast<size_t>(k.P - 1)].self.pairs_applied);
+    }
+    const double measured = static_cast<double>(bytes[1] - bytes[0]) / 10.0;
+    // Whatever the table leaves out is framing: at most 64 bytes a clock for each ordered pair of
+    // ranks that talk (worker to worker; FMS: worker to server, both ways).
+    const double framing = row.scheme == "fms" ? 2 * 64 * P : 64 * P * (P - 1);
+    EXPECT_GE(measured, row.bytes) << row.scheme << " at " << shape << ": " << measured << " bytes a clock";
+    EXPECT_LE(measured - row.bytes, framing)
+        << row.scheme << " at " << shape << ": " << measured << " bytes a clock, the table's " << row.bytes;
+    if (row.pairs > 0) {
+      EXPECT_EQ(static_cast<double>(pairs[1] - pairs[0]) / 10.0, row.pairs) << row.scheme << " at " << shape;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PaperCostTable,
+                         ::testing::Values(CostCase{2, 8, 24, 401, 1}, CostCase{3, 16, 12, 301, 2},
+                                           CostCase{5, 4, 30, 501, 2}, CostCase{5, 6, 40, 257, 1}));
 
 TEST(SchemeBytes, ReconciliationsInARunCountTheOneItEndsOn) {
   EXPECT_EQ(reconciliations_in_run(0, 40, 5), 8);    // 5, 10, ..., 40: the last is periodic
