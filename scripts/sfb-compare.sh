@@ -91,7 +91,11 @@ need_int() {  # <option> <value> <min>
 need_int --repeats "$repeats" 1
 need_int --np "$np" 1
 need_int --servers "$servers" 1
-[ -z "$q" ] || need_int --q "$q" 1
+if [ -n "$q" ]; then  # a comma list: every element a count
+  IFS=, read -r -a q_list <<< "$q"
+  [ "${#q_list[@]}" -gt 0 ] && [[ "$q" != *, ]] || { echo "sfb-compare: --q must be a comma list of integers >= 1, got '$q'" >&2; exit 2; }
+  for qv in "${q_list[@]}"; do need_int --q "$qv" 1; done
+fi
 [ -z "$k" ] || need_int --k "$k" 1
 IFS=, read -r -a stale_list <<< "$stales"
 for st in "${stale_list[@]}"; do
@@ -359,18 +363,21 @@ base_ttt=""
 gp_dir=$(mktemp -d)
 trap 'rm -rf "$gp_dir"' EXIT
 cat > "$gp_dir/lines.gp" <<'GP'
-# ARGV: png, x column, y column, x label, y label, title, target ("" for none), then (data file, title) pairs
+# ARGV: png, data file, series, x column, y column, x label, y label, title, target ("" for none).
+# The data file holds one block per series (two blank lines apart), each headed by its title in
+# quotes: gnuplot takes at most 9 arguments, so the series travel as data, never as commands.
 set terminal pngcairo size 900,560 noenhanced
 set output ARGV[1]
 set key top right
 set grid
-set xlabel ARGV[4]
-set ylabel ARGV[5]
-set title ARGV[6]
-if (strlen(ARGV[7]) > 0) { target = real(ARGV[7]); set arrow from graph 0, first target to graph 1, first target nohead dt 2 lc rgb 'gray' }
-xcol = int(ARGV[2])
-ycol = int(ARGV[3])
-plot for [i=8:ARGC:2] ARGV[i] using xcol:ycol with linespoints title ARGV[i+1]
+set xlabel ARGV[6]
+set ylabel ARGV[7]
+set title ARGV[8]
+if (strlen(ARGV[9]) > 0) { target = real(ARGV[9]); set arrow from graph 0, first target to graph 1, first target nohead dt 2 lc rgb 'gray' }
+xcol = int(ARGV[4])
+ycol = int(ARGV[5])
+n = int(ARGV[3])
+plot for [i=0:n-1] ARGV[2] index i using xcol:ycol with linespoints title columnheader(1)
 GP
 cat > "$gp_dir/bars.gp" <<'GP'
 # ARGV: bars.dat, bytes png, time png, "log" (or "linear" when no run sent a byte: one rank)
@@ -393,10 +400,24 @@ set title 'where the wall time went: compute, waiting on peers and updates, othe
 plot ARGV[1] using 4:xtic(1) title 'compute', '' using 5 title 'wait', '' using 6 title 'other'
 GP
 name=$(basename "$config")
+series() {  # <data file> (<file> <title>)...: the files as one gnuplot data file of titled blocks
+  local dat=$1 n=0
+  shift
+  : > "$dat"
+  while [ $# -ge 2 ]; do
+    [ "$n" = 0 ] || printf '\n\n' >> "$dat"
+    printf '"%s" "%s" "%s"\n' "${2//\"/}" "${2//\"/}" "${2//\"/}" >> "$dat"
+    cat "$1" >> "$dat"
+    n=$((n + 1))
+    shift 2
+  done
+  echo "$n"
+}
 plot_lines() {  # <png> <xcol> <xlabel>
-  local args=()
+  local args=() n
   for r in "${runs[@]}"; do args+=("${row_dir[$r]}/curve.dat" "$r"); done
-  gnuplot -c "$gp_dir/lines.gp" "$1" "$2" 3 "$3" objective "objective, $name" "$target" "${args[@]}"
+  n=$(series "$gp_dir/curves.dat" "${args[@]}")
+  gnuplot -c "$gp_dir/lines.gp" "$1" "$gp_dir/curves.dat" "$n" "$2" 3 "$3" objective "objective, $name" "$target"
 }
 plot_lines "$out/objective_vs_time.png" 1 "seconds"
 plot_lines "$out/objective_vs_clock.png" 2 "clock"
@@ -404,9 +425,11 @@ drift_args=()
 for r in "${runs[@]}"; do
   [ -s "${row_dir[$r]}/drift.dat" ] && drift_args+=("${row_dir[$r]}/drift.dat" "$r")
 done
-[ ${#drift_args[@]} -eq 0 ] ||
-  gnuplot -c "$gp_dir/lines.gp" "$out/drift_vs_clock.png" 1 2 clock "replica drift" "replica drift, $name" "" \
-    "${drift_args[@]}"
+if [ ${#drift_args[@]} -gt 0 ]; then
+  n=$(series "$gp_dir/drift.dat" "${drift_args[@]}")
+  gnuplot -c "$gp_dir/lines.gp" "$out/drift_vs_clock.png" "$gp_dir/drift.dat" "$n" 1 2 clock "replica drift" \
+    "replica drift, $name" ""
+fi
 for r in "${runs[@]}"; do
   sum="${row_dir[$r]}/summary.json"
   m=$(field bytes_per_clock "$sum")
