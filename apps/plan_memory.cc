@@ -6,6 +6,7 @@
 
 #include "sfb/core/config.h"
 #include "sfb/core/error.h"
+#include "sfb/runtime/job_rules.h"
 #include "sfb/runtime/memory_estimate.h"
 
 namespace sfb_tools {
@@ -24,9 +25,9 @@ sfb::Config scheme_config(const SchemeProfile& p, const Scheme& s, const Target&
   cfg.sfb.staleness = 0;
   s.apply_to(cfg, t.nodes);
   // The profile's reconciliation is partial broadcast's: the other schemes have none.
-  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
-  cfg.sfb.reconcile =
-      partial ? sfb::choice_named<sfb::Reconcile>(p.reconcile).value_or(sfb::Reconcile::kOff) : sfb::Reconcile::kOff;
+  cfg.sfb.reconcile = sfb::runtime::partial_broadcast(cfg)
+                          ? sfb::choice_named<sfb::Reconcile>(p.reconcile).value_or(sfb::Reconcile::kOff)
+                          : sfb::Reconcile::kOff;
   return cfg;
 }
 

@@ -1,6 +1,7 @@
 // Job's methods (job.h): agreeing across ranks, claiming the outputs, recording the config.
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -30,6 +31,33 @@ void report_errors(const std::vector<std::string>& errors) {
                    ? ""
                    : fmt::format(" (rank{} {})", ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")),
                message);
+  }
+}
+
+// One file a job writes, by the key that names it. A run record (config.resolved.toml, plan.json) is
+// written whole once the plan is resolved, so it is claimed but not prepared here.
+struct OutputFile {
+  std::string key, file;
+  bool run_record = false;
+};
+
+// Creates each directory the job writes into (output.dir first) and claims it for this job: a
+// second job cannot write into a live job's directory through an absolute output path, nor the
+// other way round.
+void lock_directories(const std::vector<std::pair<std::string, std::string>>& dirs,
+                      std::vector<std::unique_ptr<sfb::DirectoryLock>>& locks) {
+  for (const auto& [dir, key] : dirs) {
+    try {
+      sfb::create_directories(dir);
+    } catch (const sfb::InvalidArgument& e) {
+      throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
+    }
+    try {
+      locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
+    } catch (const sfb::InvalidArgument& e) {
+      if (key == "output.dir") throw;
+      throw sfb::InvalidArgument(fmt::format("{} {} is in another job's directory: {}", key, dir, e.what()));
+    }
   }
 }
 
@@ -68,19 +96,19 @@ void Job::claim_outputs() {
   const bool cnn = cfg.job.mode == sfb::JobMode::kMgwfbp;
   // Every file this job writes, registered by key: two keys naming one file would overwrite each
   // other (a profile CSV over the summary), so that is refused before anything is written.
-  const std::pair<std::string, std::string> files[] = {
-      {"output.metrics", out.metrics},
-      {"output.summary", out.summary},
-      {"output.model", out.model},
-      {"checkpoint.path", cfg.checkpoint.path},
-      {"output.trace", cnn ? out.trace : ""},
-      {"output.profile", cnn ? out.profile : ""},
-      {"config.resolved.toml (the record of the run)", "config.resolved.toml"},
-      {"plan.json (the settings sfbd resolved)", "plan.json"},
-      {"--find-lr's table", find_lr ? "lr_search.csv" : ""},
-      {"--find-lr's plot", find_lr ? "lr_search.png" : ""},
-      {"--find-lr's gnuplot script", find_lr ? "lr_search.gp" : ""}};
+  const OutputFile files[] = {{"output.metrics", out.metrics},
+                              {"output.summary", out.summary},
+                              {"output.model", out.model},
+                              {"checkpoint.path", cfg.checkpoint.path},
+                              {"output.trace", cnn ? out.trace : ""},
+                              {"output.profile", cnn ? out.profile : ""},
+                              {"config.resolved.toml (the record of the run)", "config.resolved.toml", true},
+                              {"plan.json (the settings sfbd resolved)", "plan.json", true},
+                              {"--find-lr's table", find_lr ? "lr_search.csv" : ""},
+                              {"--find-lr's plot", find_lr ? "lr_search.png" : ""},
+                              {"--find-lr's gnuplot script", find_lr ? "lr_search.gp" : ""}};
   std::map<std::string, std::string> by_path;  // absolute path -> key
+  std::set<std::string> records;               // the run records' absolute paths
   // Each directory written into, with the key that first names it (output.dir first).
   std::vector<std::pair<std::string, std::string>> dirs = {
       {std::filesystem::absolute(out.dir).lexically_normal().string(), "output.dir"}};
@@ -91,9 +119,10 @@ void Job::claim_outputs() {
     by_path.emplace(path.string(), "--profile");
     if (path.parent_path().string() != dirs.front().first) dirs.emplace_back(path.parent_path().string(), "--profile");
   }
-  for (const auto& [key, file] : files) {
+  for (const auto& [key, file, run_record] : files) {
     if (file.empty()) continue;
     const auto path = std::filesystem::absolute(out.path(file)).lexically_normal();
+    if (run_record) records.insert(path.string());
     const auto [it, fresh] = by_path.emplace(path.string(), key);
     if (!fresh)
       throw sfb::InvalidArgument(
@@ -112,24 +141,9 @@ void Job::claim_outputs() {
   } catch (const sfb::InvalidArgument& e) {
     throw sfb::InvalidArgument(fmt::format("output.dir: {}", e.what()));
   }
-  // Every directory the job writes into is claimed for it (output.dir first): a second job cannot
-  // write into a live job's directory through an absolute output path, nor the other way round.
-  for (const auto& [dir, key] : dirs) {
-    try {
-      sfb::create_directories(dir);
-    } catch (const sfb::InvalidArgument& e) {
-      throw sfb::InvalidArgument(fmt::format("{}: {}", key, e.what()));
-    }
-    try {
-      output_locks.push_back(std::make_unique<sfb::DirectoryLock>(dir));
-    } catch (const sfb::InvalidArgument& e) {
-      if (key == "output.dir") throw;
-      throw sfb::InvalidArgument(fmt::format("{} {} is in another job's directory: {}", key, dir, e.what()));
-    }
-  }
+  lock_directories(dirs, output_locks);
   for (const auto& [path, key] : by_path)
-    if (key.rfind("config.resolved.toml", 0) != 0 && key.rfind("plan.json", 0) != 0)
-      sfb::prepare_output_file(path, key);
+    if (!records.count(path)) sfb::prepare_output_file(path, key);
   claimed = std::move(by_path);
 }
 

@@ -30,6 +30,7 @@
 #include "sfb/predict/crossovers.h"
 #include "sfb/predict/scheme_model.h"
 #include "sfb/profiler/scheme_profiler.h"
+#include "sfb/runtime/job_rules.h"
 #include "sfb/runtime/memory_estimate.h"
 #include "sfb/runtime/model_prox.h"
 #include "sfb/runtime/reconciler.h"
@@ -162,7 +163,7 @@ bool set_up(Job& job, Setup& s) {
     if (cfg.eval.drift_warn < 0) {
       job.decide("eval.drift_warn = \"auto\" for the workers and the broadcast",
                  [&](sfb::Config& c) { c.eval.drift_warn = sfb::runtime::drift_warn_for(c, s.workers); });
-      if (job.rank() == 0 && cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull)
+      if (job.rank() == 0 && sfb::runtime::partial_broadcast(cfg))
         spdlog::info(
             "eval.drift_warn = \"auto\": {:.3g} (partial broadcast: the drift replicas keep when the updates "
             "they miss are uncorrelated, times 1.5)",

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <vector>
 
 #include "sfb/api/batch_sf_writer.h"
 #include "sfb/api/minibatch.h"
@@ -79,6 +81,28 @@ api::MiniBatch draw_batch(const io::Dataset& data, int64_t samples, Rng& rng) {
   return batch;
 }
 
+// Along the unit direction E: the central difference of `loss` at W for each of `steps` (times
+// w_scale) against the SFs' directional derivative <G, E>; the step that agrees best. `at` gives the
+// loss and gradient norm at W that scale the error.
+template <typename Loss>
+GradcheckDirection check_direction(const Loss& loss, const Matrix& W, const Matrix& G, const Matrix& E,
+                                   const std::vector<double>& steps, double w_scale, const GradcheckResult& at) {
+  GradcheckDirection best;
+  best.error = std::numeric_limits<double>::infinity();
+  for (const double step : steps) {
+    const double h = step * w_scale;
+    GradcheckDirection d;
+    d.step = h;
+    d.finite_difference = (loss(W + static_cast<float>(h) * E) - loss(W - static_cast<float>(h) * E)) / (2 * h);
+    d.from_sf = static_cast<double>(G.cwiseProduct(E).sum());
+    const double noise = 1e-6 * std::max(1.0, std::abs(at.loss)) / h;
+    const double scale = std::max({std::abs(d.finite_difference), std::abs(d.from_sf), 1e-3 * at.gradient_norm, noise});
+    d.error = scale > 0 ? std::abs(d.finite_difference - d.from_sf) / scale : 0.0;
+    if (std::isfinite(d.error) && d.error < best.error) best = d;
+  }
+  return best;
+}
+
 }  // namespace
 
 GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const GradcheckOptions& opt) {
@@ -119,20 +143,7 @@ GradcheckResult gradcheck(api::Model& model, const io::Dataset& data, const Grad
     Matrix E(W.rows(), W.cols());
     for (Eigen::Index i = 0; i < E.size(); ++i) E.data()[i] = g(rng);
     E /= E.norm();
-    GradcheckDirection best;
-    best.error = std::numeric_limits<double>::infinity();
-    for (const double step : opt.steps) {
-      const double h = step * w_scale;
-      GradcheckDirection d;
-      d.step = h;
-      d.finite_difference = (loss(W + static_cast<float>(h) * E) - loss(W - static_cast<float>(h) * E)) / (2 * h);
-      d.from_sf = static_cast<double>(G.cwiseProduct(E).sum());
-      const double noise = 1e-6 * std::max(1.0, std::abs(res.loss)) / h;
-      const double scale =
-          std::max({std::abs(d.finite_difference), std::abs(d.from_sf), 1e-3 * res.gradient_norm, noise});
-      d.error = scale > 0 ? std::abs(d.finite_difference - d.from_sf) / scale : 0.0;
-      if (std::isfinite(d.error) && d.error < best.error) best = d;
-    }
+    const GradcheckDirection best = check_direction(loss, W, G, E, opt.steps, w_scale, res);
     res.worst_error = std::max(res.worst_error, best.error);
     res.directions.push_back(best);
   }

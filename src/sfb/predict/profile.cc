@@ -119,18 +119,8 @@ SchemeProfile::Anchors SchemeProfile::anchors() const {
   const double excess = engine_clock_s - sfb_pieces(workers, measured);
   if (engine_clock_s > 0) a.sfb_s = std::max(0.0, excess);
   if (engine_clock_s > 0 && engine_pair_clock_s > 0 && workers > 2) {
-    // The pair ran on ranks 0 and 1 while the others waited idle, so where ranks share a host's
-    // cores (mpirun -np 4 on one machine) the two computed with the cores the idle ranks left them:
-    // its pieces are the measured ones at those cores. At the profile's own cores (what every
-    // rank computed with, all at once) they put the pair's excess far below the N-rank one, as if
-    // every peer cost the engine that much: the sparse 5,000 x 20,000 job on 4 ranks sharing 2
-    // cores (three profiles) measured the pair at 0.109-0.119 s a clock, its pieces at half a core
-    // 0.15-0.18, so its excess -0.04 to -0.07 s and the slope 0.059-0.085 s a peer (at 64 nodes
-    // 3.6-5.2 s a clock). At a core each the pair's excess is 0.018-0.037 s (2 ranks profiled
-    // alone, a core each: 0.058) and the slope 0.016-0.040 (1.0-2.5 s at 64 nodes). Hosts of
-    // their own (the netns cluster: ranks_on_host 1) are unchanged. Ranks 0 and 1 share a host
-    // when ranks do (mpirun's default mapping by slot; mapped by node, the pair would have had
-    // more cores than this counts).
+    // The pair ran on ranks 0 and 1 while the others waited idle: its pieces are the measured ones
+    // at the cores the idle ranks left them where ranks share a host (docs/compare.md, "Anchors").
     const int pair_sharing = std::min(2, std::max(1, ranks_on_host));
     const double pair_cores = std::min(static_cast<double>(threads), cores / pair_sharing);
     const double pair_excess = engine_pair_clock_s - sfb_pieces(2, pieces_at(*this, shape(), pair_cores, pair_sharing));

@@ -218,6 +218,25 @@ double mean_of_known(comm::Transport& t, double v) {
   return sum * 1e-3 / t.size();
 }
 
+// The config and start of an engine run of `scheme`: `clocks` clocks (at least 4) of BSP full
+// broadcast without reconciliation, stopped by rank 0 after `max_s`, nothing written; with
+// eval_every > 0 rank 0's monitor evaluates every eval_every clocks on the job's objective rows.
+Config engine_config(const ProfileRequest& r, Scheme scheme, int64_t clocks, double max_s, int64_t eval_every,
+                     runtime::WorkerStart& start) {
+  Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
+  cfg.stop.max_seconds = std::max(1e-3, max_s);  // 0 would be no limit
+  cfg.comm.scheme = scheme;
+  cfg.sfb.broadcast = sfb::Broadcast::kFull;
+  cfg.sfb.staleness = 0;
+  cfg.sfb.reconcile = Reconcile::kOff;
+  start.evaluate_ends = false;  // nothing is written: only the evaluations every eval_every clocks count
+  if (eval_every > 0) {
+    cfg.eval.every = eval_every;
+    start.objective_rows = r.objective_rows;
+  }
+  return cfg;
+}
+
 // The engine itself (runtime::Worker: its three threads, queues and stop protocol) for `clocks`
 // (at least 4) BSP clocks of `scheme` (sfb full broadcast without an exchange, else the exchange's baseline) on
 // the profile's model, nothing written: the steady seconds per clock (from clock 2's start to the
@@ -236,18 +255,8 @@ double mean_of_known(comm::Transport& t, double v) {
 EngineClocks time_engine(const ProfileRequest& r, comm::Transport& run_on, Scheme scheme, Exchange* exchange,
                          int64_t clocks, double max_s, int64_t eval_every = 0,
                          const std::function<void()>& after_run = {}) {
-  Config cfg = runtime::unwatched_run(*r.cfg, 0, std::max<int64_t>(4, clocks));
-  cfg.stop.max_seconds = std::max(1e-3, max_s);  // 0 would be no limit
-  cfg.comm.scheme = scheme;
-  cfg.sfb.broadcast = sfb::Broadcast::kFull;
-  cfg.sfb.staleness = 0;
-  cfg.sfb.reconcile = Reconcile::kOff;
   runtime::WorkerStart start;
-  start.evaluate_ends = false;  // nothing is written: only the evaluations every eval_every clocks count
-  if (eval_every > 0) {
-    cfg.eval.every = eval_every;
-    start.objective_rows = r.objective_rows;
-  }
+  const Config cfg = engine_config(r, scheme, clocks, max_s, eval_every, start);
   std::vector<double> starts, computes;
   Stopwatch since;
   WorkerHooks hooks;

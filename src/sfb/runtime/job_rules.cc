@@ -35,9 +35,12 @@ int worker_count(const Config& cfg, int ranks) {
   return ranks - static_cast<int>(cfg.fms.servers);
 }
 
+bool partial_broadcast(const Config& cfg) {
+  return cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
+}
+
 Topology make_topology(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull)
-    return Topology::full(workers);
+  if (!partial_broadcast(cfg)) return Topology::full(workers);
   const int q = static_cast<int>(cfg.sfb.halton_q);
   if (cfg.sfb.broadcast == sfb::Broadcast::kHalton) return Topology::halton_rotating(workers, q);
   Topology t = Topology::halton(workers, q);
@@ -56,8 +59,7 @@ Topology make_topology(const Config& cfg, int workers) {
 }
 
 std::optional<int64_t> halton_receivers(const Config& cfg, int workers) {
-  if (cfg.comm.scheme != sfb::Scheme::kSfb || cfg.sfb.broadcast == sfb::Broadcast::kFull || workers < 2)
-    return std::nullopt;
+  if (!partial_broadcast(cfg) || workers < 2) return std::nullopt;
   return sfb::halton_receivers(workers, cfg.sfb.halton_q);
 }
 
@@ -87,7 +89,7 @@ Config unwatched_run(Config cfg, int64_t start_clock, int64_t clocks) {
 
 std::optional<Reconcile> reconcile_mode(const Config& cfg) {
   const Reconcile m = cfg.sfb.reconcile;
-  const bool partial = cfg.comm.scheme == sfb::Scheme::kSfb && cfg.sfb.broadcast != sfb::Broadcast::kFull;
+  const bool partial = partial_broadcast(cfg);
   const bool bsp = cfg.sfb.staleness == 0;
   if (m == Reconcile::kOff || (m == Reconcile::kAuto && (!partial || !bsp))) return std::nullopt;
   SFB_CHECK(partial, "sfb.reconcile = \"{}\" reconciles partial broadcast, but {}; use sfb.reconcile = \"auto\"", m,

@@ -19,6 +19,9 @@ int worker_count(const Config& cfg, int ranks);
 // static Halton variant for some P and Q): such a job would train disconnected models.
 Topology make_topology(const Config& cfg, int workers);
 
+// True under partial broadcast: comm.scheme = "sfb" with sfb.broadcast "halton" or "halton-static".
+bool partial_broadcast(const Config& cfg);
+
 // Partial broadcast's receivers per batch among `workers`: min(P - 1, sfb.halton_q, or its default
 // ceil(log2 P)); nullopt under full broadcast or another scheme.
 std::optional<int64_t> halton_receivers(const Config& cfg, int workers);
