@@ -5,7 +5,7 @@
 # marked holds, partly or does not hold from the measurements (docs/paper.md has the full run).
 #
 #   scripts/paper-figures.sh [--quick] [--out DIR] [--only LIST] [--reuse] [--rate 1gbit]
-#     --quick     a subset at smaller sizes (MLR only, fewer sizes, K, hosts and Q): about 10 min here
+#     --quick     a subset at smaller sizes (MLR only, fewer sizes, K, hosts and Q): 4 min here (full: 33)
 #     --out DIR   where everything goes (default runs/paper, runs/paper-quick with --quick)
 #     --only LIST comma list of experiments: size (Figs. 7, 8, 10, 14), ksweep (9), speedup (11, 12),
 #                 staleness (13), halton (15, 16) (default: all)

@@ -138,7 +138,7 @@ set output ARGV[1]
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85
-set key top left autotitle columnheader
+set key outside top center horizontal autotitle columnheader
 set grid ytics
 set title ARGV[3]
 set ylabel ARGV[4]
@@ -258,7 +258,7 @@ def size_section(out, P, claims, text):
         claims.append((fig, f"{label}: SFB's advantage over FMS grows with model size",
                        f"FMS/SFB larger at the larger W for {grows} of {ngrow} models", verdict(grows, ngrow)))
         text.append(f"### Fig. {fig} ({label}): time to target, seconds\n\n![]({png})\n")
-        text.append("| group | " + " | ".join(SCHEMES) + " |\n|---" * (len(SCHEMES) + 1) + "|\n" +
+        text.append("| group | " + " | ".join(SCHEMES) + " |\n" + "|---" * (len(SCHEMES) + 1) + "|\n" +
                     "".join("| " + " | ".join([r[0]] + [fmt(v) for v in r[1:]]) + " |\n" for r in rows))
     # Fig. 10: the largest MLR under SSP 20: iteration throughput, progress per iteration, total time.
     ml = [n for n in names if size_key(n)[0] == "mlr"]
@@ -300,7 +300,7 @@ def size_section(out, P, claims, text):
                 K, J, D, Pw = r.s["minibatch"], r.s["J"], r.s["D"], r.s["ranks"]
                 q = r.s.get("receivers_per_clock") if sc == "halton" else None
                 table.append(f"| {m} {J}x{D} | {sc} | {fmt(mb, 4)} | {fmt(r.s['theory_bytes_per_clock'] / 1e6, 4)} | "
-                             f"{fmt(formula_bytes(sc, Pw, K, J, D, q) / 1e6, 4)} |\n")
+                             f"{fmt(formula_bytes(sc, Pw, K, J, D, q, 1 if m == 'dml' else 5) / 1e6, 4)} |\n")
         rows.append(row)
         sfb, fms = g.run("sfb", 0), g.run("fms", 0)
         if sfb and fms and sfb.s.get("bytes_per_clock") and fms.s.get("bytes_per_clock"):
@@ -315,7 +315,7 @@ def size_section(out, P, claims, text):
     text.append(f"### Fig. 14: MB per clock, BSP\n\n![]({png})\n")
     text.append("Measured (the ranks' counters), sfb's theory (v as it travels: sparse codes count their non-zeros) "
                 "and the paper's table (dense: SFB P(P-1)K(J+D), Halton PQK(J+D), FMS 2PJD, all-reduce 2(P-1)JD, "
-                "sharded P(P-1)K(D+1+5P) floats):\n\n| W | scheme | measured MB | sfb's theory MB | the table's MB |\n"
+                "sharded P(P-1)K(D+1+wP) floats, w = 5 statistics a sample for MLR and L2-MLR, 1 for DML):\n\n| W | scheme | measured MB | sfb's theory MB | the table's MB |\n"
                 "|---|---|---|---|---|\n" + "".join(table))
 
 
@@ -369,7 +369,7 @@ def ksweep_section(out, P, claims, text):
                        f"(" + ", ".join(f"K={K}: {o:.4g}" for K, o in sorted(best.items())) + ")", v))
     text.append(f"## Fig. 9: minibatch size K (MLR, BSP, every run {fmt(secs)} s)\n\n![]({png})\n\n"
                 "![](fig9_progress.png)\n")
-    text.append("| K | " + " | ".join(SCHEMES) + " |\n|---" * (len(SCHEMES) + 1) + "|\n" +
+    text.append("| K | " + " | ".join(SCHEMES) + " |\n" + "|---" * (len(SCHEMES) + 1) + "|\n" +
                 "".join("| " + " | ".join([r[0]] + [fmt(v, 4) for v in r[1:]]) + " |\n" for r in rows))
 
 
@@ -405,6 +405,13 @@ def speedup_section(out, P, claims, text):
                 series.append((f"{m} {sc}", pts))
                 if sc != "sfb" and pts and pts[-1][0] == hosts[-1]:
                     others.append(f"{m} {sc} {pts[-1][1]:.2f}x")
+                first = gs[hosts[0]].run(sc, st)
+                if sc == "sfb" and first.clocks_to(target) == min(c for _, c, _ in first.curve if c > 0):
+                    # One host reached the target at its first evaluation: the objective levels off before
+                    # the target is a test of convergence, and the times are of that many clocks.
+                    det.append(f"{m}: not measured (one host reached the target {target:.4g} at its first "
+                               f"evaluation, clock {first.clocks_to(target)}: the objective levels off early)")
+                    continue
                 if sc == "sfb" and hosts[-1] in t and t[hosts[-1]]:
                     N = hosts[-1]
                     s = t[hosts[0]] / t[N]
@@ -470,7 +477,11 @@ def staleness_section(out, P, claims, text):
     if t:
         sb = min(t, key=t.get)
         v = "holds" if 10 <= sb <= 20 else "does not hold"
-        if not any(s > 20 for s in t) or not any(s < 10 for s in t):
+        # The ends must be slower by more than the noise: BSP (the lowest s) and the highest s.
+        ends = [s_ for s_ in (min(t), max(t)) if s_ not in (10, 20)]
+        if v == "holds" and any(t[e] <= (1 + NOISE) * t[sb] for e in ends):
+            v = "partly"
+        if not any(s_ > 20 for s_ in t) or not any(s_ < 10 for s_ in t):
             v = "partly" if v == "holds" else v
         claims.append(("13", "the best trade-off is around staleness 10-20; at 50 the total time grows",
                        "SFB time to target " + ", ".join(f"s={s}: {x:.2f} s" for s, x in sorted(t.items())) +
@@ -497,7 +508,9 @@ def halton_section(out, P, claims, text):
             t_full = full.ttt(g.target)
             tq = {q: g.run("halton", st, q).ttt(g.target) for q in qs}
             rows.append([m] + [tq[q] for q in qs] + [t_full])
-            det.append(f"{m}: " + ", ".join(f"Q={q} {fmt(tq[q])} s" for q in qs) + f", full {fmt(t_full)} s")
+            cq = {q: g.run("halton", st, q).clocks_to(g.target) for q in qs}
+            det.append(f"{m}: " + ", ".join(f"Q={q} {fmt(tq[q])} s ({cq[q]} clocks)" for q in qs) +
+                       f", full {fmt(t_full)} s ({full.clocks_to(g.target)} clocks)")
             if tq[qs[0]] and t_full:
                 n1 += 1
                 slower += tq[qs[0]] > (1 + NOISE) * t_full
@@ -538,7 +551,7 @@ def main():
             f"load {' '.join(load)} at the end, {a.seconds} s of runs. Emulated hosts: network namespaces with a "
             "CPU budget and a rate-limited link each (scripts/netns-cluster.sh); the budgets are in each section.\n",
             "| fig. | claim (the paper) | sfb's measurement | verdict |\n|---|---|---|---|\n"]
-    head += [f"| {f} | {c} | {m} | **{v}** |\n" for f, c, m, v in claims]
+    head[-1] += "".join(f"| {f} | {c} | {m} | **{v}** |\n" for f, c, m, v in claims)
     counts = {v: sum(1 for c in claims if c[3] == v) for v in ("holds", "partly", "does not hold", "not run")}
     head.append("\n" + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".\n")
     with open(os.path.join(a.out, "paper.md"), "w") as f:

@@ -70,6 +70,9 @@ claim 13 "SFB computes slightly more" holds
 claim 13 "higher staleness cuts the waiting" holds "for 2 of 2 schemes"
 claim 13 "the best trade-off" partly "fastest s=20"
 claim 9 "-" "not run"
+# The tables are Markdown tables: a header, its rule, and rows with no blank line between them.
+grep -A2 "^| fig. | claim" "$md" | sed -n 2,3p | tr '\n' ' ' | grep -q "^|---|---|---|---| | 7 |" || fail "claims table"
+grep -A1 "^| group | sfb" "$md" | tail -1 | grep -qx "|---|---|---|---|---|---|" || fail "fig. 7's table rule"
 for f in fig7_size_bsp fig8_size_ssp20 fig13_staleness fig14_bytes fig10_ssp20_objective; do
   [ "$(head -c 4 "$out/$f.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "$f.png is not a PNG"
 done
