@@ -16,7 +16,8 @@
 # Every run is one rank per emulated host (scripts/netns-cluster.sh: a network namespace, a CPU
 # budget and a rate-limited link each), sfb-compare drives the schemes, and every number in the
 # table is read back from the runs' summaries and metrics. Which CPU budget each experiment gave its
-# hosts is in the table. Needs root, gnuplot, jq and python3 (scripts/install-deps.sh).
+# hosts is in the table. Needs root, gnuplot, jq and python3 (scripts/install-deps.sh). Its hosts
+# are its own (SFB_NETNS_PREFIX sfbpaper, SFB_NETNS_SUBNET 10.83.0 unless set).
 # Writes DIR/paper.md (the claims table), DIR/fig*.png, DIR/fig*.dat and DIR/<experiment>/<group>/
 # (sfb-compare's directories: table.md, the runs' metrics).
 set -euo pipefail
@@ -49,6 +50,9 @@ done
 export SFB_NO_BUILD=1
 out=$(cd "$out" && pwd)
 netns=$here/netns-cluster.sh
+# A cluster of its own (it is torn down and rebuilt per experiment): one a user has up under the
+# default prefix for sfb-compare is left alone.
+export SFB_NETNS_PREFIX=${SFB_NETNS_PREFIX:-sfbpaper} SFB_NETNS_SUBNET=${SFB_NETNS_SUBNET:-10.83.0}
 trap '"$netns" down > /dev/null 2>&1 || true' EXIT
 cfg=$SFB_ROOT/configs
 started=$(date +%s)
