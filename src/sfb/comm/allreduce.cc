@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -33,6 +34,28 @@ void sum_in_rank_order(const std::vector<const float*>& x, int64_t count, std::v
 }
 
 const float* values_of(const Message& m) { return reinterpret_cast<const float*>(m.data.data() + kAllreduceHeadBytes); }
+
+// mine[0, count) = the rank-order sum of this rank's values there and the others' in `from` (by
+// rank; from[r] unused), through `scratch`.
+void sum_from_ranks(int r, float* mine, const std::vector<Message>& from, int64_t count, std::vector<float>& scratch) {
+  std::vector<const float*> x(from.size());
+  for (size_t q = 0; q < from.size(); ++q) x[q] = static_cast<int>(q) == r ? mine : values_of(from[q]);
+  sum_in_rank_order(x, count, scratch);
+  std::copy(scratch.begin(), scratch.end(), mine);
+}
+
+// The segments of each owner's chunk of n values, `seg` values a segment.
+std::vector<int64_t> segments_per_owner(int64_t n, int P, int64_t seg) {
+  std::vector<int64_t> segs(static_cast<size_t>(P));
+  for (int c = 0; c < P; ++c) segs[static_cast<size_t>(c)] = segments_in(chunk_of(n, c, P).count, seg);
+  return segs;
+}
+
+// A message the segmented all-reduce did not expect: the ranks disagree on the call.
+[[noreturn]] void unexpected_segment(const std::string& who, int from, const std::string& what) {
+  throw CommError(
+      fmt::format("{}: rank {} sent {}; do the ranks run the same all-reduce (size, cost model)?", who, from, what));
+}
 
 }  // namespace
 
@@ -118,11 +141,7 @@ void RankOrderAllreduce::direct(std::span<float> data, int64_t id) {
           r, id, n, m.src, h.phase, h.count));
     from[static_cast<size_t>(m.src)] = std::move(m);
   }
-  std::vector<const float*> x(static_cast<size_t>(P_));
-  for (int q = 0; q < P_; ++q)
-    x[static_cast<size_t>(q)] = q == r ? data.data() : values_of(from[static_cast<size_t>(q)]);
-  sum_in_rank_order(x, n, sum_);
-  std::copy(sum_.begin(), sum_.end(), data.begin());
+  sum_from_ranks(r, data.data(), from, n, sum_);
 }
 
 void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
@@ -130,13 +149,9 @@ void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
   const auto n = static_cast<int64_t>(data.size());
   const int64_t seg_bytes = opt_.segment_for(static_cast<int64_t>(data.size_bytes()) / P_);
   const int64_t seg = std::max<int64_t>(1, seg_bytes / 4), window = opt_.window_for(seg_bytes);
-  std::vector<int64_t> segs(static_cast<size_t>(P_)), sent(static_cast<size_t>(P_), 0),
-      back(static_cast<size_t>(P_), 0);
-  int64_t to_receive = 0;
-  for (int c = 0; c < P_; ++c) {
-    segs[static_cast<size_t>(c)] = segments_in(chunk_of(n, c, P_).count, seg);
-    if (c != r) to_receive += segs[static_cast<size_t>(c)];
-  }
+  const std::vector<int64_t> segs = segments_per_owner(n, P_, seg);
+  std::vector<int64_t> sent(static_cast<size_t>(P_), 0), back(static_cast<size_t>(P_), 0);
+  int64_t to_receive = std::accumulate(segs.begin(), segs.end(), int64_t{0}) - segs[static_cast<size_t>(r)];
   // Contributions to owner c, at most `window` segments ahead of the sums back from it.
   auto pump = [&](int c) {
     auto& k = sent[static_cast<size_t>(c)];
@@ -153,7 +168,6 @@ void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
   std::vector<std::vector<Message>> got(static_cast<size_t>(own));
   std::vector<int> have(static_cast<size_t>(own), 0);
   int64_t owned_left = own;
-  std::vector<const float*> x(static_cast<size_t>(P_));
   const std::string who = fmt::format("rank {}: all-reduce {} (segmented, {} values)", r, id, n);
   while (owned_left > 0 || to_receive > 0) {
     Head h;
@@ -163,19 +177,14 @@ void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
       const int64_t k = h.segment;
       if (h.chunk != r || k < 0 || k >= own || h.count != segment_of(n, r, P_, k, seg).count ||
           (!got[static_cast<size_t>(k)].empty() && !got[static_cast<size_t>(k)][static_cast<size_t>(q)].data.empty()))
-        throw CommError(
-            fmt::format("{}: rank {} sent a contribution to chunk {} segment {} with {} values; do the "
-                        "ranks run the same all-reduce (size, cost model)?",
-                        who, q, h.chunk, k, h.count));
+        unexpected_segment(who, q,
+                           fmt::format("a contribution to chunk {} segment {} with {} values", h.chunk, k, h.count));
       auto& slot = got[static_cast<size_t>(k)];
       slot.resize(static_cast<size_t>(P_));
       slot[static_cast<size_t>(q)] = std::move(m);
       if (++have[static_cast<size_t>(k)] < P_ - 1) continue;
       const Range s = segment_of(n, r, P_, k, seg);
-      for (int p = 0; p < P_; ++p)
-        x[static_cast<size_t>(p)] = p == r ? data.data() + s.begin : values_of(slot[static_cast<size_t>(p)]);
-      sum_in_rank_order(x, s.count, sum_);
-      std::copy(sum_.begin(), sum_.end(), data.begin() + s.begin);
+      sum_from_ranks(r, data.data() + s.begin, slot, s.count, sum_);
       std::vector<Message>().swap(slot);
       const auto out =
           encode({id, kSum, r, static_cast<int32_t>(k), static_cast<int32_t>(s.count)}, data.data() + s.begin);
@@ -189,10 +198,9 @@ void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
       --to_receive;
       pump(q);
     } else {
-      throw CommError(
-          fmt::format("{}: rank {} sent phase {} chunk {} segment {} with {} values; expected its sum "
-                      "of segment {}; do the ranks run the same all-reduce (size, cost model)?",
-                      who, q, h.phase, h.chunk, h.segment, h.count, back[static_cast<size_t>(q)]));
+      unexpected_segment(who, q,
+                         fmt::format("phase {} chunk {} segment {} with {} values; expected its sum of segment {}",
+                                     h.phase, h.chunk, h.segment, h.count, back[static_cast<size_t>(q)]));
     }
   }
 }

@@ -210,7 +210,11 @@ double measured_evals_per_clock_s(const SchemeProfile& p, const Pieces& x, const
   return (x.eval_s + (copies ? x.eval_copy_s : 0.0) + x.eval_sketch_s) / static_cast<double>(p.eval_every);
 }
 
-Json to_json(const SchemeProfile& p) {
+namespace {
+
+// The profile's keys in file order, by part: the job and its host, the pieces measured alone, the
+// engines' runs, the links and the collectives' fits, the evaluations.
+Json job_keys(const SchemeProfile& p) {
   return {{"format", "sfb-scheme-profile/1"},
           {"config", p.config},
           {"model", p.model},
@@ -227,15 +231,21 @@ Json to_json(const SchemeProfile& p) {
           {"layout", std::string(layout_name(p.layout))},
           {"has_prox", p.has_prox},
           {"v_nonzeros", sig(p.v_nonzeros, 6)},
-          {"batch_bytes", p.batch_bytes},
-          {"sf_s", sig(p.sf_s, 6)},
+          {"batch_bytes", p.batch_bytes}};
+}
+
+Json piece_keys(const SchemeProfile& p) {
+  return {{"sf_s", sig(p.sf_s, 6)},
           {"sf_fixed_s", sig(p.sf_fixed_s, 6)},
           {"apply_fixed_s", sig(p.apply_fixed_s, 6)},
           {"apply_batch_s", sig(p.apply_batch_s, 6)},
           {"form_dense_s", sig(p.form_dense_s, 6)},
           {"add_dense_s", sig(p.add_dense_s, 6)},
-          {"mem_bytes_per_s", sig(p.mem_bytes_per_s, 4)},
-          {"engine_clock_s", sig(p.engine_clock_s, 6)},
+          {"mem_bytes_per_s", sig(p.mem_bytes_per_s, 4)}};
+}
+
+Json engine_keys(const SchemeProfile& p) {
+  return {{"engine_clock_s", sig(p.engine_clock_s, 6)},
           {"engine_sf_s", sig(p.engine_sf_s, 6)},
           {"engine_comm_s", sig(p.engine_comm_s, 6)},
           {"engine_apply_s", sig(p.engine_apply_s, 6)},
@@ -252,8 +262,11 @@ Json to_json(const SchemeProfile& p) {
           {"engine_allreduce_clock_se_s", sig(p.engine_allreduce_clock_se_s, 4)},
           {"engine_allreduce_eval_clock_se_s", sig(p.engine_allreduce_eval_clock_se_s, 4)},
           {"engine_fms_clock_se_s", sig(p.engine_fms_clock_se_s, 4)},
-          {"engine_fms_eval_clock_se_s", sig(p.engine_fms_eval_clock_se_s, 4)},
-          {"link_a_us", sig(p.link.a_us, 6)},
+          {"engine_fms_eval_clock_se_s", sig(p.engine_fms_eval_clock_se_s, 4)}};
+}
+
+Json link_keys(const SchemeProfile& p) {
+  return {{"link_a_us", sig(p.link.a_us, 6)},
           {"link_b_us_per_byte", sig(p.link.b_us_per_byte, 6)},
           {"link_gbit_s", sig(p.link.b_us_per_byte > 0 ? 8e-3 / p.link.b_us_per_byte : 0.0, 4)},
           {"bcast_r2", sig(p.bcast_r2, 4)},
@@ -268,13 +281,21 @@ Json to_json(const SchemeProfile& p) {
           {"reconcile_every", p.reconcile_every},
           {"profile_s", sig(p.profile_s, 4)},
           {"skipped", p.skipped},
-          {"cpu_stolen_share", p.cpu_stolen_share >= 0 ? Json(sig(p.cpu_stolen_share, 4)) : Json(nullptr)},
-          {"eval_every", p.eval_every},
-          {"eval_s", sig(p.eval_s, 6)},
-          {"eval_copy_s", sig(p.eval_copy_s, 6)},
-          {"eval_sketch_s", sig(p.eval_sketch_s, 6)},
-          {"eval_snapshot", p.eval_snapshot},
-          {"eval_rows_per_clock", sig(p.eval_rows_per_clock, 6)}};
+          {"cpu_stolen_share", p.cpu_stolen_share >= 0 ? Json(sig(p.cpu_stolen_share, 4)) : Json(nullptr)}};
+}
+
+Json eval_keys(const SchemeProfile& p) {
+  return {{"eval_every", p.eval_every},           {"eval_s", sig(p.eval_s, 6)},
+          {"eval_copy_s", sig(p.eval_copy_s, 6)}, {"eval_sketch_s", sig(p.eval_sketch_s, 6)},
+          {"eval_snapshot", p.eval_snapshot},     {"eval_rows_per_clock", sig(p.eval_rows_per_clock, 6)}};
+}
+
+}  // namespace
+
+Json to_json(const SchemeProfile& p) {
+  Json j = job_keys(p);
+  for (const Json& part : {piece_keys(p), engine_keys(p), link_keys(p), eval_keys(p)}) j.update(part);
+  return j;
 }
 
 namespace {
@@ -344,12 +365,10 @@ void read_engines(const Json& j, const std::string& source, SchemeProfile& p) {
 
 }  // namespace
 
-SchemeProfile profile_from_json(const Json& j, const std::string& source) {
-  SFB_CHECK_DATA(j.is_object() && json_string(j, "format", source) == "sfb-scheme-profile/1",
-                 "{}: not an sfb scheme profile (\"format\" must be \"sfb-scheme-profile/1\"; sfbd --profile writes "
-                 "one)",
-                 source);
-  SchemeProfile p;
+namespace {
+
+// The job and its host: the config, the model, the ranks and cores, W's shape, v and the batch.
+void read_job(const Json& j, const std::string& source, SchemeProfile& p) {
   const ProfileKeys k{j, source};
   const auto big = 1e15;
   p.config = json_string(j, "config", source);
@@ -374,6 +393,11 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
                  source);
   p.has_prox = j.contains("has_prox") && j["has_prox"].get<bool>();
   p.batch_bytes = static_cast<int64_t>(k.num("batch_bytes", 0, big));
+}
+
+// The pieces measured alone: the SF computation, the apply, the dense form and add, memory bandwidth.
+void read_pieces(const Json& j, const std::string& source, SchemeProfile& p) {
+  const ProfileKeys k{j, source};
   p.sf_s = k.num("sf_s", 0, 1e6);
   // Profiles of earlier builds timed the SF computation at one K: all of it grows with K.
   p.sf_fixed_s = k.opt("sf_fixed_s", 0, p.sf_s);
@@ -383,7 +407,12 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   p.add_dense_s = k.num("add_dense_s", 0, 1e6);
   // Profiles written before the bandwidth was measured have none: no memory floor then.
   p.mem_bytes_per_s = k.opt("mem_bytes_per_s", 0, 1e15);
-  read_engines(j, source, p);
+}
+
+// The fitted links and collectives, the reconciliation, and what the profile took and left out.
+void read_links(const Json& j, const std::string& source, SchemeProfile& p) {
+  const ProfileKeys k{j, source};
+  const auto big = 1e15;
   p.link = {"fitted", k.num("link_a_us", 0, 1e9), k.num("link_b_us_per_byte", 1e-12, 1e6)};
   p.bcast_r2 = k.num("bcast_r2", -1e9, 1);
   // Profiles of earlier builds did not measure the broadcast's CPU: the link alone.
@@ -411,9 +440,23 @@ SchemeProfile profile_from_json(const Json& j, const std::string& source) {
   }
   p.cpu_stolen_share =
       j.contains("cpu_stolen_share") && !j["cpu_stolen_share"].is_null() ? k.num("cpu_stolen_share", 0, 1) : -1;
+}
+
+}  // namespace
+
+SchemeProfile profile_from_json(const Json& j, const std::string& source) {
+  SFB_CHECK_DATA(j.is_object() && json_string(j, "format", source) == "sfb-scheme-profile/1",
+                 "{}: not an sfb scheme profile (\"format\" must be \"sfb-scheme-profile/1\"; sfbd --profile writes "
+                 "one)",
+                 source);
+  SchemeProfile p;
+  read_job(j, source, p);
+  read_pieces(j, source, p);
+  read_engines(j, source, p);
+  read_links(j, source, p);
   // Profiles written before evaluations were modelled leave them out; before they were measured,
   // they have only eval_rows_per_clock.
-  p.eval_rows_per_clock = k.opt("eval_rows_per_clock", 0, 1e15);
+  p.eval_rows_per_clock = ProfileKeys{j, source}.opt("eval_rows_per_clock", 0, 1e15);
   if (j.contains("eval_every")) read_evals(j, source, p);
   return p;
 }

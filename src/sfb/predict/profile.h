@@ -99,10 +99,9 @@ struct SchemeProfile {
   int64_t batch_bytes = 0;  // one worker's encoded batch of K pairs
   // Seconds, the slowest rank's median (measured on every rank at once):
   double sf_s = 0.0;  // compute_sf of K samples
-  // Of sf_s, what does not grow with K: from the SF computation of K/2 samples timed too, 2 sf(K/2)
-  // - sf(K), within [0, sf_s] (a dense model's pass over W: on the 2048 job at K = 16 the SF
-  // computation took 0.029 s, at K = 32 0.040, where K J w alone predicted 0.059). 0: none (K = 1,
-  // or a profile of an earlier build: all of sf_s grows with K).
+  // Of sf_s, what does not grow with K (a dense model's pass over W): from the SF computation of
+  // K/2 samples timed too, 2 sf(K/2) - sf(K), within [0, sf_s]. 0: none (K = 1, or a profile of an
+  // earlier build: all of sf_s grows with K). docs/compare.md, "Scaling to another shape".
   double sf_fixed_s = 0.0;
   double apply_fixed_s = 0.0;  // applying m batches: apply_fixed_s + m apply_batch_s
   double apply_batch_s = 0.0;
@@ -147,11 +146,9 @@ struct SchemeProfile {
   double engine_fms_eval_clock_s = 0.0;
   // The standard errors of those six steady clocks: a rank's clocks' sample deviation over the
   // root of their count, the largest rank's (0: not measured, fewer than two clocks, or an earlier
-  // build's profile). Said with the runs (sfb-plan), not used by the predictions: in a run with
-  // evaluations the clocks they lengthen are in the deviation too, so its error overstates the
-  // noise (the 2048 job's all-reduce: 0.608 +- 0.095 s beside 0.573 +- 0.013 without), and pooling
-  // the two runs where they differ by less than that cost the validation (docs/compare-log.md,
-  // "Two runs of one engine").
+  // build's profile). Said with the runs (sfb-plan), not used by the predictions: with
+  // evaluations the clocks they lengthen are in the deviation too (docs/compare-log.md, "Two runs
+  // of one engine").
   double engine_clock_se_s = 0.0;
   double engine_eval_clock_se_s = 0.0;
   double engine_allreduce_clock_se_s = 0.0;
@@ -231,75 +228,36 @@ struct SchemeProfile {
   // The measured evaluations' share of a clock at the profile's own shape and pieces
   // (measured_evals_per_clock_s below); 0 without eval_every.
   double evals_per_clock_s() const;
-  // The engine's pieces over the same pieces measured alone, at `workers` (1 without a
-  // measurement): SF computation, the apply of `workers` batches, the all-reduce of W.
-  // What the engines measured at `workers` beyond their pieces measured alone (their runs without
-  // the monitor; the all-reduce's the faster of its runs without and with it: eval_allreduce):
-  //   sfb_s  the SFB engine's clock minus its pieces (SF computation, the fitted broadcast, the
-  //          apply of `workers` batches), at least 0: seconds per clock that its threads' hand-offs
-  //          and the ranks' stagger cost, carried to any N and shape as they are. Measured on
-  //          0.125-core netns hosts: 0.007-0.012 s on the 512 x 512, K = 1024 job (clocks of 0.28-0.54
-  //          s) and 0.03-0.04 s on the 2048 x 2048, K = 16 one (clocks of 0.11-0.14 s), the same at 1
-  //          Gbit/s and 300 Mbit/s: a cost per clock, not per byte or per flop (as a ratio it
-  //          predicted the 2048 job at 8 hosts and twice its K 22-48% slow at 300 Mbit/s).
-  //   sfb_per_peer_s  what each peer's batch a clock adds to sfb_s: (sfb_s's excess at `workers`
-  //          less the pair's, engine_pair_clock_s over its pieces at 2 ranks) / (workers - 2), at
-  //          least 0 (0 unmeasured). The pair's pieces are at the cores the pair had: where ranks
-  //          share a host (ranks_on_host > 1) the idle ranks leave ranks 0 and 1 cores / 2 each (at
-  //          most `threads`), not cores / ranks_on_host. A target rank receiving n batches a clock
-  //          (SFB N - 1, Halton Q) carries sfb_s + sfb_per_peer_s (n - (workers - 1)), at least 0.
-  //          Where the hosts' cores are busy with what they receive the excess grows with it: the
-  //          512 x 512, K = 1024 job on 0.125-core netns hosts at 1 Gbit/s (one profile at each N,
-  //          the same half hour) measured 0.022, 0.109, 0.220 and 0.340 s at 2, 4, 6 and 8 ranks,
-  //          where the 4-rank excess carried as it is predicted the 8-host clock 26% low and
-  //          carried whole to Halton's 3 batches at 8 hosts 27% high; on the 2048 x 2048, K = 16
-  //          job it held at 0.03-0.04 s a clock from 4 hosts to 8 (a cost per clock: the slope is
-  //          then near 0).
-  //   dense  the all-reduce engine's clock (the faster of its runs without and with evaluations:
-  //          eval_allreduce) against its pieces (SF computation, forming the
-  //          update, the fitted all-reduce of W, the add; dense_anchor). Slower than them: the
-  //          difference as seconds per clock, as sfb_s (the threads' hand-offs): a profile whose K
-  //          was cut to a hundredth of the job's (pieces of 0.57 s, the engine 0.91) predicted the
-  //          job's all-reduce at 22.6 s a clock with a ratio and 14.6 s this way, measured 14.0; a
-  //          ratio on the exchange alone (the W-sized part) would carry the 512 x 512 job's excess
-  //          to a W of 4 GB multiplied 2.2-fold. Faster (forming and exchanging W by row blocks
-  //          overlap them): that ratio on every piece (0.8-1.0 on the validation's profiles). FMS's
-  //          compute and adds take it too, unless its own engine was measured (scheme_model.cc,
-  //          fms_engine_anchor: then FMS's own excess per window round, or its own ratio on
-  //          the profile's side of N = S, fms_anchor_at).
-  //   eval   what the evaluations cost SFB's engine (engine_eval_clock_s - engine_clock_s) over
-  //          their pieces at the profile (eval_s, eval_copy_s, eval_sketch_s every eval_every
-  //          clocks), at least 0; 1 without a measurement. On a rank whose cores the engine keeps
-  //          busy the monitor's evaluation delays every clock it overlaps: on 4 hosts of 0.125
-  //          cores (the 2048 x 2048, K = 16 job) an evaluation timed alone at 0.115 s cost the
-  //          training clocks 0.3-0.4 s. SFB and Halton take it (Halton's rank 0 applies less and
-  //          may hide more of it).
-  //   eval_allreduce, eval_fms  the same for the all-reduce's engine and FMS's (the engines run
-  //          again with the evaluations: engine_allreduce_eval_clock_s, engine_fms_eval_clock_s),
-  //          1 without the measurement (FMS's: at another server count than engine_fms_servers,
-  //          scheme_model.cc). Each scheme's own: what an evaluation costs a clock depends
-  //          on how busy the scheme keeps rank 0's cores and link, not on the evaluation alone.
-  //          The all-reduce's is at most 1 and its clock (`dense`) the faster of its two runs: the
-  //          evaluations run beside its wait on the network, so they lengthen a clock by at most
-  //          their own seconds and never shorten it. Over the five validation runs pv10-pv14 (ten
-  //          profiles, 4 hosts of 0.125 cores, 1 Gbit/s) its run with evaluations exceeded the run
-  //          without by -3.7x to 6.6x their pieces; training at those hosts exceeded the run
-  //          without on the 2048 x 2048 job by -0.2x to 1.7x (mean 0.8x, the runs' mean 1.5x), on
-  //          the 512 x 512 one (evaluations 2% of a clock, below the runs' noise) by a mean of
-  //          -1.7x. Taken as measured (at least 0), the all-reduce's rows of those runs were
-  //          predicted 10.1% slow on average (30 rows), this way 3.2%. FMS's and SFB's stay as
-  //          measured: bounded the same way, FMS's rows' median |error| rose (with 4 servers 9.4
-  //          to 10.6%) and SFB's and Halton's came out 5-7% fast on average (SFB's rank is busy
-  //          computing, so an evaluation delays its threads' work by more than its own seconds).
+  // What the engines measured at `workers` beyond their pieces measured alone (docs/compare.md,
+  // "Anchors" and "Evaluations"; the measurements behind each rule are in docs/compare-log.md):
+  //   sfb_s           the SFB engine's clock (its run without the monitor) minus its pieces (SF
+  //                   computation, the fitted broadcast, the apply of `workers` batches), at least
+  //                   0: seconds per clock, carried to any N and shape as they are.
+  //   sfb_per_peer_s  what each peer's batch a clock adds to sfb_s: (sfb_s's excess less the pair
+  //                   run's, engine_pair_clock_s over its pieces at the cores the pair had: cores / 2
+  //                   each where ranks share a host, at most `threads`) / (workers - 2), at least 0
+  //                   (0 unmeasured). A rank receiving n batches a clock (SFB N - 1, Halton Q)
+  //                   carries sfb_s + sfb_per_peer_s (n - (workers - 1)), at least 0.
+  //   dense           the all-reduce engine's clock (the faster of its runs without and with
+  //                   evaluations) against its pieces (SF computation, forming the update, the
+  //                   fitted all-reduce of W, the add; dense_anchor): seconds per clock when slower,
+  //                   a ratio on every piece when faster. FMS's compute and adds take it too unless
+  //                   its own engine was measured (scheme_model.cc, fms_engine_anchor).
+  //   eval            what the evaluations cost SFB's engine (engine_eval_clock_s - engine_clock_s)
+  //                   over their pieces (eval_s, eval_copy_s, eval_sketch_s every eval_every
+  //                   clocks), at least 0; 1 unmeasured. SFB and Halton take it.
+  //   eval_allreduce, eval_fms  the same for the all-reduce's engine and FMS's (their runs with the
+  //                   evaluations), 1 unmeasured (FMS's: also at another server count than
+  //                   engine_fms_servers). The all-reduce's is at most 1: its evaluations run beside
+  //                   its wait on the network. Each scheme's own, since what an evaluation costs a
+  //                   clock depends on how busy the scheme keeps rank 0's cores and link.
   struct Anchors {
     double eval = 1.0, eval_allreduce = 1.0, eval_fms = 1.0;
     double sfb_s = 0.0, sfb_per_peer_s = 0.0;
     // The CPU floor's divisor (scheme_model.h): the SFB engine's CPU at the profiled N (SF
     // computation, the apply of `workers` batches, the broadcast's CPU at the rank's cores) over
-    // the engine's measured clock, at least 1. A floor above the clock it bounds says the CPU
-    // seconds overstate what the rank's cores give (threads of ranks that share SMT siblings and
-    // caches take more CPU seconds for the same work than the cores' share the clock shows): the
-    // floor is scaled down to the engine there. 1 without an engine or the broadcast's CPU.
+    // the engine's measured clock, at least 1: a floor above the clock it bounds is scaled down to
+    // the engine. 1 without an engine or the broadcast's CPU.
     double cpu_floor = 1.0;
     DenseAnchor dense;
   };
