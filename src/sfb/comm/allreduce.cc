@@ -36,9 +36,11 @@ void sum_in_rank_order(const std::vector<const float*>& x, int64_t count, std::v
 const float* values_of(const Message& m) { return reinterpret_cast<const float*>(m.data.data() + kAllreduceHeadBytes); }
 
 // mine[0, count) = the rank-order sum of this rank's values there and the others' in `from` (by
-// rank; from[r] unused), through `scratch`.
-void sum_from_ranks(int r, float* mine, const std::vector<Message>& from, int64_t count, std::vector<float>& scratch) {
-  std::vector<const float*> x(from.size());
+// rank; from[r] unused), through `x` (one pointer a rank) and `scratch`: the all-reduce's own
+// scratch, kept across calls (the segmented all-reduce sums a segment at a time).
+void sum_from_ranks(int r, float* mine, const std::vector<Message>& from, int64_t count, std::vector<const float*>& x,
+                    std::vector<float>& scratch) {
+  x.resize(from.size());
   for (size_t q = 0; q < from.size(); ++q) x[q] = static_cast<int>(q) == r ? mine : values_of(from[q]);
   sum_in_rank_order(x, count, scratch);
   std::copy(scratch.begin(), scratch.end(), mine);
@@ -141,7 +143,7 @@ void RankOrderAllreduce::direct(std::span<float> data, int64_t id) {
           r, id, n, m.src, h.phase, h.count));
     from[static_cast<size_t>(m.src)] = std::move(m);
   }
-  sum_from_ranks(r, data.data(), from, n, sum_);
+  sum_from_ranks(r, data.data(), from, n, ranks_, sum_);
 }
 
 void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
@@ -184,7 +186,7 @@ void RankOrderAllreduce::segmented(std::span<float> data, int64_t id) {
       slot[static_cast<size_t>(q)] = std::move(m);
       if (++have[static_cast<size_t>(k)] < P_ - 1) continue;
       const Range s = segment_of(n, r, P_, k, seg);
-      sum_from_ranks(r, data.data() + s.begin, slot, s.count, sum_);
+      sum_from_ranks(r, data.data() + s.begin, slot, s.count, ranks_, sum_);
       std::vector<Message>().swap(slot);
       const auto out =
           encode({id, kSum, r, static_cast<int32_t>(k), static_cast<int32_t>(s.count)}, data.data() + s.begin);

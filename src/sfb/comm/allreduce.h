@@ -97,7 +97,8 @@ class RankOrderAllreduce final : public Allreduce {
   const int P_;
   const AllreduceOptions opt_;
   LinkCost cost_;
-  std::vector<float> sum_;  // scratch
+  std::vector<float> sum_;           // scratch: a rank-order sum
+  std::vector<const float*> ranks_;  // scratch: each rank's values in that sum
 };
 
 // Makes the all-reduce engine of a channel over its first `ranks` ranks (comm.collectives).
