@@ -142,7 +142,6 @@ if has speedup; then
   max=${sp_hosts##* }
   for m in $sp_models; do
     sch=$([ "$m" = mlr ] && echo "$sp_schemes" || echo sfb,fms)
-    [ "$m" = sparse_coding ] && sch=sfb,fms
     s=$(sizes_of "$m" | awk '{ print $1 }')
     [ "$m" = mlr ] || [ "$m" = l2mlr ] && s=512x512
     # shellcheck disable=SC2046
